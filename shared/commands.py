@@ -1,0 +1,36 @@
+"""What the engine asks the shell to do: commands as data.
+
+``shared.engine`` returns these from each transition; the coordinator carries them out (send a task
+message, update the index) and nothing else decides what to dispatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.messages import OutputRef
+from shared.states import WorkflowStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Send attempt ``attempt`` of task number ``task`` to queue ``queue``, not before
+    ``now + delay_s`` (a retry backoff: the shell sends it with that initial invisibility)."""
+
+    task: int
+    name: str
+    attempt: int
+    queue: str
+    delay_s: float = 0.0
+    upstream: dict[str, OutputRef] | None = None
+    """Outputs of the task's parents that produced one (parent name -> ref)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowFinished:
+    """The workflow reached a terminal status with this transition."""
+
+    status: WorkflowStatus
+
+
+Command = Dispatch | WorkflowFinished

@@ -1,0 +1,201 @@
+"""Every Azure resource name dagq uses, computed from the deployment prefix.
+
+This module is the only place that builds a container, table, queue or blob name; infra/ (Bicep),
+the docs and the tests take names from here. A prefix namespaces a whole deployment, so several
+deployments (or test runs) can share one storage account.
+
+Azure's rules this module enforces: containers and queues are 3-63 characters of lowercase letters,
+digits and single hyphens; tables are 3-63 alphanumerics starting with a letter.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{1,19}$")
+"""A prefix: 2-20 lowercase letters/digits starting with a letter (it must also be a valid table name
+start, which rules out hyphens)."""
+
+QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$")
+"""A queue name as written in a definition (``gpu``, ``cpu-large``, ``A100_80GB``)."""
+MAX_QUEUE_NAME = 40
+"""Longest queue name in a definition: ``{prefix}-q-{queue}`` must stay within Azure's 63."""
+
+TASK_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=-]{0,127}$")
+"""Task names become blob path segments, message ids and URL path segments: a safe charset, no
+slashes, no control characters, at most 128 characters, and never ``..`` (checked separately)."""
+
+WORKFLOW_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""Workflow ids (generated or given with ``?id=``): they name blobs and appear in message ids."""
+
+INDEX_PARTITION = "wf"
+"""All index rows share one partition: listing is a single ordered partition scan."""
+
+_MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
+
+
+def check_prefix(prefix: str) -> str:
+    """Return ``prefix`` if it is valid, else raise ValueError saying what a prefix may be."""
+    if not PREFIX_RE.match(prefix):
+        raise ValueError(
+            f"invalid prefix {prefix!r}: use 2-20 lowercase letters and digits, starting with a letter"
+        )
+    return prefix
+
+
+def queue_name_problem(queue: str) -> str | None:
+    """Why ``queue`` (as written in a definition) is not a valid queue name, or None if it is."""
+    if not isinstance(queue, str) or not queue:
+        return "a queue name must be a non-empty string"
+    if len(queue) > MAX_QUEUE_NAME:
+        return f"queue name {queue!r} is longer than {MAX_QUEUE_NAME} characters"
+    if not QUEUE_NAME_RE.match(queue):
+        return (
+            f"invalid queue name {queue!r}: use letters, digits and single '-' or '_' between them"
+        )
+    return None
+
+
+def safe_name_problem(name: str, what: str = "task name") -> str | None:
+    """Why ``name`` is not a safe task name, or None if it is."""
+    if not isinstance(name, str) or not name:
+        return f"a {what} must be a non-empty string"
+    if not TASK_NAME_RE.match(name) or ".." in name:
+        shown = name if len(name) <= 60 else name[:57] + "..."
+        return (
+            f"invalid {what} {shown!r}: use 1-128 of A-Z a-z 0-9 _ . = - (not starting with '.',"
+            " '-' or '=', no '..', no '/', no spaces or control characters)"
+        )
+    return None
+
+
+def workflow_id_problem(workflow_id: str) -> str | None:
+    """Why ``workflow_id`` is not a valid workflow id, or None if it is."""
+    if not isinstance(workflow_id, str) or not WORKFLOW_ID_RE.match(workflow_id) or (
+        ".." in workflow_id
+    ):
+        return (
+            "invalid workflow id: use 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit,"
+            " without '..'"
+        )
+    return None
+
+
+def new_workflow_id(now: float, entropy: str) -> str:
+    """A readable, time-sortable id such as ``20261129-115012-k3x9qa``.
+
+    ``entropy`` is a few random lowercase characters supplied by the caller (the core takes no
+    randomness of its own).
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{stamp}-{entropy}"
+
+
+def index_row_key(workflow_id: str, created_at: float) -> str:
+    """The index RowKey: an inverted creation time, so a partition scan lists newest first."""
+    inverted = _MAX_MS - int(created_at * 1000)
+    return f"{inverted:013d}-{workflow_id}"
+
+
+@dataclass(frozen=True)
+class ResourceNames:
+    """The names of one deployment's resources, derived from its prefix."""
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        check_prefix(self.prefix)
+
+    # -- containers -------------------------------------------------------------------------
+    @property
+    def workflows_container(self) -> str:
+        """Definition blobs (immutable) and state blobs (ETag CAS), plus the coordinator lease."""
+        return f"{self.prefix}-workflows"
+
+    @property
+    def outputs_container(self) -> str:
+        """Large task outputs, logs, upstream bundles and attempt claims."""
+        return f"{self.prefix}-outputs"
+
+    @property
+    def deadletter_container(self) -> str:
+        """Events that could not be applied, each kept with its reason."""
+        return f"{self.prefix}-deadletter"
+
+    # -- table ------------------------------------------------------------------------------
+    @property
+    def index_table(self) -> str:
+        """One small row per workflow for listing; a projection of the state blobs."""
+        return f"{self.prefix}WorkflowsIndex"
+
+    # -- queues -----------------------------------------------------------------------------
+    @property
+    def event_queue(self) -> str:
+        """Completions from workers and control events from the API, consumed by the coordinator."""
+        return f"{self.prefix}-events"
+
+    @property
+    def event_poison_queue(self) -> str:
+        """Where the Functions host moves events after maxDequeueCount failures (host convention)."""
+        return f"{self.event_queue}-poison"
+
+    def task_queue(self, queue: str) -> str:
+        """The Azure queue for a definition's queue name (``gpu`` -> ``dagq-q-gpu``)."""
+        problem = queue_name_problem(queue)
+        if problem:
+            raise ValueError(problem)
+        return f"{self.prefix}-q-{queue.lower().replace('_', '-')}"
+
+    @property
+    def task_queue_prefix(self) -> str:
+        """Every task queue's name starts with this (for listing them)."""
+        return f"{self.prefix}-q-"
+
+    def all_containers(self) -> tuple[str, ...]:
+        return (self.workflows_container, self.outputs_container, self.deadletter_container)
+
+    # -- blobs in the workflows container ---------------------------------------------------
+    @staticmethod
+    def definition_blob(workflow_id: str) -> str:
+        return f"{workflow_id}.def"
+
+    @staticmethod
+    def state_blob(workflow_id: str) -> str:
+        return f"{workflow_id}.state"
+
+    @staticmethod
+    def lease_blob() -> str:
+        """The coordinator's singleton sentinel (never a valid workflow id: it starts with '_')."""
+        return "_coordinator.lease"
+
+    # -- blobs in the outputs container -----------------------------------------------------
+    @staticmethod
+    def attempt_prefix(workflow_id: str, task: str, attempt: int) -> str:
+        return f"{workflow_id}/{task}/{attempt}/"
+
+    @classmethod
+    def output_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+        """A task attempt's JSON output, when too large to travel inline."""
+        return cls.attempt_prefix(workflow_id, task, attempt) + "output.json"
+
+    @classmethod
+    def log_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+        """A task attempt's combined stdout and stderr."""
+        return cls.attempt_prefix(workflow_id, task, attempt) + "log.txt"
+
+    @classmethod
+    def upstream_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+        """Parent output refs of a task attempt whose fan-in is too large to inline in its message."""
+        return cls.attempt_prefix(workflow_id, task, attempt) + "upstream.json"
+
+    @classmethod
+    def claim_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+        """Created by the first worker to run an attempt; duplicate dispatches of it find it taken."""
+        return cls.attempt_prefix(workflow_id, task, attempt) + "claim"
+
+    @staticmethod
+    def deadletter_blob(received_at: float, message_id: str) -> str:
+        day = time.strftime("%Y-%m-%d", time.gmtime(received_at))
+        return f"{day}/{message_id}.json"

@@ -1,0 +1,143 @@
+"""dagq's settings, read once from the environment (pydantic-settings).
+
+Storage is addressed the way the Functions host addresses a binding connection named ``DAGQ_STORAGE``,
+so the queue trigger and dagq's own clients always talk to the same account:
+
+- ``DAGQ_STORAGE`` (or ``DAGQ_STORAGE_CONNECTION_STRING``): a connection string (Azurite or real), or
+- ``DAGQ_STORAGE__accountName`` (or ``DAGQ_STORAGE_ACCOUNT``), or the three service URIs
+  ``DAGQ_STORAGE__blobServiceUri`` / ``__queueServiceUri`` / ``__tableServiceUri``, authenticated with
+  azure-identity's DefaultAzureCredential (managed identity in Azure; ``DAGQ_STORAGE__clientId``
+  selects a user-assigned identity).
+
+Everything else has a ``DAGQ_`` name, listed on the fields below.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.errors import ConfigError
+from shared.names import ResourceNames, check_prefix
+
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def azurite_connection_string(host: str = "127.0.0.1", blob: int = 10000, queue: int = 10001,
+                              table: int = 10002) -> str:
+    """The well-known Azurite connection string for the given host and ports."""
+    return (
+        "DefaultEndpointsProtocol=http;"
+        f"AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint=http://{host}:{blob}/{AZURITE_ACCOUNT};"
+        f"QueueEndpoint=http://{host}:{queue}/{AZURITE_ACCOUNT};"
+        f"TableEndpoint=http://{host}:{table}/{AZURITE_ACCOUNT};"
+    )
+
+
+class Settings(BaseSettings):
+    """Deployment-wide settings shared by the Functions app, the coordinator process and the CLI."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    # -- storage ------------------------------------------------------------------------------
+    storage_connection_string: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_STORAGE", "DAGQ_STORAGE_CONNECTION_STRING"),
+        description="Connection string of the storage account (Azurite or real).",
+    )
+    storage_account: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_STORAGE__accountName", "DAGQ_STORAGE_ACCOUNT"),
+        description="Storage account name, used with DefaultAzureCredential.",
+    )
+    blob_service_uri: str | None = Field(
+        default=None, validation_alias=AliasChoices("DAGQ_STORAGE__blobServiceUri")
+    )
+    queue_service_uri: str | None = Field(
+        default=None, validation_alias=AliasChoices("DAGQ_STORAGE__queueServiceUri")
+    )
+    table_service_uri: str | None = Field(
+        default=None, validation_alias=AliasChoices("DAGQ_STORAGE__tableServiceUri")
+    )
+    storage_client_id: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_STORAGE__clientId", "AZURE_CLIENT_ID"),
+        description="Client id of a user-assigned managed identity.",
+    )
+    prefix: str = Field(
+        default="dagq",
+        validation_alias=AliasChoices("DAGQ_PREFIX"),
+        description="Namespaces every container, table and queue of this deployment.",
+    )
+
+    # -- coordinator --------------------------------------------------------------------------
+    lease_s: int = Field(
+        default=30, ge=15, le=60, validation_alias=AliasChoices("DAGQ_LEASE_S"),
+        description="Coordinator lease duration; renewed while a pass runs.",
+    )
+    pass_budget_s: float = Field(
+        default=20.0, gt=0, validation_alias=AliasChoices("DAGQ_PASS_BUDGET_S"),
+        description="How long one coordinator pass keeps draining the event queue.",
+    )
+    event_visibility_s: int = Field(
+        default=60, ge=5, validation_alias=AliasChoices("DAGQ_EVENT_VISIBILITY_S"),
+        description="Visibility timeout of events received by a pass; well above pass_budget_s.",
+    )
+    lost_dispatch_after_s: float = Field(
+        default=24 * 3600.0, gt=0, validation_alias=AliasChoices("DAGQ_LOST_DISPATCH_AFTER_S"),
+        description="A task queued this long without a start is re-sent (ready-repair).",
+    )
+    activate_repair_after_s: float = Field(
+        default=30.0, gt=0, validation_alias=AliasChoices("DAGQ_ACTIVATE_REPAIR_AFTER_S"),
+        description="A pending workflow this old is activated by the sweep (its event was lost).",
+    )
+    sweep_schedule: str = Field(
+        default="*/5 * * * * *", validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),
+        description="NCRONTAB (seconds first) of the timer trigger that runs the sweeps.",
+    )
+
+    # -- API ----------------------------------------------------------------------------------
+    max_definition_bytes: int = Field(
+        default=4 * 1024 * 1024, gt=0, validation_alias=AliasChoices("DAGQ_MAX_DEFINITION_BYTES"),
+        description="Largest accepted workflow definition body.",
+    )
+
+    @field_validator("prefix")
+    @classmethod
+    def _valid_prefix(cls, value: str) -> str:
+        return check_prefix(value)
+
+    @model_validator(mode="after")
+    def _storage_is_addressed(self) -> Settings:
+        has_uris = bool(self.blob_service_uri and self.queue_service_uri and self.table_service_uri)
+        if not (self.storage_connection_string or self.storage_account or has_uris):
+            raise ConfigError(
+                "no storage configured: set DAGQ_STORAGE to a connection string, or "
+                "DAGQ_STORAGE__accountName (or the three DAGQ_STORAGE__*ServiceUri settings) to use "
+                "a managed identity"
+            )
+        return self
+
+    @cached_property
+    def names(self) -> ResourceNames:
+        """Resource names for this deployment's prefix."""
+        return ResourceNames(self.prefix)
+
+    def service_uri(self, service: str) -> str:
+        """The endpoint of ``blob``, ``queue`` or ``table`` when addressed by account or URI."""
+        explicit = {
+            "blob": self.blob_service_uri,
+            "queue": self.queue_service_uri,
+            "table": self.table_service_uri,
+        }[service]
+        if explicit:
+            return explicit
+        if not self.storage_account:
+            raise ConfigError(f"no {service} endpoint: set DAGQ_STORAGE__accountName")
+        return f"https://{self.storage_account}.{service}.core.windows.net"

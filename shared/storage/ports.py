@@ -1,0 +1,263 @@
+"""The interfaces between dagq's logic and its storage, one method per storage operation.
+
+The coordinator, the API service layer and the worker are written against these Protocols only.
+``shared.storage.azure`` implements them with the async Azure SDKs (Azurite locally);
+``shared.storage.memory`` implements them in memory. ``tests/storage/test_contract.py`` runs the
+same tests against both, so the fake cannot drift from the real thing.
+
+Every method is a coroutine; errors are dagq's (``shared.errors``), never SDK exceptions, except for
+transient transport failures which propagate so callers can retry or let the queue redeliver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from shared.states import WorkflowStatus
+
+# -- blobs ---------------------------------------------------------------------------------------
+
+
+class WorkflowBlobs(Protocol):
+    """Definition blobs (create-only) and state blobs (create-only, then ETag CAS) of workflows."""
+
+    async def create_definition(self, workflow_id: str, data: bytes) -> bool:
+        """Create the definition blob if absent. True if created; False if one already existed."""
+        ...
+
+    async def read_definition(self, workflow_id: str) -> bytes:
+        """The definition blob's bytes. Raises NotFoundError."""
+        ...
+
+    async def create_state(self, workflow_id: str, data: bytes, metadata: dict[str, str]) -> str:
+        """Create the state blob (If-None-Match: *); return its ETag. Raises ConflictError if it
+        exists already."""
+        ...
+
+    async def read_state(self, workflow_id: str) -> tuple[bytes, str]:
+        """The state blob's bytes and ETag. Raises NotFoundError."""
+        ...
+
+    async def write_state(
+        self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]
+    ) -> str:
+        """Replace the state blob if its ETag is still ``etag`` (If-Match); return the new ETag.
+        Raises StaleStateError on a mismatch (412) and NotFoundError if it vanished. Never a blind
+        overwrite."""
+        ...
+
+    async def state_metadata(self, workflow_id: str) -> dict[str, str]:
+        """The state blob's metadata only (one HEAD): workers read ``status`` from it to notice a
+        cancelled workflow. Raises NotFoundError."""
+        ...
+
+
+class OutputBlobs(Protocol):
+    """The outputs container: large outputs, logs, upstream bundles, attempt claims."""
+
+    async def put(self, name: str, data: bytes, *, content_type: str = "application/json") -> None:
+        """Create or replace a blob."""
+        ...
+
+    async def create_if_absent(self, name: str, data: bytes) -> bool:
+        """Create a blob only if it does not exist (If-None-Match: *). True if this call created
+        it."""
+        ...
+
+    async def get(self, name: str) -> bytes:
+        """A blob's bytes. Raises NotFoundError."""
+        ...
+
+
+class DeadLetters(Protocol):
+    """Events that could not be applied, each kept with its reason (never dropped silently)."""
+
+    async def put(self, *, message_id: str, text: str, reason: str, received_at: float) -> str:
+        """Store one dead letter; return where it was stored (blob name)."""
+        ...
+
+    async def list(self, limit: int = 100) -> list[DeadLetter]:
+        """The most recent dead letters, oldest first within the returned page."""
+        ...
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One event kept aside, with why."""
+
+    name: str
+    message_id: str
+    text: str
+    reason: str
+    received_at: float
+
+
+# -- lease ---------------------------------------------------------------------------------------
+
+
+class Lease(Protocol):
+    """The coordinator's singleton lease on the sentinel blob of a prefix."""
+
+    async def acquire(self, duration_s: int) -> str | None:
+        """Take the lease; return its id, or None if another holder has it (409)."""
+        ...
+
+    async def renew(self, lease_id: str) -> bool:
+        """Renew a held lease. False if it was lost (expired and taken, or broken)."""
+        ...
+
+    async def release(self, lease_id: str) -> None:
+        """Give the lease up (no error if it was already lost)."""
+        ...
+
+    async def break_lease(self) -> None:
+        """Break whatever lease is held (operator action, and fault injection in tests)."""
+        ...
+
+    async def is_held(self) -> bool:
+        """Whether some coordinator holds the lease now (for /api/health)."""
+        ...
+
+
+# -- queues --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    """A message received from a queue: invisible to others until its visibility timeout ends."""
+
+    id: str
+    pop_receipt: str
+    text: str
+    dequeue_count: int
+    inserted_at: float | None = None
+
+
+class Queue(Protocol):
+    """One Azure Storage queue. Messages are plain text (dagq's JSON; see shared.messages)."""
+
+    name: str
+
+    async def ensure(self) -> None:
+        """Create the queue if it does not exist."""
+        ...
+
+    async def send(self, text: str, *, delay_s: float = 0.0) -> None:
+        """Send a message, invisible for ``delay_s`` seconds first (retry backoff). Messages never
+        expire."""
+        ...
+
+    async def receive(self, max_messages: int, visibility_s: int) -> list[ReceivedMessage]:
+        """Receive up to ``max_messages`` (1-32 per service call; more means several calls)."""
+        ...
+
+    async def delete(self, message: ReceivedMessage) -> bool:
+        """Delete a received message. False (no error) if it was already gone or its pop receipt
+        is stale (another consumer took it: 404 on Azure, 400 PopReceiptMismatch on Azurite)."""
+        ...
+
+    async def extend(self, message: ReceivedMessage, visibility_s: int) -> ReceivedMessage | None:
+        """Make the message invisible for ``visibility_s`` more seconds (0: visible at once);
+        return it with its NEW pop receipt, or None if the receipt is stale."""
+        ...
+
+    async def approximate_count(self) -> int:
+        """Approximate number of messages in the queue."""
+        ...
+
+
+class Queues(Protocol):
+    """Access to the queues of one storage account, by Azure queue name."""
+
+    def get(self, azure_name: str) -> Queue:
+        """A handle on a queue (no I/O)."""
+        ...
+
+    async def list_names(self, prefix: str) -> list[str]:
+        """Names of existing queues starting with ``prefix``."""
+        ...
+
+
+# -- index table ---------------------------------------------------------------------------------
+
+
+@dataclass
+class IndexRow:
+    """One workflow's row in the index table: a derived summary, never the source of truth."""
+
+    workflow_id: str
+    name: str
+    status: WorkflowStatus
+    created_at: float
+    updated_at: float
+    total: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    """Task state -> number of tasks in it."""
+    queues: list[str] = field(default_factory=list)
+    run: int = 1
+    """The current run: 1 at submit, +1 for each rerun from failure."""
+    cancel_requested: bool = False
+    """The durable cancel flag. Written only by the API's cancel; projections never clear it."""
+    error: str | None = None
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    rows: list[IndexRow]
+    next: str | None
+    """Continuation token for the next page, or None at the end."""
+
+
+class Index(Protocol):
+    """The workflow index table."""
+
+    async def create(self, row: IndexRow) -> None:
+        """Insert a new row; if one exists for the workflow already, leave it (idempotent submit)."""
+        ...
+
+    async def project(self, row: IndexRow) -> None:
+        """Write the coordinator's projection of a state: merge every field except
+        ``cancel_requested``, which it never clobbers."""
+        ...
+
+    async def request_cancel(self, workflow_id: str, created_at: float) -> None:
+        """Set the durable cancel flag (merge). Raises NotFoundError if the row is missing."""
+        ...
+
+    async def get(self, workflow_id: str, created_at: float) -> IndexRow | None:
+        """One row (a point read: the row key derives from id and creation time)."""
+        ...
+
+    async def list(
+        self,
+        *,
+        status: WorkflowStatus | None = None,
+        name_prefix: str | None = None,
+        limit: int = 50,
+        continuation: str | None = None,
+    ) -> IndexPage:
+        """Newest first, optionally filtered; cost independent of DAG sizes."""
+        ...
+
+    async def active(self) -> list[IndexRow]:
+        """Rows of workflows not yet terminal (the sweeps' work list)."""
+        ...
+
+
+# -- everything together -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Storage:
+    """All adapters of one deployment (one prefix), as the coordinator and the API use them."""
+
+    workflows: WorkflowBlobs
+    outputs: OutputBlobs
+    deadletters: DeadLetters
+    lease: Lease
+    queues: Queues
+    index: Index
+    event_queue: Queue
+    event_poison_queue: Queue

@@ -1,0 +1,91 @@
+"""The compiled workflow: a validated, foreach-expanded, immutable DAG in index form.
+
+This is what the engine runs and what the definition blob stores. Tasks are numbered in definition
+order (expansions of a ``foreach`` task take consecutive numbers in their declared order), and every
+cross-reference is an index, so the engine's per-event work touches only the task and its children.
+
+Built by ``shared.compiler.compile_workflow`` from a parsed ``shared.spec.WorkflowSpec``; round-trips
+through ``to_dict`` / ``from_dict`` (JSON-safe) for the definition blob.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DepPolicy = Literal["all", "any", "all_settled"] | int
+"""``all``: every parent succeeded (completed or skipped). ``any``: at least one succeeded.
+``all_settled``: every parent is terminal and at least one succeeded. ``N``: at least N succeeded."""
+
+ResultPolicy = Literal["all_sinks_succeed", "all_tasks_succeed"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When and how soon a failed attempt is retried (``num_retries`` is the budget)."""
+
+    initial_delay_s: float = 0.0
+    """Delay before the first retry (0: at once, as in ai4s-jobq)."""
+    multiplier: float = 2.0
+    """Each further retry waits this many times longer."""
+    max_delay_s: float = 3600.0
+    """Upper bound of any one delay."""
+    jitter: float = 0.0
+    """Fraction (0-1) of the delay randomised, deterministically per (workflow, task, attempt)."""
+    retry_on_exit_codes: tuple[int, ...] | None = None
+    """Exit codes worth retrying; None retries every failure. Timeouts and worker errors are
+    always retryable; cancellations never are."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDef:
+    """One task of a compiled workflow."""
+
+    name: str
+    cmd: str
+    queue: str
+    env: dict[str, str] = field(default_factory=dict)
+    """Workflow-level env merged under the task's own."""
+    cwd: str | None = None
+    parents: tuple[int, ...] = ()
+    dep_policy: DepPolicy = "all"
+    timeout_s: float | None = None
+    """Per-attempt run time limit (the task's, else the workflow's default_task_timeout_s)."""
+    queue_timeout_s: float | None = None
+    """How long an attempt may wait for a worker before it fails as not started."""
+    num_retries: int = 0
+    retry: RetryPolicy = RetryPolicy()
+    condition: str | None = None
+    group: str | None = None
+    """The foreach task this one was expanded from (its name as written), if any."""
+    params: dict[str, Any] | None = None
+    """The foreach parameters of this expansion, if any."""
+
+
+@dataclass(frozen=True)
+class CompiledWorkflow:
+    """A validated DAG ready to run. Immutable; shared freely between threads and passes."""
+
+    name: str
+    tasks: tuple[TaskDef, ...]
+    max_parallelism: int | None = None
+    result_policy: ResultPolicy = "all_sinks_succeed"
+    index: dict[str, int] = field(default_factory=dict)
+    """Task name -> task number."""
+    children: tuple[tuple[int, ...], ...] = ()
+    """Task number -> numbers of the tasks that depend on it."""
+    source: str | None = None
+    """The definition as submitted (YAML or JSON text), kept for display; never parsed again."""
+
+    @property
+    def roots(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.tasks) if not t.parents)
+
+    @property
+    def sinks(self) -> tuple[int, ...]:
+        return tuple(i for i, kids in enumerate(self.children) if not kids)
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        """Distinct queue names, in first-use order."""
+        return tuple(dict.fromkeys(t.queue for t in self.tasks))

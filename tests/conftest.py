@@ -1,0 +1,40 @@
+"""Test session fixtures: one Azurite for the whole session, a fresh resource prefix per test.
+
+Tests that need storage take the ``storage_env`` or ``settings`` fixture (or ``azurite``). Azurite is
+a real dependency: when it cannot start, those tests fail; they are never skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from devtools.azurite import Azurite
+from shared.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """A running in-memory Azurite on free ports for the whole test session."""
+    with Azurite() as server:
+        yield server
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A resource prefix no other test uses: tests never see each other's queues, tables, blobs."""
+    return "t" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture
+def storage_env(azurite: Azurite, prefix: str) -> dict[str, str]:
+    """Environment variables that point dagq (app, coordinator, worker subprocesses) at Azurite."""
+    return {"DAGQ_STORAGE": azurite.connection_string, "DAGQ_PREFIX": prefix}
+
+
+@pytest.fixture
+def settings(storage_env: dict[str, str]) -> Settings:
+    """Settings for this test's prefix on the session's Azurite."""
+    return Settings.model_validate(storage_env)
