@@ -77,6 +77,33 @@ class CompiledWorkflow:
     source: str | None = None
     """The definition as submitted (YAML or JSON text), kept for display; never parsed again."""
 
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        tasks: tuple[TaskDef, ...] | list[TaskDef],
+        *,
+        max_parallelism: int | None = None,
+        result_policy: ResultPolicy = "all_sinks_succeed",
+        source: str | None = None,
+    ) -> CompiledWorkflow:
+        """Build from task definitions whose ``parents`` are already indices, deriving ``index``
+        and ``children``. No validation: ``shared.compiler`` validates before it calls this."""
+        tasks = tuple(tasks)
+        kids: list[list[int]] = [[] for _ in tasks]
+        for child, task in enumerate(tasks):
+            for parent in task.parents:
+                kids[parent].append(child)
+        return cls(
+            name=name,
+            tasks=tasks,
+            max_parallelism=max_parallelism,
+            result_policy=result_policy,
+            index={t.name: i for i, t in enumerate(tasks)},
+            children=tuple(tuple(k) for k in kids),
+            source=source,
+        )
+
     @property
     def roots(self) -> tuple[int, ...]:
         return tuple(i for i, t in enumerate(self.tasks) if not t.parents)

@@ -226,6 +226,11 @@ class Index(Protocol):
         """Set the durable cancel flag (merge). Raises NotFoundError if the row is missing."""
         ...
 
+    async def clear_cancel(self, workflow_id: str, created_at: float) -> None:
+        """Clear the durable cancel flag (the API does this before it sends a rerun, so the
+        cancel-poll sweep does not cancel the new run)."""
+        ...
+
     async def get(self, workflow_id: str, created_at: float) -> IndexRow | None:
         """One row (a point read: the row key derives from id and creation time)."""
         ...
