@@ -77,3 +77,8 @@ class LeaseError(DagqError):
 
 class ConfigError(DagqError):
     """Settings are missing or contradictory (for example neither a connection string nor an account)."""
+
+
+class InvalidContinuationError(DagqError, ValueError):
+    """A listing's continuation token was not one dagq issued (tampered with, truncated, or from
+    another listing): pass back the previous page's ``next`` unchanged."""

@@ -11,6 +11,7 @@ transient transport failures which propagate so callers can retry or let the que
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -246,7 +247,7 @@ class Index(Protocol):
         """Newest first, optionally filtered; cost independent of DAG sizes."""
         ...
 
-    async def active(self) -> list[IndexRow]:
+    async def active(self) -> builtins.list[IndexRow]:
         """Rows of workflows not yet terminal (the sweeps' work list)."""
         ...
 
