@@ -1,0 +1,110 @@
+"""The dagq Azure Functions app (Python v2 programming model): the list of its functions.
+
+Each function is a thin declaration that delegates to ``shared.api``; the logic lives there and is
+tested without the Functions host. Importing this module must stay fast and must not touch storage
+(Flex Consumption allows 30 s for start-up): storage clients are created on the first invocation.
+
+App settings read here, at import time:
+
+- ``DAGQ_PREFIX`` (default ``dagq``): the event queue the queue trigger listens on is
+  ``{prefix}-events`` (``shared.names.ResourceNames``), so a deployment names its resources once.
+- ``DAGQ_API_AUTH_LEVEL`` (default ``function``): the HTTP auth level — ``function``, ``admin`` or
+  ``anonymous``. ``/api/health`` and ``/api/openapi.json`` are always anonymous.
+
+And by the host, through binding expressions: ``%DAGQ_SWEEP_SCHEDULE%`` (the timer's NCRONTAB
+schedule, seconds first) and the connection ``DAGQ_STORAGE`` (connection string, or
+``DAGQ_STORAGE__accountName``/``__queueServiceUri`` with a managed identity).
+"""
+
+from __future__ import annotations
+
+import os
+
+import azure.functions as func
+
+from shared.api import http as api
+from shared.api import triggers
+from shared.names import ResourceNames
+
+EVENT_QUEUE = ResourceNames(os.environ.get("DAGQ_PREFIX") or "dagq").event_queue
+AUTH_LEVEL = func.AuthLevel((os.environ.get("DAGQ_API_AUTH_LEVEL") or "function").strip().lower())
+
+app = func.FunctionApp(http_auth_level=AUTH_LEVEL)
+
+
+# -- HTTP API (route prefix "api", host.json) ------------------------------------------------------
+
+
+@app.function_name("submit_workflow")
+@app.route(route="workflows", methods=["POST"])
+async def submit_workflow(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.submit_workflow(req)
+
+
+@app.function_name("list_workflows")
+@app.route(route="workflows", methods=["GET"])
+async def list_workflows(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.list_workflows(req)
+
+
+@app.function_name("get_workflow")
+@app.route(route="workflows/{id}", methods=["GET"])
+async def get_workflow(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.get_workflow(req)
+
+
+@app.function_name("get_task")
+@app.route(route="workflows/{id}/tasks/{task}", methods=["GET"])
+async def get_task(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.get_task(req)
+
+
+@app.function_name("get_task_log")
+@app.route(route="workflows/{id}/tasks/{task}/log", methods=["GET"])
+async def get_task_log(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.get_task_log(req)
+
+
+@app.function_name("get_task_output")
+@app.route(route="workflows/{id}/tasks/{task}/output", methods=["GET"])
+async def get_task_output(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.get_task_output(req)
+
+
+@app.function_name("cancel_workflow")
+@app.route(route="workflows/{id}/cancel", methods=["POST"])
+async def cancel_workflow(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.cancel_workflow(req)
+
+
+@app.function_name("retry_workflow")
+@app.route(route="workflows/{id}/retry", methods=["POST"])
+async def retry_workflow(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.retry_workflow(req)
+
+
+@app.function_name("health")
+@app.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+async def health(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.health(req)
+
+
+@app.function_name("openapi")
+@app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+async def openapi(req: func.HttpRequest) -> func.HttpResponse:
+    return await api.openapi(req)
+
+
+# -- the coordinator -------------------------------------------------------------------------------
+
+
+@app.function_name("coordinator")
+@app.queue_trigger(arg_name="msg", queue_name=EVENT_QUEUE, connection="DAGQ_STORAGE")
+async def coordinator(msg: func.QueueMessage) -> None:
+    await triggers.on_event(msg)
+
+
+@app.function_name("sweeps")
+@app.timer_trigger(arg_name="timer", schedule="%DAGQ_SWEEP_SCHEDULE%", use_monitor=False)
+async def sweeps(timer: func.TimerRequest) -> None:
+    await triggers.on_sweep(timer)

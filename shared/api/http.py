@@ -1,0 +1,383 @@
+"""The HTTP shell of the API: parse a Functions ``HttpRequest``, call ``service``, answer JSON.
+
+Every handler has the signature ``async (HttpRequest) -> HttpResponse`` so ``function_app.py`` can
+delegate in one line. Request validation (size, media type, encoding, ids, query parameters) happens
+here, BEFORE storage is touched: a rejected request writes nothing. Every error is an RFC 7807
+problem+json body; unexpected exceptions are logged with a reference and answered with a generic 500
+that never contains a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import azure.functions as func
+
+from shared.api.context import CONTEXT
+from shared.api.problems import PROBLEM_CONTENT_TYPE, ApiProblem, bad_request, problem_for
+from shared.errors import DagqError
+from shared.states import WorkflowStatus
+
+log = logging.getLogger("dagq.api")
+
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+
+YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
+JSON_TYPES = frozenset({"application/json"})
+DETECT_TYPES = frozenset({"text/plain", ""})
+"""Media types accepted for a definition; ``text/plain`` or none means "detect JSON or YAML"."""
+
+MAX_LIST_LIMIT = 1000
+MAX_NAME_FILTER = 256
+MAX_TOKEN_CHARS = 4096
+MAX_REASON_CHARS = 500
+
+Handler = Callable[[func.HttpRequest], Awaitable[func.HttpResponse]]
+
+
+# -- responses -----------------------------------------------------------------------------------
+
+
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> func.HttpResponse:
+    return func.HttpResponse(
+        json.dumps(body, separators=(",", ":")),
+        status_code=status,
+        headers=headers,
+        mimetype="application/json",
+        charset="utf-8",
+    )
+
+
+def problem_response(problem: ApiProblem, instance: str | None = None) -> func.HttpResponse:
+    headers = {"Allow": problem.extra["allow"]} if "allow" in problem.extra else None
+    return func.HttpResponse(
+        json.dumps(problem.to_dict(instance)),
+        status_code=problem.status,
+        headers=headers,
+        mimetype=PROBLEM_CONTENT_TYPE,
+        charset="utf-8",
+    )
+
+
+def _to_problem(exc: BaseException) -> ApiProblem:
+    from shared.api.service import InvalidIdError
+
+    if isinstance(exc, InvalidIdError):
+        return bad_request(str(exc), slug="invalid-name")
+    return problem_for(exc)
+
+
+async def guarded(req: func.HttpRequest, operation: Handler) -> func.HttpResponse:
+    """Run ``operation``; turn every exception into a problem response (never a stack trace)."""
+    instance = urlsplit(req.url).path or None
+    try:
+        return await operation(req)
+    except Exception as exc:
+        problem = _to_problem(exc)
+        if problem.status >= 500:
+            ref = uuid.uuid4().hex[:12]
+            log.exception("%s %s failed (ref %s)", req.method, instance, ref)
+            problem.extra["ref"] = ref
+        return problem_response(problem, instance)
+
+
+def _base_url(req: func.HttpRequest) -> str:
+    """``scheme://host/{routePrefix}`` of this request, to build resource URLs."""
+    parts = urlsplit(req.url)
+    path = parts.path
+    cut = path.find("/workflows")
+    if cut >= 0:
+        path = path[:cut]
+    return f"{parts.scheme}://{parts.netloc}{path.rstrip('/')}"
+
+
+def workflow_url(req: func.HttpRequest, workflow_id: str) -> str:
+    return f"{_base_url(req)}/workflows/{workflow_id}"
+
+
+# -- request parsing -----------------------------------------------------------------------------
+
+
+def _route(req: func.HttpRequest, name: str) -> str:
+    value: str | None = req.route_params.get(name)
+    if value is None:  # the route template guarantees it; a misrouted call is a bug
+        raise bad_request(f"missing path parameter {name!r}")
+    return value
+
+
+def _bool_param(req: func.HttpRequest, name: str, default: bool) -> bool:
+    raw = req.params.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise bad_request(f"query parameter {name!r} must be true or false, not {raw[:40]!r}")
+
+
+def _media_type(req: func.HttpRequest) -> tuple[str, dict[str, str]]:
+    raw = req.headers.get("content-type") or ""
+    media, _, rest = raw.partition(";")
+    params = {}
+    for item in rest.split(";"):
+        key, sep, value = item.partition("=")
+        if sep:
+            params[key.strip().lower()] = value.strip().strip('"').lower()
+    return media.strip().lower(), params
+
+
+def parse_definition_body(req: func.HttpRequest, max_bytes: int) -> tuple[str, str | None]:
+    """The definition text and its format (``json``, ``yaml``, or None to detect).
+
+    Checks, in order: size (413), media type and charset (415), emptiness and UTF-8 (400).
+    """
+    declared = req.headers.get("content-length")
+    if declared and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise _too_large(int(declared), max_bytes)
+    body = req.get_body() or b""
+    if len(body) > max_bytes:
+        raise _too_large(len(body), max_bytes)
+    media, params = _media_type(req)
+    fmt: str | None
+    if media in JSON_TYPES:
+        fmt = "json"
+    elif media in YAML_TYPES:
+        fmt = "yaml"
+    elif media in DETECT_TYPES:
+        fmt = None
+    else:
+        raise ApiProblem(
+            415,
+            f"unsupported Content-Type {media[:80]!r}: send the definition as application/json,"
+            " application/yaml (or application/x-yaml, text/yaml) or text/plain",
+            slug="unsupported-media-type",
+        )
+    charset = params.get("charset")
+    if charset and charset.replace("-", "").replace("_", "") != "utf8":
+        raise ApiProblem(
+            415,
+            f"unsupported charset {charset[:40]!r}: definitions must be UTF-8",
+            slug="unsupported-media-type",
+        )
+    if not body.strip():
+        raise bad_request(
+            "the request body is empty: send a workflow definition (YAML or JSON)",
+            slug="empty-body",
+        )
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise bad_request(
+            f"the request body is not valid UTF-8 (byte {exc.start}): save the definition as UTF-8",
+            slug="invalid-encoding",
+        ) from None
+    return text, fmt
+
+
+def _too_large(size: int, max_bytes: int) -> ApiProblem:
+    return ApiProblem(
+        413,
+        f"the definition is {size} bytes; the limit is {max_bytes} bytes"
+        " (DAGQ_MAX_DEFINITION_BYTES). Use foreach to generate many similar tasks instead of"
+        " listing them",
+        slug="definition-too-large",
+    )
+
+
+def _submit_id(req: func.HttpRequest) -> str | None:
+    from shared.api.service import check_workflow_id
+
+    if "id" not in req.params:
+        return None
+    workflow_id: str = req.params["id"]
+    check_workflow_id(workflow_id)
+    return workflow_id
+
+
+def _list_params(req: func.HttpRequest) -> dict[str, Any]:
+    status: WorkflowStatus | None = None
+    raw_status = req.params.get("status")
+    if raw_status:
+        try:
+            status = WorkflowStatus(raw_status.strip().lower())
+        except ValueError:
+            allowed = ", ".join(s.value for s in WorkflowStatus)
+            raise bad_request(f"unknown status {raw_status[:40]!r}: use one of {allowed}") from None
+    name = req.params.get("name") or None
+    if name is not None and (
+        len(name) > MAX_NAME_FILTER or any(ord(c) < 32 or ord(c) == 127 for c in name)
+    ):
+        raise bad_request(f"the name filter must be at most {MAX_NAME_FILTER} printable characters")
+    raw_limit = req.params.get("limit") or "50"
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
+        raise bad_request(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    token = req.params.get("next") or req.params.get("continuation") or None
+    if token is not None and (
+        len(token) > MAX_TOKEN_CHARS or not token.isascii() or not token.isprintable()
+    ):
+        raise bad_request("invalid continuation token: pass back the 'next' value of a listing")
+    return {"status": status, "name_prefix": name, "limit": int(raw_limit), "continuation": token}
+
+
+# -- handlers ------------------------------------------------------------------------------------
+
+
+async def _submit(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+    from shared.compiler import load_workflow
+
+    settings = CONTEXT.settings
+    text, fmt = parse_definition_body(req, settings.max_definition_bytes)
+    workflow_id = _submit_id(req)
+    # Compiling a large definition takes a while: keep the event loop (and the coordinator
+    # trigger sharing it) responsive.
+    wf = await asyncio.to_thread(load_workflow, text, source="request body", fmt=fmt)
+    storage = await CONTEXT.storage()
+    result = await service.submit(storage, wf, now=time.time(), workflow_id=workflow_id)
+    url = workflow_url(req, result.workflow_id)
+    body = {"id": result.workflow_id, "status": str(result.status), "url": url}
+    return json_response(body, 201 if result.created else 200, headers={"Location": url})
+
+
+async def _list(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    params = _list_params(req)
+    storage = await CONTEXT.storage()
+    page = await service.list_workflows(storage, **params)
+    for item in page["items"]:
+        item["url"] = workflow_url(req, item["id"])
+    return json_response(page)
+
+
+async def _get(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    workflow_id = _route(req, "id")
+    service.check_workflow_id(workflow_id)
+    tasks = _bool_param(req, "tasks", True)
+    storage = await CONTEXT.storage()
+    return json_response(await service.get_workflow(storage, workflow_id, tasks=tasks))
+
+
+async def _get_task(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    workflow_id, task = _route(req, "id"), _route(req, "task")
+    service.check_workflow_id(workflow_id)
+    storage = await CONTEXT.storage()
+    body = await service.get_task(
+        storage, workflow_id, task, outputs_container=CONTEXT.settings.names.outputs_container
+    )
+    return json_response(body)
+
+
+async def _get_task_log(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    workflow_id, task = _route(req, "id"), _route(req, "task")
+    service.check_workflow_id(workflow_id)
+    storage = await CONTEXT.storage()
+    data = await service.read_task_blob(storage, workflow_id, task, "log")
+    return func.HttpResponse(data, status_code=200, mimetype="text/plain", charset="utf-8")
+
+
+async def _get_task_output(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    workflow_id, task = _route(req, "id"), _route(req, "task")
+    service.check_workflow_id(workflow_id)
+    storage = await CONTEXT.storage()
+    data = await service.read_task_blob(storage, workflow_id, task, "output")
+    return func.HttpResponse(data, status_code=200, mimetype="application/json", charset="utf-8")
+
+
+async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    workflow_id = _route(req, "id")
+    service.check_workflow_id(workflow_id)
+    reason = req.params.get("reason") or None
+    if reason is not None:
+        reason = "".join(c for c in reason if c.isprintable())[:MAX_REASON_CHARS]
+    storage = await CONTEXT.storage()
+    result = await service.cancel(storage, workflow_id, reason=reason)
+    body = {
+        "id": workflow_id,
+        "status": str(result.status),
+        "cancel_requested": result.sent,
+        "url": workflow_url(req, workflow_id),
+    }
+    if not result.sent:
+        body["detail"] = f"the workflow already finished ({result.status}); nothing to cancel"
+    return json_response(body, 202)
+
+
+async def _retry(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    workflow_id = _route(req, "id")
+    service.check_workflow_id(workflow_id)
+    storage = await CONTEXT.storage()
+    result = await service.retry(storage, workflow_id)
+    body = {
+        "id": workflow_id,
+        "status": str(result.status),
+        "run": result.run + 1,
+        "url": workflow_url(req, workflow_id),
+    }
+    return json_response(body, 202)
+
+
+async def _health(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import service
+
+    try:
+        storage = await CONTEXT.storage()
+        body = await service.health(storage)
+    except Exception as exc:  # unreachable storage is the answer, not an error of this request
+        log.warning("health check failed: %s", exc)
+        detail = str(exc) if isinstance(exc, DagqError) else type(exc).__name__
+        return json_response(
+            {"status": "unavailable", "storage": "unreachable", "error": detail}, 503
+        )
+    return json_response(body)
+
+
+async def _openapi(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(
+        OPENAPI_PATH.read_bytes(), status_code=200, mimetype="application/json", charset="utf-8"
+    )
+
+
+def _handler(operation: Handler) -> Handler:
+    async def handle(req: func.HttpRequest) -> func.HttpResponse:
+        return await guarded(req, operation)
+
+    handle.__name__ = operation.__name__.lstrip("_")
+    handle.__doc__ = operation.__doc__
+    return handle
+
+
+submit_workflow = _handler(_submit)
+list_workflows = _handler(_list)
+get_workflow = _handler(_get)
+get_task = _handler(_get_task)
+get_task_log = _handler(_get_task_log)
+get_task_output = _handler(_get_task_output)
+cancel_workflow = _handler(_cancel)
+retry_workflow = _handler(_retry)
+health = _handler(_health)
+openapi = _handler(_openapi)

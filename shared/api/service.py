@@ -1,0 +1,390 @@
+"""The API's operations as plain async functions over the storage ports.
+
+No HTTP here: each function takes a ``Storage`` bundle (Azure, or the in-memory fake in tests) and
+returns JSON-ready views or small result records; errors are dagq's (``NotFoundError``,
+``ConflictError``...) and the HTTP shell maps them to statuses.
+
+The API writes a state blob only when it creates a workflow (invariant 2: one writer). Afterwards it
+reads states and talks to the coordinator through control events and the index's cancel flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import string
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shared.errors import ConflictError, DagqError, NotFoundError
+from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
+from shared.names import new_workflow_id, safe_name_problem, workflow_id_problem
+from shared.states import WorkflowStatus
+
+if TYPE_CHECKING:
+    from shared.state import RuntimeState
+    from shared.storage.ports import IndexRow, Storage
+    from shared.workflow import CompiledWorkflow
+
+_ID_ALPHABET = string.ascii_lowercase + string.digits
+_DEFINITION_CACHE_SIZE = 128
+
+
+class InvalidIdError(DagqError):
+    """A workflow id or task name in a request is not even well-formed (answered with 400)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What submit did: ``created`` is False when an identical workflow already had this id."""
+
+    workflow_id: str
+    status: WorkflowStatus
+    created: bool
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    """What cancel or retry did: the workflow's status as read, and whether an event was sent."""
+
+    workflow_id: str
+    status: WorkflowStatus
+    sent: bool
+    run: int
+
+
+# -- loading -------------------------------------------------------------------------------------
+
+_definitions: OrderedDict[tuple[int, str], CompiledWorkflow] = OrderedDict()
+
+
+def check_workflow_id(workflow_id: str) -> None:
+    """Raise InvalidIdError if ``workflow_id`` cannot be a workflow id (no storage access)."""
+    problem = workflow_id_problem(workflow_id)
+    if problem:
+        raise InvalidIdError(problem)
+
+
+async def load_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow:
+    """The compiled definition of a workflow (cached: definition blobs never change)."""
+    from shared.codec import decode_definition
+
+    check_workflow_id(workflow_id)
+    key = (id(storage), workflow_id)
+    cached = _definitions.get(key)
+    if cached is not None:
+        _definitions.move_to_end(key)
+        return cached
+    try:
+        data = await storage.workflows.read_definition(workflow_id)
+    except NotFoundError:
+        raise NotFoundError(f"workflow {workflow_id!r} not found") from None
+    wf = decode_definition(data)
+    _definitions[key] = wf
+    while len(_definitions) > _DEFINITION_CACHE_SIZE:
+        _definitions.popitem(last=False)
+    return wf
+
+
+async def load_workflow(
+    storage: Storage, workflow_id: str
+) -> tuple[CompiledWorkflow, RuntimeState]:
+    """A workflow's definition and its current state (the state blob is authoritative)."""
+    from shared.codec import decode_state
+
+    wf = await load_definition(storage, workflow_id)
+    try:
+        data, _etag = await storage.workflows.read_state(workflow_id)
+    except NotFoundError:
+        raise NotFoundError(
+            f"workflow {workflow_id!r} was not completely submitted (its state is missing):"
+            " submit the same definition again with ?id={workflow_id} to finish it"
+        ) from None
+    return wf, decode_state(data, wf)
+
+
+# -- submit --------------------------------------------------------------------------------------
+
+
+def generate_id(now: float) -> str:
+    """A fresh, time-sortable workflow id."""
+    entropy = "".join(secrets.choice(_ID_ALPHABET) for _ in range(6))
+    return new_workflow_id(now, entropy)
+
+
+def same_definition(a: CompiledWorkflow, b: CompiledWorkflow) -> bool:
+    """Whether two compiled workflows run the same DAG (the submitted text may differ in layout)."""
+    return dataclasses.replace(a, source=None) == dataclasses.replace(b, source=None)
+
+
+async def submit(
+    storage: Storage, wf: CompiledWorkflow, *, now: float, workflow_id: str | None = None
+) -> Submission:
+    """Create a workflow from a validated definition, idempotently.
+
+    Write order: definition blob (create-only), state blob (create-only), index row, activate
+    event. Every step tolerates "already exists", so re-submitting the same id repairs a submit
+    that crashed half-way. Same id with a different definition: ConflictError.
+    """
+    from shared.codec import decode_definition, encode_definition
+
+    data = encode_definition(wf)
+    if workflow_id is not None:
+        check_workflow_id(workflow_id)
+        created = await storage.workflows.create_definition(workflow_id, data)
+        if not created:
+            existing = await storage.workflows.read_definition(workflow_id)
+            if existing != data and not same_definition(decode_definition(existing), wf):
+                raise ConflictError(
+                    f"workflow {workflow_id!r} already exists with a different definition:"
+                    " choose another id, or omit ?id= to get a generated one"
+                )
+    else:
+        # A generated id colliding is next to impossible; a fresh one settles it anyway.
+        for _ in range(5):
+            workflow_id = generate_id(now)
+            created = await storage.workflows.create_definition(workflow_id, data)
+            if created:
+                break
+        else:  # pragma: no cover - five collisions of 36**6 random ids
+            raise ConflictError("could not generate a unique workflow id; submit again")
+    state = await _create_state(storage, wf, workflow_id, now)
+    await storage.index.create(_index_row(wf, state))
+    if state.status is WorkflowStatus.PENDING:
+        await storage.event_queue.send(encode(ActivateEvent(workflow_id=workflow_id)))
+    return Submission(workflow_id=workflow_id, status=state.status, created=created)
+
+
+async def _create_state(
+    storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float
+) -> RuntimeState:
+    """Create the initial state blob, or return the existing one (a repeated submit)."""
+    from shared.codec import decode_state, encode_state, state_metadata
+    from shared.engine import new_state
+
+    state = new_state(wf, workflow_id, now)
+    try:
+        await storage.workflows.create_state(
+            workflow_id, encode_state(state), state_metadata(state)
+        )
+    except ConflictError:
+        data, _etag = await storage.workflows.read_state(workflow_id)
+        return decode_state(data, wf)
+    return state
+
+
+def _index_row(wf: CompiledWorkflow, state: RuntimeState) -> IndexRow:
+    from shared.projection import index_row
+
+    return index_row(wf, state)
+
+
+# -- read ----------------------------------------------------------------------------------------
+
+
+def _output_view(ref: Any) -> dict[str, Any] | None:
+    if ref is None:
+        return None
+    if ref.blob is not None:
+        return {"blob": ref.blob, "size": ref.size}
+    return {"inline": ref.inline, "size": ref.size}
+
+
+def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> dict[str, Any]:
+    """One task's entry in a workflow view."""
+    view = state.task(i)
+    return {
+        "state": str(view.state),
+        "attempt": view.attempt,
+        "queue": wf.tasks[i].queue,
+        "started_at": view.started_at,
+        "finished_at": view.finished_at,
+        "exit_code": view.exit_code,
+        "error": view.error,
+    }
+
+
+def workflow_view(
+    wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = True
+) -> dict[str, Any]:
+    """``GET /api/workflows/{id}``: the workflow as its state blob says, tasks optional."""
+    body: dict[str, Any] = {
+        "id": state.workflow_id,
+        "name": wf.name,
+        "status": str(state.status),
+        "run": state.run,
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "finished_at": state.finished_at,
+        "cancel_requested": state.cancel_requested,
+        "error": state.error,
+        "total": len(wf.tasks),
+        "counts": state.counts(),
+    }
+    if tasks:
+        body["tasks"] = {t.name: task_summary(wf, state, i) for i, t in enumerate(wf.tasks)}
+    return body
+
+
+async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> dict[str, Any]:
+    wf, state = await load_workflow(storage, workflow_id)
+    return workflow_view(wf, state, tasks=tasks)
+
+
+def task_index(wf: CompiledWorkflow, workflow_id: str, task: str) -> int:
+    """The number of task ``task``; InvalidIdError if malformed, NotFoundError if unknown."""
+    problem = safe_name_problem(task)
+    if problem:
+        raise InvalidIdError(problem)
+    i = wf.index.get(task)
+    if i is None:
+        raise NotFoundError(f"workflow {workflow_id!r} has no task {task!r}")
+    return i
+
+
+def task_detail(
+    wf: CompiledWorkflow, state: RuntimeState, i: int, *, outputs_container: str
+) -> dict[str, Any]:
+    """``GET /api/workflows/{id}/tasks/{task}``: one task with its definition, output and log."""
+    task = wf.tasks[i]
+    view = state.task(i)
+    body = task_summary(wf, state, i)
+    body.update(
+        {
+            "workflow_id": state.workflow_id,
+            "name": task.name,
+            "cmd": task.cmd,
+            "depends_on": [wf.tasks[p].name for p in task.parents],
+            "group": task.group,
+            "params": task.params,
+            "num_retries": task.num_retries,
+            "timeout_s": task.timeout_s,
+            "queued_at": view.queued_at,
+            "worker": view.worker,
+            "output": _output_view(view.output),
+            "log": {"container": outputs_container, "blob": view.log_blob}
+            if view.log_blob
+            else None,
+        }
+    )
+    if body["output"] and "blob" in body["output"]:
+        body["output"]["container"] = outputs_container
+    return body
+
+
+async def get_task(
+    storage: Storage, workflow_id: str, task: str, *, outputs_container: str
+) -> dict[str, Any]:
+    wf, state = await load_workflow(storage, workflow_id)
+    return task_detail(
+        wf, state, task_index(wf, workflow_id, task), outputs_container=outputs_container
+    )
+
+
+async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: str) -> bytes:
+    """The current attempt's ``log`` text or ``output`` JSON of a task, from wherever it is."""
+    import json
+
+    wf, state = await load_workflow(storage, workflow_id)
+    view = state.task(task_index(wf, workflow_id, task))
+    if what == "log":
+        if not view.log_blob:
+            raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no log yet")
+        return await storage.outputs.get(view.log_blob)
+    if view.output is None:
+        raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no output")
+    if view.output.blob is not None:
+        return await storage.outputs.get(view.output.blob)
+    return json.dumps(view.output.inline).encode()
+
+
+def row_view(row: IndexRow) -> dict[str, Any]:
+    """One item of ``GET /api/workflows``, from the index."""
+    return {
+        "id": row.workflow_id,
+        "name": row.name,
+        "status": str(row.status),
+        "run": row.run,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "finished_at": row.finished_at,
+        "total": row.total,
+        "counts": row.counts,
+        "queues": row.queues,
+        "cancel_requested": row.cancel_requested,
+        "error": row.error,
+    }
+
+
+async def list_workflows(
+    storage: Storage,
+    *,
+    status: WorkflowStatus | None = None,
+    name_prefix: str | None = None,
+    limit: int = 50,
+    continuation: str | None = None,
+) -> dict[str, Any]:
+    """``GET /api/workflows``: newest first from the index, ``next`` continues the listing."""
+    page = await storage.index.list(
+        status=status, name_prefix=name_prefix, limit=limit, continuation=continuation
+    )
+    return {"items": [row_view(r) for r in page.rows], "next": page.next}
+
+
+# -- control -------------------------------------------------------------------------------------
+
+
+async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = None) -> ControlResult:
+    """Set the durable cancel flag, then send the cancel event. Idempotent; a finished workflow is
+    left as it is."""
+    wf, state = await load_workflow(storage, workflow_id)
+    if state.status.is_terminal:
+        return ControlResult(workflow_id, state.status, sent=False, run=state.run)
+    try:
+        await storage.index.request_cancel(workflow_id, state.created_at)
+    except NotFoundError:
+        # The submit crashed before its index row: write it now, the flag needs a row.
+        await storage.index.create(_index_row(wf, state))
+        await storage.index.request_cancel(workflow_id, state.created_at)
+    await storage.event_queue.send(encode(CancelEvent(workflow_id=workflow_id, reason=reason)))
+    return ControlResult(workflow_id, state.status, sent=True, run=state.run)
+
+
+async def retry(storage: Storage, workflow_id: str) -> ControlResult:
+    """Rerun a failed or cancelled workflow from its failures. ConflictError otherwise."""
+    wf, state = await load_workflow(storage, workflow_id)
+    if not state.status.is_terminal:
+        raise ConflictError(
+            f"workflow {workflow_id!r} is {state.status}: it can be rerun once it has failed or"
+            " been cancelled (cancel it first to rerun it now)"
+        )
+    if state.status is WorkflowStatus.COMPLETED:
+        raise ConflictError(f"workflow {workflow_id!r} completed: there is nothing to rerun")
+    try:
+        await storage.index.clear_cancel(workflow_id, state.created_at)
+    except NotFoundError:
+        await storage.index.create(_index_row(wf, state))
+        await storage.index.clear_cancel(workflow_id, state.created_at)
+    await storage.event_queue.send(encode(RetryEvent(workflow_id=workflow_id, run=state.run)))
+    return ControlResult(workflow_id, state.status, sent=True, run=state.run)
+
+
+# -- health --------------------------------------------------------------------------------------
+
+
+async def health(storage: Storage) -> dict[str, Any]:
+    """Storage reachability, whether a coordinator holds the lease, and event queue depths.
+
+    Raises whatever the storage raises when it is unreachable (the HTTP shell answers 503).
+    """
+    depth = await storage.event_queue.approximate_count()
+    poison = await storage.event_poison_queue.approximate_count()
+    lease_held = await storage.lease.is_held()
+    return {
+        "status": "ok",
+        "storage": "reachable",
+        "coordinator": {"lease_held": lease_held},
+        "event_queue": {"name": storage.event_queue.name, "depth": depth},
+        "poison_queue": {"name": storage.event_poison_queue.name, "depth": poison},
+    }
