@@ -15,11 +15,8 @@ Nothing here is thread-safe or shared between processes; one event loop owns a `
 
 from __future__ import annotations
 
-import base64
-import binascii
 import builtins
 import itertools
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -27,13 +24,18 @@ from dataclasses import dataclass, field, replace
 
 from shared.errors import (
     ConflictError,
-    InvalidContinuationError,
     LeaseError,
     NotFoundError,
     StaleStateError,
 )
 from shared.names import ResourceNames, index_row_key
 from shared.states import WorkflowStatus
+from shared.storage.encoding import (
+    dead_letter_from_json,
+    dead_letter_json,
+    decode_continuation,
+    encode_continuation,
+)
 from shared.storage.ports import (
     DeadLetter,
     IndexPage,
@@ -169,13 +171,8 @@ class MemoryDeadLetters:
 
     async def put(self, *, message_id: str, text: str, reason: str, received_at: float) -> str:
         name = ResourceNames.deadletter_blob(received_at, message_id)
-        body = {
-            "message_id": message_id,
-            "text": text,
-            "reason": reason,
-            "received_at": received_at,
-        }
-        self.container.put(name, json.dumps(body).encode(), content_type="application/json")
+        body = dead_letter_json(message_id, text, reason, received_at)
+        self.container.put(name, body, content_type="application/json")
         return name
 
     async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
@@ -184,18 +181,6 @@ class MemoryDeadLetters:
         ]
         letters.sort(key=lambda letter: (letter.received_at, letter.name))
         return letters[-limit:] if limit > 0 else []
-
-
-def dead_letter_from_json(name: str, data: bytes) -> DeadLetter:
-    """Decode a dead-letter blob (the same JSON in memory and on Azure)."""
-    body = json.loads(data)
-    return DeadLetter(
-        name=name,
-        message_id=str(body["message_id"]),
-        text=str(body["text"]),
-        reason=str(body["reason"]),
-        received_at=float(body["received_at"]),
-    )
 
 
 # -- lease ---------------------------------------------------------------------------------------
@@ -315,7 +300,8 @@ class MemoryQueue:
                 break
             if message.visible_at > now:
                 continue
-            message.visible_at = now + min(max(visibility_s, 0), MAX_VISIBILITY_S)
+            # Azure requires at least 1 s on receive (0 is only valid when extending).
+            message.visible_at = now + min(max(visibility_s, 1), MAX_VISIBILITY_S)
             message.pop_receipt = uuid.uuid4().hex
             message.dequeue_count += 1
             taken.append(self._received(message))
@@ -388,31 +374,6 @@ class MemoryQueues:
 # -- index ---------------------------------------------------------------------------------------
 
 
-def encode_continuation(payload: dict[str, str]) -> str:
-    """An opaque, URL-safe continuation token (base64 of JSON)."""
-    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_continuation(token: str) -> dict[str, str]:
-    """The payload of a token made by ``encode_continuation``; InvalidContinuationError if it is
-    not one."""
-    problem = (
-        f"invalid continuation token {token[:40]!r}: pass back the 'next' value of the previous "
-        "page unchanged, or omit it to start from the newest workflow"
-    )
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        payload = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise InvalidContinuationError(problem) from None
-    if not isinstance(payload, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in payload.items()
-    ):
-        raise InvalidContinuationError(problem)
-    return payload
-
-
 _PROJECTED_FIELDS = tuple(
     name for name in IndexRow.__dataclass_fields__ if name != "cancel_requested"
 )
@@ -468,7 +429,7 @@ class MemoryIndex:
     ) -> IndexPage:
         after = ""
         if continuation is not None:
-            after = decode_continuation(continuation).get("after", "")
+            after = decode_continuation(continuation, frozenset({"after"}))["after"]
         matching = [
             key
             for key in sorted(self.rows)
@@ -536,7 +497,5 @@ __all__ = [
     "MemoryQueues",
     "MemoryStorage",
     "MemoryWorkflowBlobs",
-    "decode_continuation",
-    "encode_continuation",
     "memory_storage",
 ]

@@ -1,0 +1,57 @@
+"""Formats the memory and Azure adapters share: dead-letter JSON and listing continuation tokens."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+
+from shared.errors import InvalidContinuationError
+from shared.storage.ports import DeadLetter
+
+
+def dead_letter_json(message_id: str, text: str, reason: str, received_at: float) -> bytes:
+    """The body of a dead-letter blob."""
+    body = {"message_id": message_id, "text": text, "reason": reason, "received_at": received_at}
+    return json.dumps(body).encode()
+
+
+def dead_letter_from_json(name: str, data: bytes) -> DeadLetter:
+    """Decode a dead-letter blob written by ``dead_letter_json``."""
+    body = json.loads(data)
+    return DeadLetter(
+        name=name,
+        message_id=str(body["message_id"]),
+        text=str(body["text"]),
+        reason=str(body["reason"]),
+        received_at=float(body["received_at"]),
+    )
+
+
+def encode_continuation(payload: dict[str, str]) -> str:
+    """An opaque, URL-safe continuation token (unpadded base64url of compact JSON)."""
+    raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continuation(token: str, keys: frozenset[str]) -> dict[str, str]:
+    """The payload of a token made by ``encode_continuation``: a non-empty object whose keys are
+    among ``keys`` and whose values are strings. InvalidContinuationError (a ValueError) if the
+    token is anything else."""
+    problem = (
+        f"invalid continuation token {token[:40]!r}: pass back the 'next' value of the previous "
+        "page unchanged, or omit it to start from the newest workflow"
+    )
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        payload = json.loads(raw)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidContinuationError(problem) from None
+    if (
+        not isinstance(payload, dict)
+        or not payload
+        or not set(payload) <= keys
+        or not all(isinstance(value, str) for value in payload.values())
+    ):
+        raise InvalidContinuationError(problem)
+    return payload
