@@ -1,0 +1,15 @@
+"""dagq's workflow engine: a pure state machine over ``shared.state.RuntimeState``.
+
+``(workflow, state, event, now) -> commands``: no I/O, no clock, no randomness. The coordinator
+loads a state, applies events (``apply``) and sweep ticks (``sweep``), carries out the returned
+commands (``shared.commands``) and writes the state back. Applying an event costs time proportional
+to the tasks it touches (the task and its children), never to the size of the workflow.
+
+Modules: ``transitions`` (the events), ``sweep`` (the timer's checks), ``step`` (the primitives
+both are made of), ``policy`` (dependency policies and conditions).
+"""
+
+from shared.engine.sweep import TIMEOUT_GRACE_S, sweep
+from shared.engine.transitions import apply, new_state
+
+__all__ = ["TIMEOUT_GRACE_S", "apply", "new_state", "sweep"]

@@ -1,0 +1,110 @@
+"""Dependency policies and task conditions: is a pending task ready, skipped or upstream_failed?
+
+Both are decided from O(1) counters (how many parents are terminal and succeeded / failed), never by
+looking at every parent, so a parent's completion costs O(1) per child whatever the child's fan-in.
+Conditions are compiled once per ``CompiledWorkflow`` and evaluated once, when the policy is met.
+"""
+
+from __future__ import annotations
+
+import importlib
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, cast
+
+from shared.errors import ConditionError, DagqError
+from shared.state import READY, UPSTREAM_FAILED, RuntimeState
+from shared.workflow import CompiledWorkflow, DepPolicy
+
+
+def decide(policy: DepPolicy, n_parents: int, n_ok: int, n_bad: int) -> int | None:
+    """READY, UPSTREAM_FAILED, or None (keep waiting) for a pending task with ``n_parents`` parents
+    of which ``n_ok`` are terminal and satisfying and ``n_bad`` terminal and failed."""
+    if policy == "all":
+        if n_bad:
+            return UPSTREAM_FAILED
+        return READY if n_ok == n_parents else None
+    if policy == "any":
+        if n_ok:
+            return READY
+        return UPSTREAM_FAILED if n_bad == n_parents else None
+    if policy == "all_settled":
+        if n_ok + n_bad < n_parents:
+            return None
+        return READY if n_ok or not n_parents else UPSTREAM_FAILED
+    # An integer N: at least N parents must succeed.
+    need = int(policy)
+    if n_ok >= need:
+        return READY
+    return UPSTREAM_FAILED if n_parents - n_bad < need else None
+
+
+# -- conditions ----------------------------------------------------------------------------------
+
+
+class _Condition(Protocol):
+    def evaluate(self, inputs: Mapping[str, Any]) -> bool: ...
+
+
+class _ConditionsModule(Protocol):
+    ParentView: Any
+
+    def compile_condition(self, expr: str, parent_names: Sequence[str]) -> _Condition: ...
+
+
+_compiled: dict[int, tuple[weakref.ref[CompiledWorkflow], dict[int, _Condition | ConditionError]]]
+_compiled = {}
+
+
+def _conditions_module() -> _ConditionsModule:
+    # Imported lazily: only workflows that use conditions pay for the expression language.
+    return cast(_ConditionsModule, importlib.import_module("shared.conditions"))
+
+
+def _cache_for(wf: CompiledWorkflow) -> dict[int, _Condition | ConditionError]:
+    key = id(wf)
+    entry = _compiled.get(key)
+    if entry is not None and entry[0]() is wf:
+        return entry[1]
+    cache: dict[int, _Condition | ConditionError] = {}
+    _compiled[key] = (weakref.ref(wf), cache)
+    weakref.finalize(wf, _compiled.pop, key, None)
+    return cache
+
+
+def _compile(wf: CompiledWorkflow, task: int) -> _Condition | ConditionError:
+    cache = _cache_for(wf)
+    found = cache.get(task)
+    if found is None:
+        tdef = wf.tasks[task]
+        assert tdef.condition is not None
+        names = [wf.tasks[p].name for p in tdef.parents]
+        try:
+            found = _conditions_module().compile_condition(tdef.condition, names)
+        except ConditionError as exc:
+            found = exc
+        cache[task] = found
+    return found
+
+
+def condition_skip_reason(wf: CompiledWorkflow, state: RuntimeState, task: int) -> str | None:
+    """None if task ``task`` has no condition or its condition holds; otherwise why it is skipped
+    (the condition was false, or could not be compiled or evaluated)."""
+    expr = wf.tasks[task].condition
+    if expr is None:
+        return None
+    condition = _compile(wf, task)
+    if isinstance(condition, ConditionError):
+        return f"condition error: {condition}"
+    module = _conditions_module()
+    inputs: dict[str, Any] = {}
+    for p in wf.tasks[task].parents:
+        ref = state.outputs.get(p)
+        inputs[wf.tasks[p].name] = module.ParentView(
+            state.state_of(p), None if ref is None else ref.inline
+        )
+    try:
+        holds = condition.evaluate(inputs)
+    except DagqError as exc:  # ConditionError, or any other deliberate error of the evaluator
+        return f"condition error: {exc}"
+    return None if holds else f"condition is false: {expr}"

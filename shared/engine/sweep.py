@@ -1,0 +1,81 @@
+"""The sweep tick: what the timer finds wrong with a workflow, derived from its state alone.
+
+Level-triggered: each check looks at the state as it is, so running the sweep twice at the same time
+changes nothing the second time. Cost: O(queued + running + ready) tasks, found with C-speed scans
+of the state column.
+"""
+
+from __future__ import annotations
+
+from shared.commands import Command
+from shared.engine.step import Step, in_state
+from shared.state import CANCELLED, QUEUED, RUNNING, RuntimeState
+from shared.states import WorkflowStatus
+from shared.workflow import CompiledWorkflow
+
+TIMEOUT_GRACE_S = 60.0
+"""How long past its timeout_s a running attempt may stay silent before the sweep fails it (the
+worker enforces timeout_s itself and normally reports the timeout first)."""
+
+
+def sweep(
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    now: float,
+    *,
+    lost_dispatch_after_s: float,
+    cancel_grace_s: float = 600.0,
+) -> list[Command]:
+    """One sweep tick over one workflow (in place); returns the commands it causes.
+
+    - running past ``timeout_s`` + ``TIMEOUT_GRACE_S``: the attempt fails as a timeout (retried if
+      it has budget);
+    - queued longer than ``queue_timeout_s`` without a start: fails as not started (no retry);
+    - queued (visible) longer than ``lost_dispatch_after_s`` since it was last sent: the same
+      attempt is sent again (workers deduplicate by attempt);
+    - ready tasks and free max_parallelism slots: dispatched (repairs a missed release);
+    - cancelling, with tasks still running ``cancel_grace_s`` after the cancel: they are cancelled.
+    A pending (never activated) or finished workflow is left alone.
+    """
+    if state.status not in (WorkflowStatus.RUNNING, WorkflowStatus.CANCELLING):
+        return []
+    step = Step(wf, state, now)
+    now_ms = step.now_ms
+    if state.status is WorkflowStatus.CANCELLING:
+        since = state.cancel_requested_at
+        if since is None or now - since > cancel_grace_s:
+            for task in in_state(state, RUNNING):
+                step.terminal(
+                    task,
+                    CANCELLED,
+                    f"cancelled: still running {cancel_grace_s:g}s after the cancel; given up",
+                )
+    else:
+        for task in in_state(state, RUNNING):
+            limit = wf.tasks[task].timeout_s
+            started = state.started_ms[task]
+            if limit is None or started is None:
+                continue
+            if now_ms - started > (limit + TIMEOUT_GRACE_S) * 1000:
+                state.finished_ms[task] = now_ms
+                step.fail(task, "timeout", f"timed out: no result {limit:g}s after it started")
+        lost_ms = lost_dispatch_after_s * 1000
+        for task in in_state(state, QUEUED):
+            visible = state.queued_ms[task]
+            if visible is None:
+                continue
+            queue_timeout = wf.tasks[task].queue_timeout_s
+            if queue_timeout is not None and now_ms - visible > queue_timeout * 1000:
+                state.finished_ms[task] = now_ms
+                step.fail(
+                    task,
+                    "not_started",
+                    f"not started: no worker took it within queue_timeout_s={queue_timeout:g}",
+                )
+            elif now_ms - state.sent_ms.get(task, visible) > lost_ms:
+                state.sent_ms[task] = now_ms
+                step.changed = True
+                step.out.append(step.dispatch_command(task, state.attempt[task]))
+    step.release()
+    step.maybe_finish()
+    return step.done()

@@ -1,0 +1,238 @@
+"""The event transitions: ``new_state`` and ``apply`` (activate, started, completed, failed,
+cancel, retry). Each handler reads as the rule it implements; the mechanics live in ``step``."""
+
+from __future__ import annotations
+
+from shared.commands import Command
+from shared.engine.step import Step
+from shared.errors import MessageError
+from shared.messages import (
+    ActivateEvent,
+    CancelEvent,
+    Event,
+    RetryEvent,
+    TaskCompletedEvent,
+    TaskFailedEvent,
+    TaskStartedEvent,
+)
+from shared.state import (
+    CANCELLED,
+    COMPLETED,
+    IS_OK,
+    IS_TERMINAL,
+    PENDING,
+    QUEUED,
+    READY,
+    RUNNING,
+    RuntimeState,
+    to_ms,
+)
+from shared.states import WorkflowStatus
+from shared.workflow import CompiledWorkflow
+
+_CANCEL_BEFORE_RUN = "cancelled: the workflow was cancelled before this task finished"
+
+
+def new_state(wf: CompiledWorkflow, workflow_id: str, now: float) -> RuntimeState:
+    """The initial state of a submitted workflow: PENDING, every task pending, run 1."""
+    return RuntimeState(workflow_id, len(wf.tasks), now)
+
+
+def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -> list[Command]:
+    """Apply one event to ``state`` (in place) at time ``now``; return the commands it causes.
+
+    Idempotent: a duplicate, stale or out-of-place event changes nothing and returns no commands.
+    Raises MessageError only for an event that cannot belong to this workflow (another workflow's
+    id, an unknown task, an attempt below 1).
+    """
+    if event.workflow_id != state.workflow_id:
+        raise MessageError(
+            f"{event.kind} event for workflow {event.workflow_id!r} "
+            f"applied to workflow {state.workflow_id!r}"
+        )
+    step = Step(wf, state, now)
+    if isinstance(event, ActivateEvent):
+        _activate(step)
+    elif isinstance(event, CancelEvent):
+        _cancel(step, event.reason)
+    elif isinstance(event, RetryEvent):
+        _rerun(step, event.run)
+    else:
+        task = _task_number(wf, event)
+        if state.status is WorkflowStatus.PENDING:
+            # A task event proves the workflow was activated (the coordinator crashed before it
+            # flushed the activation): activate now, re-sending the roots' first attempts.
+            _activate(step)
+        if _accept(step, task, event.attempt):
+            if isinstance(event, TaskStartedEvent):
+                _started(step, task, event)
+            elif isinstance(event, TaskCompletedEvent):
+                _completed(step, task, event)
+            else:
+                _failed(step, task, event)
+    step.release()
+    step.maybe_finish()
+    return step.done()
+
+
+def _task_number(
+    wf: CompiledWorkflow, event: TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent
+) -> int:
+    task = wf.index.get(event.task)
+    if task is None:
+        raise MessageError(
+            f"{event.kind} event names task {event.task!r}, which workflow {event.workflow_id!r} "
+            "does not have"
+        )
+    if event.attempt < 1:
+        raise MessageError(
+            f"{event.kind} event for task {event.task!r} has attempt {event.attempt}; "
+            "attempts start at 1"
+        )
+    return task
+
+
+def _accept(step: Step, task: int, attempt: int) -> bool:
+    """Whether an event for ``attempt`` of ``task`` applies: the task is not terminal and the
+    attempt is the current one of a dispatched task, or ahead of the stored one (dispatched by a
+    pass that crashed before it flushed: adopt it)."""
+    st = step.st
+    code = st.codes[task]
+    if IS_TERMINAL[code]:
+        return False
+    current = st.attempt[task]
+    if attempt < current or (attempt == current and code in (PENDING, READY)):
+        return False
+    if attempt > current:
+        step.changed = True
+        st.attempt[task] = attempt
+        if code != QUEUED and code != RUNNING:
+            st.set_code(task, QUEUED)  # a stale ready-queue entry is dropped when popped
+            st.queued_ms[task] = step.now_ms
+        st.sent_ms.pop(task, None)
+    return True
+
+
+def _activate(step: Step) -> None:
+    st = step.st
+    if st.status is not WorkflowStatus.PENDING:
+        return
+    step.changed = True
+    st.status = WorkflowStatus.RUNNING
+    work: list[int] = []
+    for task, tdef in enumerate(step.wf.tasks):
+        if not tdef.parents and st.codes[task] == PENDING:
+            step.evaluate(task, work)
+    step.propagate(work)
+
+
+def _started(step: Step, task: int, event: TaskStartedEvent) -> None:
+    st = step.st
+    if st.codes[task] == RUNNING and st.started_ms[task] is not None:
+        return  # a duplicate start of the same attempt
+    step.changed = True
+    st.set_code(task, RUNNING)
+    st.started_ms[task] = to_ms(event.started_at)
+    if event.worker is not None:
+        st.workers[task] = event.worker
+
+
+def _completed(step: Step, task: int, event: TaskCompletedEvent) -> None:
+    st = step.st
+    st.started_ms[task] = to_ms(event.started_at)
+    st.finished_ms[task] = to_ms(event.finished_at)
+    st.exit_code[task] = 0
+    st.errors.pop(task, None)
+    if event.output is not None:
+        st.outputs[task] = event.output
+    if event.log_blob is not None:
+        st.log_blob[task] = event.log_blob
+    if event.worker is not None:
+        st.workers[task] = event.worker
+    step.terminal(task, COMPLETED)
+
+
+def _failed(step: Step, task: int, event: TaskFailedEvent) -> None:
+    st = step.st
+    if event.started_at is not None:
+        st.started_ms[task] = to_ms(event.started_at)
+    st.finished_ms[task] = to_ms(event.finished_at)
+    st.exit_code[task] = event.exit_code
+    if event.log_blob is not None:
+        st.log_blob[task] = event.log_blob
+    if event.worker is not None:
+        st.workers[task] = event.worker
+    step.fail(task, event.reason, _describe(event), event.exit_code)
+
+
+def _describe(event: TaskFailedEvent) -> str:
+    head = {
+        "exit": f"exit code {event.exit_code}",
+        "timeout": "timed out",
+        "cancelled": "cancelled",
+        "error": "worker error",
+        "not_started": "not started in time",
+    }[event.reason]
+    return f"{head}: {event.error}" if event.error else head
+
+
+def _cancel(step: Step, reason: str | None) -> None:
+    """Stop the workflow: nothing new is dispatched or retried; tasks that have not started are
+    cancelled now, running ones when their worker reports (or the sweep's grace runs out)."""
+    st = step.st
+    if st.status.is_terminal or st.status is WorkflowStatus.CANCELLING:
+        return
+    step.changed = True
+    st.cancel_requested = True
+    st.cancel_requested_at = step.now
+    st.status = WorkflowStatus.CANCELLING
+    st.error = f"cancelled: {reason}" if reason else "cancelled"
+    codes = st.codes
+    for task in range(len(codes)):
+        if codes[task] in (PENDING, READY, QUEUED):
+            step.terminal(task, CANCELLED, _CANCEL_BEFORE_RUN)
+    st.ready.clear()
+
+
+def _rerun(step: Step, run: int) -> None:
+    """Rerun from failure: reopen failed/upstream_failed/cancelled tasks and the not-completed
+    descendants reached through them, repair their counters and their children's, start run+1."""
+    st, wf = step.st, step.wf
+    if st.status not in (WorkflowStatus.FAILED, WorkflowStatus.CANCELLED) or run != st.run:
+        return
+    codes, children = st.codes, wf.children
+    reopen: list[int] = []
+    seen = bytearray(len(codes))
+    for task in range(len(codes)):
+        if IS_TERMINAL[codes[task]] and not IS_OK[codes[task]]:
+            seen[task] = 1
+            reopen.append(task)
+    at = 0
+    while at < len(reopen):  # reopen grows as descendants are found (breadth-first)
+        for child in children[reopen[at]]:
+            if not seen[child] and codes[child] != COMPLETED:
+                seen[child] = 1
+                reopen.append(child)
+        at += 1
+    step.changed = True
+    for task in reopen:
+        counter = st.n_ok if IS_OK[codes[task]] else st.n_bad
+        for child in children[task]:
+            counter[child] -= 1
+        st.set_code(task, PENDING)
+        st.base_attempt[task] = st.attempt[task]
+        st.queued_ms[task] = st.started_ms[task] = st.finished_ms[task] = None
+        st.exit_code[task] = None
+        for sparse in (st.errors, st.outputs, st.log_blob, st.workers, st.sent_ms):
+            sparse.pop(task, None)
+    st.run += 1
+    st.status = WorkflowStatus.RUNNING
+    st.cancel_requested = False
+    st.cancel_requested_at = None
+    st.finished_at = None
+    st.error = None
+    work: list[int] = []
+    for task in reopen:
+        if codes[task] == PENDING:
+            step.evaluate(task, work)
+    step.propagate(work)

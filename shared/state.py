@@ -1,0 +1,231 @@
+"""The runtime state of one workflow: what the state blob holds, in columnar form.
+
+One ``RuntimeState`` per workflow, mutated in place by ``shared.engine`` and serialised by
+``shared.codec``. Columns (one list or array per field, indexed by task number) rather than one
+object per task keep a 100,000-task workflow small in memory and fast to encode.
+
+Timestamps are kept as integer milliseconds since the Unix epoch so that a state round-trips through
+the codec exactly; ``TaskView`` turns them back into float seconds.
+
+Dependency bookkeeping (``n_ok``/``n_bad``: how many of a task's parents are terminal and
+succeeded / failed) is *derived* data: it always equals what the parents' states imply, so the codec
+does not store it and ``rebuild_counters`` recomputes it after decoding.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from shared.messages import OutputRef
+from shared.states import TaskState, WorkflowStatus
+from shared.workflow import CompiledWorkflow
+
+TASK_STATES: tuple[TaskState, ...] = tuple(TaskState)
+"""State code -> state. The codes are part of the state blob format (version 1): never reorder."""
+CODE: dict[TaskState, int] = {s: i for i, s in enumerate(TASK_STATES)}
+"""State -> state code."""
+
+PENDING = CODE[TaskState.PENDING]
+READY = CODE[TaskState.READY]
+QUEUED = CODE[TaskState.QUEUED]
+RUNNING = CODE[TaskState.RUNNING]
+COMPLETED = CODE[TaskState.COMPLETED]
+FAILED = CODE[TaskState.FAILED]
+SKIPPED = CODE[TaskState.SKIPPED]
+UPSTREAM_FAILED = CODE[TaskState.UPSTREAM_FAILED]
+CANCELLED = CODE[TaskState.CANCELLED]
+
+TERMINAL_CODES = frozenset(CODE[s] for s in TaskState if s.is_terminal)
+OK_CODES = frozenset({COMPLETED, SKIPPED})
+"""Terminal codes a child counts as a satisfied parent; every other terminal code is a failure."""
+IS_TERMINAL: tuple[bool, ...] = tuple(c in TERMINAL_CODES for c in range(len(TASK_STATES)))
+IS_OK: tuple[bool, ...] = tuple(c in OK_CODES for c in range(len(TASK_STATES)))
+
+
+def to_ms(t: float) -> int:
+    """Seconds (float) -> integer milliseconds, the resolution of every task timestamp."""
+    return round(t * 1000.0)
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A read-only snapshot of one task's runtime state (for the API and the CLI)."""
+
+    state: TaskState
+    attempt: int
+    """Current attempt number; 0 = never dispatched. Grows across retries and reruns."""
+    queued_at: float | None
+    """When the current attempt's message became visible to workers (after any retry delay)."""
+    started_at: float | None
+    finished_at: float | None
+    exit_code: int | None
+    error: str | None
+    """Why it failed (reason or stderr tail), why it was skipped or cancelled, or the last failed
+    attempt's error while a retry is queued."""
+    output: OutputRef | None
+    log_blob: str | None
+    worker: str | None
+
+
+class RuntimeState:
+    """The mutable state of one workflow run: workflow fields plus one column per task field.
+
+    Only ``shared.engine`` mutates it (and ``shared.codec`` builds it); everyone else reads the
+    workflow attributes, ``task(i)`` and ``counts()``.
+    """
+
+    __slots__ = (
+        "_count",
+        "attempt",
+        "base_attempt",
+        "cancel_requested",
+        "cancel_requested_at",
+        "codes",
+        "created_at",
+        "error",
+        "errors",
+        "exit_code",
+        "finished_at",
+        "finished_ms",
+        "log_blob",
+        "n_bad",
+        "n_ok",
+        "n_terminal",
+        "outputs",
+        "queued_ms",
+        "ready",
+        "run",
+        "sent_ms",
+        "started_ms",
+        "status",
+        "updated_at",
+        "workers",
+        "workflow_id",
+    )
+
+    def __init__(self, workflow_id: str, n_tasks: int, created_at: float) -> None:
+        self.workflow_id = workflow_id
+        self.status = WorkflowStatus.PENDING
+        self.run = 1
+        """Run number: 1 at submit, +1 per rerun from failure."""
+        self.created_at = created_at
+        self.updated_at = created_at
+        self.finished_at: float | None = None
+        self.cancel_requested = False
+        self.cancel_requested_at: float | None = None
+        """When the cancel was applied (the sweep's cancel grace counts from here)."""
+        self.error: str | None = None
+        """Why the workflow failed or was cancelled (a short summary)."""
+
+        # -- per task columns (index = task number) --
+        self.codes = bytearray(n_tasks)
+        """State code per task (see ``TASK_STATES``); all PENDING (0) at first."""
+        self.attempt = [0] * n_tasks
+        self.queued_ms: list[int | None] = [None] * n_tasks
+        self.started_ms: list[int | None] = [None] * n_tasks
+        self.finished_ms: list[int | None] = [None] * n_tasks
+        self.exit_code: list[int | None] = [None] * n_tasks
+        # -- sparse per task fields (rare, or strings) --
+        self.errors: dict[int, str] = {}
+        self.outputs: dict[int, OutputRef] = {}
+        self.log_blob: dict[int, str] = {}
+        self.workers: dict[int, str] = {}
+        self.base_attempt: dict[int, int] = {}
+        """Task -> its attempt number before this run's first dispatch (only for tasks reopened
+        by a rerun): the retry budget counts attempts since then."""
+        self.sent_ms: dict[int, int] = {}
+        """Queued task -> when its message was last re-sent by the lost-dispatch sweep."""
+        self.ready: deque[int] = deque()
+        """READY tasks waiting for a max_parallelism slot, oldest first. May hold entries that are
+        no longer READY (removed lazily when popped)."""
+
+        # -- derived bookkeeping (not stored; see rebuild_counters) --
+        self.n_ok = [0] * n_tasks
+        """Task -> number of its parents that are terminal and satisfy it (completed/skipped)."""
+        self.n_bad = [0] * n_tasks
+        """Task -> number of its parents that are terminal and failed (failed/upstream_failed/
+        cancelled)."""
+        self._count = [0] * len(TASK_STATES)
+        self._count[PENDING] = n_tasks
+        self.n_terminal = 0
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def state_of(self, i: int) -> TaskState:
+        """The state of task ``i``."""
+        return TASK_STATES[self.codes[i]]
+
+    def task(self, i: int) -> TaskView:
+        """A read-only snapshot of task ``i``."""
+        return TaskView(
+            state=TASK_STATES[self.codes[i]],
+            attempt=self.attempt[i],
+            queued_at=_seconds(self.queued_ms[i]),
+            started_at=_seconds(self.started_ms[i]),
+            finished_at=_seconds(self.finished_ms[i]),
+            exit_code=self.exit_code[i],
+            error=self.errors.get(i),
+            output=self.outputs.get(i),
+            log_blob=self.log_blob.get(i),
+            worker=self.workers.get(i),
+        )
+
+    def counts(self) -> dict[str, int]:
+        """Task state value -> number of tasks in it (every state present, zeros included)."""
+        return {s.value: self._count[c] for c, s in enumerate(TASK_STATES)}
+
+    def count(self, state: TaskState) -> int:
+        """How many tasks are in ``state`` (O(1))."""
+        return self._count[CODE[state]]
+
+    @property
+    def in_flight(self) -> int:
+        """Queued + running tasks: what max_parallelism caps."""
+        return self._count[QUEUED] + self._count[RUNNING]
+
+    @property
+    def all_terminal(self) -> bool:
+        return self.n_terminal == len(self.codes)
+
+    # -- bookkeeping (engine and codec only) -----------------------------------------------------
+
+    def set_code(self, i: int, code: int) -> None:
+        """Move task ``i`` to state ``code``, keeping the per-state counts and terminal counter.
+        Does not touch children: that is the engine's job (once, on entering a terminal state)."""
+        old = self.codes[i]
+        if old == code:
+            return
+        self.codes[i] = code
+        self._count[old] -= 1
+        self._count[code] += 1
+        self.n_terminal += IS_TERMINAL[code] - IS_TERMINAL[old]
+
+    def rebuild_counters(self, wf: CompiledWorkflow) -> None:
+        """Recompute the derived bookkeeping (state counts, terminal counter, per-task parent
+        counters) from the task states: O(tasks + edges). Used after decoding."""
+        codes = self.codes
+        count = [0] * len(TASK_STATES)
+        for c in range(len(TASK_STATES)):
+            count[c] = codes.count(c)
+        self._count = count
+        self.n_terminal = sum(count[c] for c in TERMINAL_CODES)
+        n_ok = [0] * len(codes)
+        n_bad = [0] * len(codes)
+        is_terminal, is_ok = IS_TERMINAL, IS_OK
+        for parent, kids in enumerate(wf.children):
+            code = codes[parent]
+            if not is_terminal[code] or not kids:
+                continue
+            target = n_ok if is_ok[code] else n_bad
+            for child in kids:
+                target[child] += 1
+        self.n_ok = n_ok
+        self.n_bad = n_bad
