@@ -9,6 +9,9 @@ import json
 from shared.errors import InvalidContinuationError
 from shared.storage.ports import DeadLetter
 
+MAX_ERROR_CHARS = 16_000
+"""Longest error text an index row keeps (a table string property holds at most 32K characters)."""
+
 
 def dead_letter_json(message_id: str, text: str, reason: str, received_at: float) -> bytes:
     """The body of a dead-letter blob."""

@@ -31,6 +31,7 @@ from shared.errors import (
 from shared.names import ResourceNames, index_row_key
 from shared.states import WorkflowStatus
 from shared.storage.encoding import (
+    MAX_ERROR_CHARS,
     dead_letter_from_json,
     dead_letter_json,
     decode_continuation,
@@ -380,7 +381,8 @@ _PROJECTED_FIELDS = tuple(
 
 
 def _copy_row(row: IndexRow) -> IndexRow:
-    return replace(row, counts=dict(row.counts), queues=list(row.queues))
+    error = row.error[:MAX_ERROR_CHARS] if row.error else None  # as the table keeps it
+    return replace(row, counts=dict(row.counts), queues=list(row.queues), error=error)
 
 
 class MemoryIndex:

@@ -1,0 +1,211 @@
+"""Blob adapters on Azure Storage: workflow definitions and states, outputs, dead letters.
+
+- Definitions and states are created with If-None-Match ``*`` (create-only); a state is then only
+  replaced with If-Match on the ETag it was read with (412 -> StaleStateError), never blindly.
+- Every state write also writes the blob's metadata, so workers can read ``status`` with one HEAD.
+- Definition and state blobs hold binary codecs (``application/octet-stream``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from typing import NoReturn
+
+from azure.core import MatchConditions
+from azure.core.exceptions import (
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
+from azure.storage.blob import ContentSettings
+from azure.storage.blob.aio import ContainerClient
+
+from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
+from shared.names import ResourceNames
+from shared.storage.encoding import dead_letter_from_json, dead_letter_json
+from shared.storage.ports import DeadLetter
+
+BINARY = ContentSettings(content_type="application/octet-stream")
+
+
+def raise_missing(error: ResourceNotFoundError, container: str, what: str) -> NoReturn:
+    """Turn a 404 into dagq's error: a missing container is a deployment problem, not a missing
+    workflow."""
+    if getattr(error, "error_code", None) == "ContainerNotFound":
+        raise ConfigError(
+            f"blob container {container!r} does not exist: deploy the infrastructure for this "
+            "prefix, or run ensure_resources (dagq's local setup does)"
+        ) from error
+    raise NotFoundError(f"{what} not found (container {container!r})") from error
+
+
+def _is_create_conflict(error: HttpResponseError) -> bool:
+    # If-None-Match: * on an existing blob is 409 BlobAlreadyExists (412 on some service versions).
+    return error.status_code in (409, 412)
+
+
+async def create_blob_if_absent(
+    container: ContainerClient,
+    name: str,
+    data: bytes,
+    *,
+    metadata: dict[str, str] | None = None,
+    content_settings: ContentSettings = BINARY,
+) -> str | None:
+    """Upload ``name`` only if it does not exist; its ETag, or None if it existed already."""
+    try:
+        result = await container.get_blob_client(name).upload_blob(
+            data,
+            overwrite=True,
+            match_condition=MatchConditions.IfMissing,
+            metadata=metadata,
+            content_settings=content_settings,
+        )
+    except ResourceNotFoundError as error:
+        raise_missing(error, container.container_name, f"blob {name!r}")
+    except (ResourceExistsError, ResourceModifiedError) as error:
+        if _is_create_conflict(error):
+            return None
+        raise
+    return str(result["etag"])
+
+
+class AzureWorkflowBlobs:
+    """WorkflowBlobs in the ``{prefix}-workflows`` container."""
+
+    def __init__(self, container: ContainerClient) -> None:
+        self.container = container
+
+    async def create_definition(self, workflow_id: str, data: bytes) -> bool:
+        name = ResourceNames.definition_blob(workflow_id)
+        return await create_blob_if_absent(self.container, name, data) is not None
+
+    async def read_definition(self, workflow_id: str) -> bytes:
+        name = ResourceNames.definition_blob(workflow_id)
+        try:
+            downloader = await self.container.download_blob(name)
+            return await downloader.readall()
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"definition of {workflow_id!r}")
+
+    async def create_state(self, workflow_id: str, data: bytes, metadata: dict[str, str]) -> str:
+        name = ResourceNames.state_blob(workflow_id)
+        etag = await create_blob_if_absent(self.container, name, data, metadata=metadata)
+        if etag is None:
+            raise ConflictError(f"the state of workflow {workflow_id!r} exists already")
+        return etag
+
+    async def read_state(self, workflow_id: str) -> tuple[bytes, str]:
+        name = ResourceNames.state_blob(workflow_id)
+        try:
+            downloader = await self.container.download_blob(name)
+            data = await downloader.readall()
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
+        # The ETag of the very version downloaded (the SDK pins chunked reads to it).
+        return data, str(downloader.properties.etag)
+
+    async def write_state(
+        self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]
+    ) -> str:
+        name = ResourceNames.state_blob(workflow_id)
+        try:
+            result = await self.container.get_blob_client(name).upload_blob(
+                data,
+                overwrite=True,
+                etag=etag,
+                match_condition=MatchConditions.IfNotModified,
+                metadata=metadata,
+                content_settings=BINARY,
+            )
+        except ResourceModifiedError as error:
+            raise StaleStateError(
+                f"the state of workflow {workflow_id!r} changed since it was read (ETag {etag}): "
+                "re-read and re-apply"
+            ) from error
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
+        return str(result["etag"])
+
+    async def state_metadata(self, workflow_id: str) -> dict[str, str]:
+        name = ResourceNames.state_blob(workflow_id)
+        try:
+            properties = await self.container.get_blob_client(name).get_blob_properties()
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
+        return dict(properties.metadata)
+
+
+class AzureOutputBlobs:
+    """OutputBlobs in the ``{prefix}-outputs`` container."""
+
+    def __init__(self, container: ContainerClient) -> None:
+        self.container = container
+
+    async def put(self, name: str, data: bytes, *, content_type: str = "application/json") -> None:
+        try:
+            await self.container.upload_blob(
+                name, data, overwrite=True, content_settings=ContentSettings(content_type)
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+
+    async def create_if_absent(self, name: str, data: bytes) -> bool:
+        settings = ContentSettings("application/octet-stream")
+        etag = await create_blob_if_absent(self.container, name, data, content_settings=settings)
+        return etag is not None
+
+    async def get(self, name: str) -> bytes:
+        try:
+            downloader = await self.container.download_blob(name)
+            return await downloader.readall()
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"output blob {name!r}")
+
+
+class AzureDeadLetters:
+    """DeadLetters in the ``{prefix}-deadletter`` container: one JSON blob per event, named
+    ``{day}/{message_id}.json``, its receive time also kept in metadata so listing needs no
+    downloads to find the most recent."""
+
+    def __init__(self, container: ContainerClient) -> None:
+        self.container = container
+
+    async def put(self, *, message_id: str, text: str, reason: str, received_at: float) -> str:
+        name = ResourceNames.deadletter_blob(received_at, message_id)
+        try:
+            await self.container.upload_blob(
+                name,
+                dead_letter_json(message_id, text, reason, received_at),
+                overwrite=True,
+                metadata={"received_at": repr(received_at)},
+                content_settings=ContentSettings("application/json"),
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+        return name
+
+    async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
+        if limit <= 0:
+            return []
+        stamped: builtins.list[tuple[float, str]] = []
+        try:
+            async for blob in self.container.list_blobs(include=["metadata"]):
+                stamped.append((_received_at(blob.metadata), blob.name))
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, "dead letters")
+        recent = sorted(stamped)[-limit:]
+        return builtins.list(await asyncio.gather(*(self._read(name) for _, name in recent)))
+
+    async def _read(self, name: str) -> DeadLetter:
+        downloader = await self.container.download_blob(name)
+        return dead_letter_from_json(name, await downloader.readall())
+
+
+def _received_at(metadata: dict[str, str] | None) -> float:
+    try:
+        return float((metadata or {}).get("received_at", "0"))
+    except ValueError:
+        return 0.0

@@ -1,0 +1,87 @@
+"""The async Azure SDK service clients of one storage account, created lazily from Settings.
+
+Either a connection string (Azurite or a real account) or the account's service URIs authenticated
+with ``DefaultAzureCredential`` (a managed identity in Azure; ``DAGQ_STORAGE__clientId`` picks a
+user-assigned one). One service client per service, created on first use and reused, so a process
+that only touches queues (a worker) never opens a blob or table client; ``close`` closes what was
+opened. Clients use the aiohttp transport (the SDK's default for ``.aio``).
+"""
+
+from __future__ import annotations
+
+from azure.core.credentials_async import AsyncTokenCredential
+from azure.data.tables.aio import TableServiceClient
+from azure.storage.blob.aio import BlobServiceClient
+from azure.storage.queue.aio import QueueServiceClient
+
+from shared.settings import Settings
+
+
+class AzureClients:
+    """Lazily created, shared service clients (blob, queue, table) for one account."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._credential: AsyncTokenCredential | None = None
+        self._blob: BlobServiceClient | None = None
+        self._queue: QueueServiceClient | None = None
+        self._table: TableServiceClient | None = None
+
+    def _token_credential(self) -> AsyncTokenCredential:
+        if self._credential is None:
+            # Imported here: azure-identity is slow to import and unused with connection strings.
+            from azure.identity.aio import DefaultAzureCredential
+
+            self._credential = DefaultAzureCredential(
+                managed_identity_client_id=self.settings.storage_client_id
+            )
+        return self._credential
+
+    @property
+    def blob(self) -> BlobServiceClient:
+        if self._blob is None:
+            conn = self.settings.storage_connection_string
+            self._blob = (
+                BlobServiceClient.from_connection_string(conn)
+                if conn
+                else BlobServiceClient(
+                    self.settings.service_uri("blob"), credential=self._token_credential()
+                )
+            )
+        return self._blob
+
+    @property
+    def queue(self) -> QueueServiceClient:
+        if self._queue is None:
+            conn = self.settings.storage_connection_string
+            # No message encode/decode policy: messages travel as plain text, matching the
+            # Functions host's "messageEncoding": "none".
+            self._queue = (
+                QueueServiceClient.from_connection_string(conn)
+                if conn
+                else QueueServiceClient(
+                    self.settings.service_uri("queue"), credential=self._token_credential()
+                )
+            )
+        return self._queue
+
+    @property
+    def table(self) -> TableServiceClient:
+        if self._table is None:
+            conn = self.settings.storage_connection_string
+            self._table = (
+                TableServiceClient.from_connection_string(conn)
+                if conn
+                else TableServiceClient(
+                    self.settings.service_uri("table"), credential=self._token_credential()
+                )
+            )
+        return self._table
+
+    async def close(self) -> None:
+        """Close every client opened so far (and the credential)."""
+        for client in (self._blob, self._queue, self._table, self._credential):
+            if client is not None:
+                await client.close()
+        self._blob = self._queue = self._table = None
+        self._credential = None

@@ -1,0 +1,193 @@
+"""The workflow index on Azure Table storage: one small entity per workflow.
+
+PartitionKey ``shared.names.INDEX_PARTITION`` (one partition, scanned in RowKey order); RowKey
+``index_row_key(id, created_at)`` (an inverted timestamp, so the scan is newest first and a row is a
+point read). ``counts`` is a compact JSON string, ``queues`` a comma-joined string. ``error`` and
+``finished_at`` are always written (``""`` and ``-1`` stand for None) so that a merge clears them.
+
+Filters run on the service: status with ``eq``, name prefix as the range ``Name ge 'p' and Name lt
+'q'`` (the prefix with its last character incremented). A filtered page may come back short from
+the service; ``list`` then keeps reading until it has ``limit`` rows or the scan ends.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from typing import Any
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.data.tables import UpdateMode
+from azure.data.tables.aio import TableClient
+
+from shared.errors import ConfigError, NotFoundError
+from shared.names import INDEX_PARTITION, index_row_key
+from shared.states import WorkflowStatus
+from shared.storage.encoding import MAX_ERROR_CHARS, decode_continuation, encode_continuation
+from shared.storage.ports import IndexPage, IndexRow
+
+_TOKEN_KEYS = frozenset({"PartitionKey", "RowKey"})
+_NON_TERMINAL = [status for status in WorkflowStatus if not status.is_terminal]
+
+
+def odata_string(value: str) -> str:
+    """A quoted OData string literal (single quotes doubled), safe to put in a filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def prefix_filter(prefix: str) -> str:
+    """``Name`` starts with ``prefix``, as a range on the service."""
+    last = ord(prefix[-1])
+    upper = prefix[:-1] + chr(last + 1) if last < 0xFFFF else prefix + "\uffff"
+    return f"Name ge {odata_string(prefix)} and Name lt {odata_string(upper)}"
+
+
+def to_entity(row: IndexRow, *, with_cancel: bool) -> dict[str, Any]:
+    """The table entity of ``row`` (without ``CancelRequested`` unless ``with_cancel``)."""
+    entity: dict[str, Any] = {
+        "PartitionKey": INDEX_PARTITION,
+        "RowKey": index_row_key(row.workflow_id, row.created_at),
+        "WorkflowId": row.workflow_id,
+        "Name": row.name,
+        "Status": str(row.status),
+        "CreatedAt": float(row.created_at),
+        "UpdatedAt": float(row.updated_at),
+        "Total": int(row.total),
+        "Counts": json.dumps(row.counts, separators=(",", ":"), sort_keys=True),
+        "Queues": ",".join(row.queues),
+        "Run": int(row.run),
+        "Error": (row.error or "")[:MAX_ERROR_CHARS],
+        "FinishedAt": -1.0 if row.finished_at is None else float(row.finished_at),
+    }
+    if with_cancel:
+        entity["CancelRequested"] = bool(row.cancel_requested)
+    return entity
+
+
+def from_entity(entity: dict[str, Any]) -> IndexRow:
+    """The IndexRow of a table entity written by ``to_entity`` (and merges of the cancel flag)."""
+    finished = float(entity.get("FinishedAt", -1.0))
+    queues = str(entity.get("Queues", ""))
+    return IndexRow(
+        workflow_id=str(entity["WorkflowId"]),
+        name=str(entity["Name"]),
+        status=WorkflowStatus(entity["Status"]),
+        created_at=float(entity["CreatedAt"]),
+        updated_at=float(entity["UpdatedAt"]),
+        total=int(entity.get("Total", 0)),
+        counts={str(k): int(v) for k, v in json.loads(entity.get("Counts") or "{}").items()},
+        queues=queues.split(",") if queues else [],
+        run=int(entity.get("Run", 1)),
+        cancel_requested=bool(entity.get("CancelRequested", False)),
+        error=str(entity.get("Error") or "") or None,
+        finished_at=None if finished < 0 else finished,
+    )
+
+
+def _missing_table(error: ResourceNotFoundError, table: str) -> ConfigError | None:
+    if getattr(error, "error_code", None) == "TableNotFound":
+        return ConfigError(
+            f"index table {table!r} does not exist: deploy the infrastructure for this prefix, "
+            "or run ensure_resources (dagq's local setup does)"
+        )
+    return None
+
+
+class AzureIndex:
+    """Index over one table client."""
+
+    def __init__(self, table: TableClient) -> None:
+        self.table = table
+
+    async def create(self, row: IndexRow) -> None:
+        try:
+            await self.table.create_entity(to_entity(row, with_cancel=True))
+        except ResourceExistsError:
+            pass  # a retried submit: the first row stays (Azurite sends no error code here)
+        except ResourceNotFoundError as error:
+            raise _missing_table(error, self.table.table_name) or error from error
+
+    async def project(self, row: IndexRow) -> None:
+        # Upsert-merge of every field but the cancel flag: a cancel written concurrently survives.
+        try:
+            await self.table.upsert_entity(to_entity(row, with_cancel=False), mode=UpdateMode.MERGE)
+        except ResourceNotFoundError as error:
+            raise _missing_table(error, self.table.table_name) or error from error
+
+    async def _set_cancel(self, workflow_id: str, created_at: float, value: bool) -> None:
+        entity = {
+            "PartitionKey": INDEX_PARTITION,
+            "RowKey": index_row_key(workflow_id, created_at),
+            "CancelRequested": value,
+        }
+        try:
+            # update (not upsert) sends If-Match: *, so a missing row is a 404, never a stub row.
+            await self.table.update_entity(entity, mode=UpdateMode.MERGE)
+        except ResourceNotFoundError as error:
+            raise _missing_table(error, self.table.table_name) or NotFoundError(
+                f"workflow {workflow_id!r} has no index row"
+            ) from error
+
+    async def request_cancel(self, workflow_id: str, created_at: float) -> None:
+        await self._set_cancel(workflow_id, created_at, True)
+
+    async def clear_cancel(self, workflow_id: str, created_at: float) -> None:
+        await self._set_cancel(workflow_id, created_at, False)
+
+    async def get(self, workflow_id: str, created_at: float) -> IndexRow | None:
+        try:
+            entity = await self.table.get_entity(
+                INDEX_PARTITION, index_row_key(workflow_id, created_at)
+            )
+        except ResourceNotFoundError as error:
+            missing = _missing_table(error, self.table.table_name)
+            if missing:
+                raise missing from error
+            return None
+        return from_entity(entity)
+
+    async def list(
+        self,
+        *,
+        status: WorkflowStatus | None = None,
+        name_prefix: str | None = None,
+        limit: int = 50,
+        continuation: str | None = None,
+    ) -> IndexPage:
+        limit = max(limit, 1)
+        token: dict[str, str] | None = None
+        if continuation is not None:
+            token = decode_continuation(continuation, _TOKEN_KEYS)
+        clauses = [f"PartitionKey eq {odata_string(INDEX_PARTITION)}"]
+        if status is not None:
+            clauses.append(f"Status eq {odata_string(str(status))}")
+        if name_prefix:
+            clauses.append(prefix_filter(name_prefix))
+        query = " and ".join(clauses)
+
+        rows: builtins.list[IndexRow] = []
+        while True:
+            query_pages = self.table.query_entities(query, results_per_page=limit - len(rows))
+            # The SDK's entity continuation is a dict, though by_page is typed for strings.
+            pages = query_pages.by_page(continuation_token=token)  # type: ignore[arg-type]
+            try:
+                page = await pages.__anext__()
+                rows += [from_entity(entity) async for entity in page]
+            except ResourceNotFoundError as error:
+                raise _missing_table(error, self.table.table_name) or error from error
+            except StopAsyncIteration:
+                token = None
+                break
+            token = pages.continuation_token  # type: ignore[attr-defined]
+            if not token or len(rows) >= limit:
+                break
+        next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
+        return IndexPage(rows, next_token)
+
+    async def active(self) -> builtins.list[IndexRow]:
+        statuses = " or ".join(f"Status eq {odata_string(str(s))}" for s in _NON_TERMINAL)
+        query = f"PartitionKey eq {odata_string(INDEX_PARTITION)} and ({statuses})"
+        try:
+            return [from_entity(entity) async for entity in self.table.query_entities(query)]
+        except ResourceNotFoundError as error:
+            raise _missing_table(error, self.table.table_name) or error from error

@@ -1,0 +1,85 @@
+"""The coordinator's singleton lease: a blob lease on the sentinel blob of the workflows container.
+
+The sentinel (``ResourceNames.lease_blob()``) is created on first use if absent. A second acquire
+while the lease is held is a 409 (None here); renewing a lease that was broken or taken by another
+holder is a 409 too (False here).
+"""
+
+from __future__ import annotations
+
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+from azure.storage.blob import ContentSettings
+from azure.storage.blob.aio import BlobClient, BlobLeaseClient, ContainerClient
+
+from shared.names import ResourceNames
+from shared.storage.azure_blobs import create_blob_if_absent, raise_missing
+from shared.storage.memory import check_lease_duration
+
+
+def _lost(error: HttpResponseError) -> bool:
+    """The lease is held by someone else, broken, or absent (409); or the blob vanished (404)."""
+    return error.status_code in (404, 409, 412)
+
+
+class AzureLease:
+    """Lease over the sentinel blob in the workflows container."""
+
+    def __init__(self, container: ContainerClient) -> None:
+        self.container = container
+        self.blob: BlobClient = container.get_blob_client(ResourceNames.lease_blob())
+
+    async def ensure_sentinel(self) -> None:
+        """Create the (empty) sentinel blob if it does not exist."""
+        await create_blob_if_absent(
+            self.container,
+            ResourceNames.lease_blob(),
+            b"",
+            content_settings=ContentSettings("application/octet-stream"),
+        )
+
+    async def acquire(self, duration_s: int) -> str | None:
+        check_lease_duration(duration_s)
+        for _ in range(2):
+            try:
+                lease = await self.blob.acquire_lease(lease_duration=duration_s)
+            except ResourceNotFoundError as error:
+                if getattr(error, "error_code", None) == "ContainerNotFound":
+                    raise_missing(error, self.container.container_name, "lease sentinel")
+                await self.ensure_sentinel()
+                continue
+            except HttpResponseError as error:
+                if error.status_code == 409:
+                    return None
+                raise
+            return str(lease.id)
+        return None
+
+    async def renew(self, lease_id: str) -> bool:
+        try:
+            await BlobLeaseClient(self.blob, lease_id).renew()
+        except HttpResponseError as error:
+            if _lost(error):
+                return False
+            raise
+        return True
+
+    async def release(self, lease_id: str) -> None:
+        try:
+            await BlobLeaseClient(self.blob, lease_id).release()
+        except HttpResponseError as error:
+            if not _lost(error):
+                raise
+
+    async def break_lease(self) -> None:
+        try:
+            await BlobLeaseClient(self.blob).break_lease(lease_break_period=0)
+        except HttpResponseError as error:
+            if not _lost(error):
+                raise
+
+    async def is_held(self) -> bool:
+        try:
+            properties = await self.blob.get_blob_properties()
+        except ResourceNotFoundError:
+            return False
+        return str(properties.lease.state) == "leased"

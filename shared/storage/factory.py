@@ -1,0 +1,105 @@
+"""Build a Storage: on Azure (or Azurite) from Settings, or in memory for tests.
+
+```python
+async with open_storage(settings) as storage:
+    await ensure_resources(storage)      # local setups and tests; Bicep creates them in Azure
+    await storage.event_queue.send(...)
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+
+from azure.core.exceptions import ResourceExistsError
+
+from shared.names import ResourceNames
+from shared.settings import Settings
+from shared.storage.azure_blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
+from shared.storage.azure_clients import AzureClients
+from shared.storage.azure_index import AzureIndex
+from shared.storage.azure_lease import AzureLease
+from shared.storage.azure_queues import AzureQueue, AzureQueues
+from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.ports import Storage
+
+
+@dataclass(frozen=True)
+class AzureStorage(Storage):
+    """A Storage on one Azure Storage account (or Azurite), with its clients and names."""
+
+    workflows: AzureWorkflowBlobs
+    outputs: AzureOutputBlobs
+    deadletters: AzureDeadLetters
+    lease: AzureLease
+    queues: AzureQueues
+    index: AzureIndex
+    event_queue: AzureQueue
+    event_poison_queue: AzureQueue
+    clients: AzureClients
+    names: ResourceNames
+
+
+def azure_storage(settings: Settings, clients: AzureClients | None = None) -> AzureStorage:
+    """A Storage over ``settings``' account. No I/O here: the SDK opens its HTTP sessions on the
+    first request. Close with ``await storage.clients.close()`` (``open_storage`` does)."""
+    clients = clients or AzureClients(settings)
+    names = settings.names
+
+    queues = AzureQueues(clients.queue)
+    workflows = clients.blob.get_container_client(names.workflows_container)
+    return AzureStorage(
+        workflows=AzureWorkflowBlobs(workflows),
+        outputs=AzureOutputBlobs(clients.blob.get_container_client(names.outputs_container)),
+        deadletters=AzureDeadLetters(clients.blob.get_container_client(names.deadletter_container)),
+        lease=AzureLease(workflows),
+        queues=queues,
+        index=AzureIndex(clients.table.get_table_client(names.index_table)),
+        event_queue=queues.get(names.event_queue),
+        event_poison_queue=queues.get(names.event_poison_queue),
+        clients=clients,
+        names=names,
+    )
+
+
+@asynccontextmanager
+async def open_storage(settings: Settings) -> AsyncIterator[AzureStorage]:
+    """The deployment's Storage on Azure (connection string, or DefaultAzureCredential), its
+    clients closed on exit."""
+    storage = azure_storage(settings)
+    try:
+        yield storage
+    finally:
+        await storage.clients.close()
+
+
+async def ensure_resources(storage: Storage) -> None:
+    """Make sure the containers, the index table, the event queue and its poison queue (and the
+    lease sentinel) exist. Idempotent; in Azure the Bicep templates create them too."""
+    await asyncio.gather(storage.event_queue.ensure(), storage.event_poison_queue.ensure())
+    if not isinstance(storage, AzureStorage):
+        return
+    blob = storage.clients.blob
+
+    async def container(name: str) -> None:
+        with suppress(ResourceExistsError):
+            await blob.create_container(name)
+
+    await asyncio.gather(
+        *(container(name) for name in storage.names.all_containers()),
+        storage.clients.table.create_table_if_not_exists(storage.names.index_table),
+    )
+    await storage.lease.ensure_sentinel()
+
+
+__all__ = [
+    "AzureStorage",
+    "MemoryStorage",
+    "azure_storage",
+    "ensure_resources",
+    "memory_storage",
+    "open_storage",
+]

@@ -1,0 +1,406 @@
+"""Contract tests of the storage ports: every test runs against the memory fakes AND Azurite.
+
+Whatever the coordinator, API or worker relies on is asserted here, so the fakes cannot drift from
+the real thing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from shared.errors import (
+    ConflictError,
+    InvalidContinuationError,
+    NotFoundError,
+    StaleStateError,
+)
+from shared.states import WorkflowStatus
+from shared.storage.ports import IndexRow, Queue, ReceivedMessage, Storage
+
+EVENTUALLY_S = 15.0
+
+
+async def eventually(probe: Callable[[], Awaitable[bool]], timeout_s: float = EVENTUALLY_S) -> None:
+    """Poll ``probe`` until it is true; fail after a generous timeout (never a timing assert)."""
+    deadline = time.monotonic() + timeout_s
+    while not await probe():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.1)
+
+
+# -- workflow blobs ------------------------------------------------------------------------------
+
+
+async def test_definition_is_create_only(storage: Storage) -> None:
+    assert await storage.workflows.create_definition("wf1", b"first") is True
+    assert await storage.workflows.create_definition("wf1", b"second") is False
+    assert await storage.workflows.read_definition("wf1") == b"first"
+
+
+async def test_missing_definition_is_not_found(storage: Storage) -> None:
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_definition("nope")
+
+
+async def test_state_create_only_then_cas(storage: Storage) -> None:
+    etag1 = await storage.workflows.create_state("wf1", b"s1", {"status": "pending"})
+    with pytest.raises(ConflictError):
+        await storage.workflows.create_state("wf1", b"other", {"status": "pending"})
+    assert await storage.workflows.read_state("wf1") == (b"s1", etag1)
+
+    etag2 = await storage.workflows.write_state("wf1", b"s2", etag1, {"status": "running"})
+    assert etag2 != etag1
+    assert await storage.workflows.read_state("wf1") == (b"s2", etag2)
+    assert (await storage.workflows.state_metadata("wf1"))["status"] == "running"
+
+    # A writer holding the old ETag loses, and the newer state survives.
+    with pytest.raises(StaleStateError):
+        await storage.workflows.write_state("wf1", b"stale", etag1, {"status": "failed"})
+    assert await storage.workflows.read_state("wf1") == (b"s2", etag2)
+    assert (await storage.workflows.state_metadata("wf1"))["status"] == "running"
+
+
+async def test_state_metadata_is_written_on_create(storage: Storage) -> None:
+    await storage.workflows.create_state("wf1", b"\x00\x01", {"status": "pending", "run": "1"})
+    assert await storage.workflows.state_metadata("wf1") == {"status": "pending", "run": "1"}
+
+
+async def test_missing_state_is_not_found(storage: Storage) -> None:
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_state("nope")
+    with pytest.raises(NotFoundError):
+        await storage.workflows.state_metadata("nope")
+
+
+# -- outputs -------------------------------------------------------------------------------------
+
+
+async def test_outputs_put_get_and_create_if_absent(storage: Storage) -> None:
+    name = "wf1/train/1/output.json"
+    await storage.outputs.put(name, b'{"a": 1}')
+    assert await storage.outputs.get(name) == b'{"a": 1}'
+    await storage.outputs.put(name, b'{"a": 2}')  # put replaces
+    assert await storage.outputs.get(name) == b'{"a": 2}'
+
+    claim = "wf1/train/1/claim"
+    assert await storage.outputs.create_if_absent(claim, b"worker-a") is True
+    assert await storage.outputs.create_if_absent(claim, b"worker-b") is False
+    assert await storage.outputs.get(claim) == b"worker-a"
+
+    with pytest.raises(NotFoundError):
+        await storage.outputs.get("wf1/train/9/log.txt")
+
+
+# -- dead letters --------------------------------------------------------------------------------
+
+
+async def test_dead_letters_keep_text_and_reason(storage: Storage) -> None:
+    day = 1_790_000_000.0
+    for i, at in enumerate([day + 20, day, day + 86_400 + 5]):
+        name = await storage.deadletters.put(
+            message_id=f"m{i}", text=f'{{"kind": "x{i}"}}', reason=f"bad {i}", received_at=at
+        )
+        assert name.endswith(f"/m{i}.json")
+
+    letters = await storage.deadletters.list()
+    assert [d.message_id for d in letters] == ["m1", "m0", "m2"]
+    assert letters[0].text == '{"kind": "x1"}'
+    assert letters[0].reason == "bad 1"
+    assert letters[0].received_at == day
+
+    recent = await storage.deadletters.list(limit=2)
+    assert [d.message_id for d in recent] == ["m0", "m2"]
+
+
+# -- lease ---------------------------------------------------------------------------------------
+
+
+async def test_lease_is_exclusive_until_released(storage: Storage) -> None:
+    assert await storage.lease.is_held() is False
+    first = await storage.lease.acquire(15)
+    assert first is not None
+    assert await storage.lease.acquire(15) is None
+    assert await storage.lease.is_held() is True
+    assert await storage.lease.renew(first) is True
+
+    await storage.lease.release(first)
+    assert await storage.lease.is_held() is False
+    await storage.lease.release(first)  # releasing a lost lease is no error
+
+    second = await storage.lease.acquire(15)
+    assert second is not None
+    assert await storage.lease.renew(first) is False
+
+
+async def test_broken_lease_is_lost_and_can_be_taken(storage: Storage) -> None:
+    first = await storage.lease.acquire(60)
+    assert first is not None
+    await storage.lease.break_lease()
+    assert await storage.lease.is_held() is False
+    assert await storage.lease.renew(first) is False
+
+    second = await storage.lease.acquire(15)
+    assert second is not None
+    assert second != first
+    assert await storage.lease.is_held() is True
+    await storage.lease.release(first)  # the old holder's release must not free the new lease
+    assert await storage.lease.is_held() is True
+
+
+async def test_break_without_a_holder_is_harmless(storage: Storage) -> None:
+    await storage.lease.break_lease()
+    assert await storage.lease.acquire(15) is not None
+
+
+# -- queues --------------------------------------------------------------------------------------
+
+
+async def receive_one(queue: Queue, visibility_s: int = 30) -> ReceivedMessage:
+    found: list[ReceivedMessage] = []
+
+    async def probe() -> bool:
+        found.extend(await queue.receive(1, visibility_s))
+        return bool(found)
+
+    await eventually(probe)
+    return found[0]
+
+
+async def test_send_receive_delete(storage: Storage) -> None:
+    queue = storage.event_queue
+    await queue.send('{"kind": "activate", "workflow_id": "wf1"}')
+    message = await receive_one(queue)
+    assert message.text == '{"kind": "activate", "workflow_id": "wf1"}'
+    assert message.dequeue_count == 1
+    assert message.inserted_at is not None
+    # Invisible to other consumers while received.
+    assert await queue.receive(32, 30) == []
+    assert await queue.delete(message) is True
+    assert await queue.delete(message) is False  # already gone: no error
+    assert await queue.approximate_count() == 0
+
+
+async def test_text_is_sent_plain(storage: Storage) -> None:
+    text = json.dumps({"cmd": "echo '<&>' \"quoted\" ünïcode"})
+    await storage.event_queue.send(text)
+    assert (await receive_one(storage.event_queue)).text == text
+
+
+async def test_extend_gives_a_new_receipt_and_stales_the_old(storage: Storage) -> None:
+    queue = storage.event_queue
+    await queue.send("m")
+    message = await receive_one(queue)
+    extended = await queue.extend(message, 30)
+    assert extended is not None
+    assert extended.id == message.id
+    assert extended.text == "m"
+    assert extended.pop_receipt != message.pop_receipt
+    assert await queue.extend(message, 30) is None
+    assert await queue.delete(message) is False
+    assert await queue.receive(32, 30) == []  # still invisible
+    assert await queue.delete(extended) is True
+
+
+async def test_extend_zero_makes_visible_again(storage: Storage) -> None:
+    queue = storage.event_queue
+    await queue.send("m")
+    message = await receive_one(queue)
+    released = await queue.extend(message, 0)
+    assert released is not None
+    again = await receive_one(queue)
+    assert again.id == message.id
+    assert again.dequeue_count == 2
+    assert await queue.delete(released) is False  # the second receive took a new receipt
+    assert await queue.delete(again) is True
+
+
+async def test_visibility_timeout_redelivers(storage: Storage) -> None:
+    queue = storage.event_queue
+    await queue.send("m")
+    first = await receive_one(queue, visibility_s=1)
+    second = await receive_one(queue)
+    assert second.id == first.id
+    assert second.dequeue_count == 2
+    assert await queue.delete(first) is False
+    assert await queue.delete(second) is True
+
+
+async def test_delayed_send_is_invisible_first(storage: Storage) -> None:
+    queue = storage.event_queue
+    await queue.send("later", delay_s=2)
+    assert await queue.receive(32, 30) == []
+    assert (await receive_one(queue)).text == "later"
+
+
+async def test_receive_more_than_one_service_batch(storage: Storage) -> None:
+    queue = storage.queues.get(storage.event_queue.name)
+    await asyncio.gather(*(queue.send(f"m{i}") for i in range(40)))
+    got: list[ReceivedMessage] = []
+
+    async def probe() -> bool:
+        got.extend(await queue.receive(40 - len(got), 30))
+        return len(got) >= 40
+
+    await eventually(probe)
+    assert sorted(m.text for m in got) == sorted(f"m{i}" for i in range(40))
+    assert len({m.id for m in got}) == 40
+    assert await queue.receive(5, 30) == []
+    assert await queue.approximate_count() == 40
+
+
+async def test_task_queue_is_created_on_send(storage: Storage, prefix: str) -> None:
+    name = f"{prefix}-q-gpu"
+    queue = storage.queues.get(name)
+    assert storage.queues.get(name) is queue  # handles are cached
+    assert await queue.receive(1, 30) == []  # a queue that does not exist yet reads as empty
+    assert await queue.approximate_count() == 0
+    await queue.send("task")
+    assert (await receive_one(queue)).text == "task"
+    await storage.queues.get(f"{prefix}-q-cpu").ensure()
+    await storage.queues.get(f"{prefix}-q-cpu").ensure()  # idempotent
+    assert await storage.queues.list_names(f"{prefix}-q-") == [f"{prefix}-q-cpu", name]
+
+
+# -- index ---------------------------------------------------------------------------------------
+
+
+def row(workflow_id: str, created_at: float, **fields: object) -> IndexRow:
+    values: dict[str, object] = {
+        "name": "train",
+        "status": WorkflowStatus.PENDING,
+        "updated_at": created_at,
+    }
+    values.update(fields)
+    return IndexRow(workflow_id=workflow_id, created_at=created_at, **values)  # type: ignore[arg-type]
+
+
+async def test_index_create_get_and_idempotent_create(storage: Storage) -> None:
+    first = row("wf1", 1000.5, total=3, counts={"pending": 3}, queues=["gpu", "cpu"])
+    await storage.index.create(first)
+    await storage.index.create(row("wf1", 1000.5, name="other"))  # a retried submit leaves it
+    assert await storage.index.get("wf1", 1000.5) == first
+    assert await storage.index.get("wf1", 2000.0) is None
+
+
+async def test_project_merges_and_never_clobbers_cancel(storage: Storage) -> None:
+    await storage.index.create(row("wf1", 1000.0))
+    await storage.index.request_cancel("wf1", 1000.0)
+    projected = row(
+        "wf1",
+        1000.0,
+        status=WorkflowStatus.FAILED,
+        updated_at=1010.0,
+        total=2,
+        counts={"completed": 1, "failed": 1},
+        queues=["default"],
+        run=2,
+        error="task b failed",
+        finished_at=1010.0,
+    )
+    await storage.index.project(projected)
+    got = await storage.index.get("wf1", 1000.0)
+    assert got is not None
+    assert got.cancel_requested is True
+    assert got == IndexRow(**{**projected.__dict__, "cancel_requested": True})
+
+    await storage.index.clear_cancel("wf1", 1000.0)
+    rerun = row("wf1", 1000.0, status=WorkflowStatus.RUNNING, updated_at=1020.0, run=3)
+    await storage.index.project(rerun)  # error and finished_at go back to None
+    assert await storage.index.get("wf1", 1000.0) == rerun
+
+
+async def test_project_creates_a_missing_row(storage: Storage) -> None:
+    await storage.index.project(row("wf1", 1000.0, status=WorkflowStatus.RUNNING))
+    got = await storage.index.get("wf1", 1000.0)
+    assert got is not None
+    assert got.status == WorkflowStatus.RUNNING
+    assert got.cancel_requested is False
+
+
+async def test_cancel_flag_needs_a_row(storage: Storage) -> None:
+    with pytest.raises(NotFoundError):
+        await storage.index.request_cancel("nope", 1000.0)
+    with pytest.raises(NotFoundError):
+        await storage.index.clear_cancel("nope", 1000.0)
+
+
+async def seven_rows(storage: Storage) -> None:
+    statuses = [
+        WorkflowStatus.COMPLETED,
+        WorkflowStatus.RUNNING,
+        WorkflowStatus.FAILED,
+        WorkflowStatus.RUNNING,
+        WorkflowStatus.PENDING,
+        WorkflowStatus.CANCELLING,
+        WorkflowStatus.RUNNING,
+    ]
+    names = ["train", "train-big", "eval", "train", "prep 'x'", "train", "eval"]
+    await asyncio.gather(
+        *(
+            storage.index.create(row(f"wf{i}", 1000.0 + i, name=names[i], status=statuses[i]))
+            for i in range(7)
+        )
+    )
+
+
+async def test_list_pages_newest_first(storage: Storage) -> None:
+    await seven_rows(storage)
+    seen: list[str] = []
+    continuation: str | None = None
+    pages = 0
+    while True:
+        page = await storage.index.list(limit=3, continuation=continuation)
+        assert len(page.rows) <= 3
+        seen += [r.workflow_id for r in page.rows]
+        pages += 1
+        continuation = page.next
+        if continuation is None:
+            break
+        assert pages < 10
+    assert seen == [f"wf{i}" for i in range(6, -1, -1)]
+    assert pages == 3
+
+
+async def test_list_filters(storage: Storage) -> None:
+    await seven_rows(storage)
+
+    async def ids(**kwargs: object) -> list[str]:
+        page = await storage.index.list(**kwargs)  # type: ignore[arg-type]
+        assert page.next is None
+        return [r.workflow_id for r in page.rows]
+
+    assert await ids(status=WorkflowStatus.RUNNING) == ["wf6", "wf3", "wf1"]
+    assert await ids(name_prefix="train") == ["wf5", "wf3", "wf1", "wf0"]
+    assert await ids(name_prefix="train-") == ["wf1"]
+    assert await ids(name_prefix="prep 'x") == ["wf4"]  # quotes are escaped, not injected
+    assert await ids(name_prefix="train", status=WorkflowStatus.RUNNING) == ["wf3", "wf1"]
+    assert await ids(status=WorkflowStatus.CANCELLED) == []
+
+
+async def test_list_filters_page_too(storage: Storage) -> None:
+    await seven_rows(storage)
+    first = await storage.index.list(name_prefix="train", limit=3)
+    assert [r.workflow_id for r in first.rows] == ["wf5", "wf3", "wf1"]
+    assert first.next is not None
+    second = await storage.index.list(name_prefix="train", limit=3, continuation=first.next)
+    assert [r.workflow_id for r in second.rows] == ["wf0"]
+    assert second.next is None
+
+
+@pytest.mark.parametrize("token", ["not base64 ~~~", "bm90IGpzb24", "WzFd"])
+async def test_list_rejects_malformed_continuation(storage: Storage, token: str) -> None:
+    with pytest.raises(InvalidContinuationError) as info:
+        await storage.index.list(continuation=token)
+    assert isinstance(info.value, ValueError)
+    assert "continuation" in str(info.value)
+
+
+async def test_active_lists_non_terminal_rows(storage: Storage) -> None:
+    await seven_rows(storage)
+    active = await storage.index.active()
+    assert sorted(r.workflow_id for r in active) == ["wf1", "wf3", "wf4", "wf5", "wf6"]
