@@ -292,8 +292,15 @@ class TaskDetail(_Result):
 class Accepted(_Result):
     """What cancel and retry return (202)."""
 
-    id: str | None = None
-    status: str | None = None
+    id: str
+    status: str
+    """The workflow's status when the request was accepted."""
+    run: int | None = None
+    """retry: the number of the run that will start."""
+    cancel_requested: bool | None = None
+    """cancel: False when the workflow had already finished (nothing to cancel)."""
+    detail: str | None = None
+    url: str | None = None
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -469,9 +476,12 @@ class Client:
         path = f"/workflows/{_seg(workflow_id)}/tasks/{_seg(task)}"
         return self._model(TaskDetail, "GET", path)
 
-    def cancel(self, workflow_id: str) -> Accepted:
+    def cancel(self, workflow_id: str, *, reason: str | None = None) -> Accepted:
         """Request cancellation (idempotent; also accepted for finished workflows)."""
-        return self._model(Accepted, "POST", f"/workflows/{_seg(workflow_id)}/cancel")
+        params = {"reason": reason} if reason else None
+        return self._model(
+            Accepted, "POST", f"/workflows/{_seg(workflow_id)}/cancel", params=params
+        )
 
     def retry(self, workflow_id: str) -> Accepted:
         """Rerun a finished workflow from its failures (409 while it is still running)."""
@@ -529,10 +539,13 @@ class Client:
         interval_s: float = 1.0,
         timeout_s: float | None = None,
         tasks: bool = False,
+        min_run: int = 1,
     ) -> Workflow:
         """Poll until the workflow is completed, failed or cancelled and return it.
 
-        ``on_update`` is called with every snapshot (a progress callback). Raises
+        ``on_update`` is called with every snapshot (a progress callback). ``min_run`` waits for
+        that run to finish (after ``retry``, pass ``accepted.run``: until the coordinator applies
+        the rerun, the workflow still shows the previous run's end). Raises
         :class:`WaitTimeoutError` after ``timeout_s`` seconds.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -540,7 +553,7 @@ class Client:
             workflow = self.get(workflow_id, tasks=tasks)
             if on_update is not None:
                 on_update(workflow)
-            if workflow.is_terminal:
+            if workflow.is_terminal and workflow.run >= min_run:
                 return workflow
             if deadline is not None and time.monotonic() >= deadline:
                 raise WaitTimeoutError(

@@ -1,0 +1,148 @@
+"""The read commands: ``list``, ``status ID``, ``logs ID TASK``, ``outputs ID [TASK]``.
+
+Each takes ``--json`` for scripts; the JSON is the API's own shape (docs/api.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from shared.cli import render
+from shared.cli.connect import api_options, open_client, report_errors
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+_STATUSES = ("pending", "running", "cancelling", "completed", "failed", "cancelled")
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    api = api_options()
+
+    listing = commands.add_parser(
+        "list",
+        parents=[api],
+        help="list workflows, newest first",
+        description="List workflows, newest first (from the index: it may lag a moment).",
+    )
+    listing.add_argument("--status", choices=_STATUSES, help="only workflows in this status")
+    listing.add_argument("--name", metavar="PREFIX", help="only workflows whose name starts so")
+    listing.add_argument(
+        "--limit", type=_positive, default=20, metavar="N", help="page size (default 20)"
+    )
+    listing.add_argument("--next", metavar="TOKEN", help="continue a previous listing")
+    listing.add_argument("--all", action="store_true", help="follow pages to the end")
+    listing.add_argument("--json", action="store_true", help='print {"items": [...], "next": ...}')
+    listing.set_defaults(handler=run_list)
+
+    status = commands.add_parser(
+        "status",
+        parents=[api],
+        help="show a workflow: status, counts per state, task table",
+        description="Show a workflow's status, its task counts per state and a task table.",
+    )
+    status.add_argument("id", help="workflow id")
+    status.add_argument("--all", action="store_true", help="list every task (default: 50)")
+    status.add_argument("--json", action="store_true", help="print the API's JSON")
+    status.set_defaults(handler=run_status)
+
+    logs = commands.add_parser(
+        "logs",
+        parents=[api],
+        help="print a task's log (stdout and stderr of its latest attempt)",
+        description="Print the combined stdout and stderr of a task's latest attempt. "
+        "Exit 3 if the workflow or task does not exist or has no log yet.",
+    )
+    logs.add_argument("id", help="workflow id")
+    logs.add_argument("task", help="task name (as in `dagq status ID`)")
+    logs.add_argument("--json", action="store_true", help='print {"id", "task", "log"}')
+    logs.set_defaults(handler=run_logs)
+
+    outputs = commands.add_parser(
+        "outputs",
+        parents=[api],
+        help="print task outputs (JSON)",
+        description="Print the JSON outputs of a workflow's completed tasks, as"
+        " {task: output}, or the output of one TASK. Exit 3 if TASK has no output.",
+    )
+    outputs.add_argument("id", help="workflow id")
+    outputs.add_argument("task", nargs="?", help="only this task's output")
+    outputs.add_argument("--json", action="store_true", help="compact JSON on one line")
+    outputs.set_defaults(handler=run_outputs)
+
+
+@report_errors
+def run_list(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        if args.all:
+            items = list(
+                client.iter_workflows(status=args.status, name=args.name, page_size=args.limit)
+            )
+            next_token = None
+        else:
+            page = client.list(
+                status=args.status, name=args.name, limit=args.limit, next_token=args.next
+            )
+            items, next_token = page.items, page.next
+    if args.json:
+        body = {"items": [i.model_dump(mode="json") for i in items], "next": next_token}
+        print(render.dumps(body))
+        return 0
+    console = Console()
+    if not items:
+        console.print("no workflows" + (" match" if args.status or args.name else ""))
+    else:
+        console.print(render.list_table(items))
+    if next_token:
+        console.print(f"more: dagq list --next {next_token}", highlight=False, soft_wrap=True)
+    return 0
+
+
+@report_errors
+def run_status(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        wf = client.get(args.id)
+    if args.json:
+        print(render.dumps(wf.model_dump(mode="json")))
+        return 0
+    Console().print(render.status_view(wf, limit=None if args.all else 50))
+    return 0
+
+
+@report_errors
+def run_logs(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        text = client.logs(args.id, args.task)
+    if args.json:
+        print(render.dumps({"id": args.id, "task": args.task, "log": text}))
+        return 0
+    sys.stdout.write(text)
+    if text and not text.endswith("\n"):
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    return 0
+
+
+@report_errors
+def run_outputs(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        if args.task:
+            value: object = client.output(args.id, args.task)
+        else:
+            value = client.outputs(args.id)
+    if args.json:
+        print(render.json_compact(value))
+    else:
+        print(render.dumps(value))
+    return 0

@@ -1,0 +1,290 @@
+"""How the CLI shows workflows: tables, per-state progress bars, per-queue counts, plain lines.
+
+Pure functions from client results to rich renderables or strings, so the live view, ``status``
+and the tests share one rendering.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from shared.client import TaskInfo, Workflow, WorkflowSummary
+
+STATE_ORDER = (
+    "completed",
+    "running",
+    "queued",
+    "ready",
+    "pending",
+    "failed",
+    "upstream_failed",
+    "skipped",
+    "cancelled",
+)
+"""Task states in the order the views list them."""
+
+STATE_STYLE = {
+    "completed": "green",
+    "running": "cyan",
+    "queued": "yellow",
+    "ready": "magenta",
+    "pending": "grey50",
+    "failed": "bold red",
+    "upstream_failed": "red",
+    "skipped": "grey62",
+    "cancelled": "dark_orange",
+}
+STATUS_STYLE = {
+    "pending": "grey50",
+    "running": "cyan",
+    "cancelling": "dark_orange",
+    "completed": "bold green",
+    "failed": "bold red",
+    "cancelled": "bold dark_orange",
+}
+TERMINAL_TASK_STATES = frozenset({"completed", "failed", "skipped", "upstream_failed", "cancelled"})
+
+
+def duration(seconds: float | None) -> str:
+    """``73`` -> ``1m13s``; ``None`` -> ``-``."""
+    if seconds is None or seconds < 0:
+        return "-"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def timestamp(epoch: float | None) -> str:
+    """A UTC time for tables (``2026-11-29 12:01:02``)."""
+    if epoch is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
+
+
+def dumps(value: object) -> str:
+    """Stable, readable JSON for ``--json`` output."""
+    return json.dumps(value, indent=2, sort_keys=False, default=str)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How fast a workflow is going, as measured by the watcher."""
+
+    elapsed_s: float | None
+    rate: float | None
+    """Tasks reaching a terminal state per second, over the recent window."""
+    eta_s: float | None
+
+
+def elapsed_of(wf: Workflow, now: float) -> float | None:
+    """Seconds since submission (until the end, once the workflow finished)."""
+    if wf.created_at is None:
+        return None
+    end = wf.finished_at if (wf.is_terminal and wf.finished_at) else now
+    return max(0.0, end - wf.created_at)
+
+
+def finished_count(counts: dict[str, int]) -> int:
+    return sum(n for state, n in counts.items() if state in TERMINAL_TASK_STATES)
+
+
+def total_of(wf: Workflow) -> int:
+    return wf.total or sum(wf.counts.values()) or len(wf.tasks)
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def header(wf: Workflow, pace: Pace | None = None) -> Text:
+    """One line: name, id, status, run, progress, pace."""
+    total = total_of(wf)
+    done = finished_count(wf.counts)
+    line = Text.assemble(
+        (wf.name or "(unnamed)", "bold"), "  ", (wf.id, "grey62"), "  ", status_text(wf.status)
+    )
+    if wf.run > 1:
+        line.append(f"  run {wf.run}", style="grey62")
+    line.append(f"  {done}/{total} tasks done")
+    if pace is not None:
+        line.append(f"  elapsed {duration(pace.elapsed_s)}")
+        if pace.rate is not None:
+            line.append(f"  {pace.rate:.1f} tasks/s")
+        if not wf.is_terminal and pace.eta_s is not None:
+            line.append(f"  ETA {duration(pace.eta_s)}")
+    return line
+
+
+def state_bars(counts: dict[str, int], total: int, width: int = 40) -> Table:
+    """One progress bar per task state that has tasks (every state when all are zero)."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", min_width=15)
+    table.add_column(width=width)
+    table.add_column(justify="right")
+    shown = [s for s in STATE_ORDER if counts.get(s)] or ["pending"]
+    extra = sorted(set(counts) - set(STATE_ORDER))
+    for state in (*shown, *extra):
+        n = counts.get(state, 0)
+        bar = ProgressBar(
+            total=max(total, 1),
+            completed=n,
+            width=width,
+            complete_style=STATE_STYLE.get(state, "white"),
+            finished_style=STATE_STYLE.get(state, "white"),
+        )
+        table.add_row(Text(state, style=STATE_STYLE.get(state, "")), bar, str(n))
+    return table
+
+
+def queue_counts(tasks: dict[str, TaskInfo]) -> dict[str, Counter[str]]:
+    """Queue -> task state -> number of tasks."""
+    per_queue: dict[str, Counter[str]] = {}
+    for info in tasks.values():
+        per_queue.setdefault(info.queue or "?", Counter())[info.state] += 1
+    return per_queue
+
+
+def queue_table(tasks: dict[str, TaskInfo]) -> Table:
+    """Per-queue counts: waiting (pending/ready), queued, running, done, failed."""
+    table = Table(box=None, padding=(0, 2), header_style="bold")
+    for column in ("queue", "waiting", "queued", "running", "done", "failed"):
+        table.add_column(column, justify="left" if column == "queue" else "right")
+    for queue, counts in sorted(queue_counts(tasks).items()):
+        failed = counts["failed"] + counts["upstream_failed"] + counts["cancelled"]
+        done = counts["completed"] + counts["skipped"]
+        table.add_row(
+            queue,
+            str(counts["pending"] + counts["ready"]),
+            str(counts["queued"]),
+            str(counts["running"]),
+            Text(str(done), style="green" if done else ""),
+            Text(str(failed), style="red" if failed else ""),
+        )
+    return table
+
+
+def live_view(wf: Workflow, pace: Pace) -> RenderableType:
+    """What ``dagq watch`` shows: header, a bar per state, per-queue counts."""
+    parts: list[RenderableType] = [header(wf, pace), state_bars(wf.counts, total_of(wf))]
+    if wf.tasks:
+        parts += [Text(""), queue_table(wf.tasks)]
+    if wf.error:
+        parts.append(Text(f"error: {wf.error}", style="red"))
+    return Group(*parts)
+
+
+def plain_progress(wf: Workflow, pace: Pace) -> str:
+    """One line of progress for logs and non-terminals."""
+    counts = wf.counts
+    states = ", ".join(f"{s} {counts[s]}" for s in STATE_ORDER if counts.get(s))
+    line = f"{wf.id} {wf.status}: {finished_count(counts)}/{total_of(wf)} done"
+    if states:
+        line += f" ({states})"
+    line += f"; elapsed {duration(pace.elapsed_s)}"
+    if pace.rate is not None:
+        line += f", {pace.rate:.1f} tasks/s"
+    if not wf.is_terminal and pace.eta_s is not None:
+        line += f", ETA {duration(pace.eta_s)}"
+    return line
+
+
+_INTERESTING = {"failed": 0, "upstream_failed": 1, "running": 2, "queued": 3, "cancelled": 4}
+
+
+def task_table(wf: Workflow, limit: int | None = 50) -> tuple[Table, int]:
+    """The task table of ``status`` and how many rows were left out (failed and running tasks
+    are listed first when the workflow has more tasks than ``limit``)."""
+    items = list(wf.tasks.items())
+    hidden = 0
+    if limit is not None and len(items) > limit:
+        order = {name: i for i, (name, _) in enumerate(items)}
+        items.sort(key=lambda kv: (_INTERESTING.get(kv[1].state, 9), order[kv[0]]))
+        hidden = len(items) - limit
+        items = sorted(items[:limit], key=lambda kv: order[kv[0]])
+    table = Table(box=None, padding=(0, 2), header_style="bold")
+    for column in ("task", "state", "attempt", "queue", "started", "took", "exit", "error"):
+        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
+    for name, info in items:
+        took = None
+        if info.started_at is not None and info.finished_at is not None:
+            took = info.finished_at - info.started_at
+        table.add_row(
+            name,
+            Text(info.state, style=STATE_STYLE.get(info.state, "")),
+            str(info.attempt or "-"),
+            info.queue or "-",
+            timestamp(info.started_at)[11:] if info.started_at else "-",
+            duration(took),
+            "-" if info.exit_code is None else str(info.exit_code),
+            first_line(info.error),
+        )
+    return table, hidden
+
+
+def first_line(text: str | None, limit: int = 80) -> str:
+    if not text:
+        return ""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    line = lines[-1] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
+    """What ``dagq status`` prints: header, counts, timestamps and the task table."""
+    total = total_of(wf)
+    parts: list[RenderableType] = [header(wf)]
+    times = Text(f"created {timestamp(wf.created_at)} UTC", style="grey62")
+    if wf.finished_at:
+        times.append(f"  finished {timestamp(wf.finished_at)} UTC")
+        times.append(f"  took {duration(wf.finished_at - (wf.created_at or wf.finished_at))}")
+    if wf.cancel_requested and not wf.is_terminal:
+        times.append("  cancel requested", style="dark_orange")
+    parts += [times, state_bars(wf.counts, total)]
+    if wf.error:
+        parts.append(Text(f"error: {wf.error}", style="red"))
+    if wf.tasks:
+        table, hidden = task_table(wf, limit)
+        parts += [Text(""), table]
+        if hidden:
+            parts.append(Text(f"… {hidden} more tasks (use --all to list them)", style="grey62"))
+    return Group(*parts)
+
+
+def list_table(items: Iterable[WorkflowSummary]) -> Table:
+    """The table of ``dagq list``."""
+    table = Table(box=None, padding=(0, 2), header_style="bold")
+    for column in ("id", "name", "status", "done", "created (UTC)", "took"):
+        table.add_column(column)
+    for item in items:
+        total = item.total or sum(item.counts.values())
+        took = None
+        if item.created_at is not None:
+            took = (item.finished_at or time.time()) - item.created_at
+        table.add_row(
+            item.id,
+            item.name,
+            status_text(item.status),
+            f"{finished_count(item.counts)}/{total}",
+            timestamp(item.created_at),
+            duration(took),
+        )
+    return table
+
+
+def json_compact(value: object) -> str:
+    """One-line JSON."""
+    return json.dumps(value, separators=(",", ":"), default=str)

@@ -1,0 +1,100 @@
+"""``dagq submit FILE|-``: send a workflow definition to the API; optionally follow it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from shared.cli import render
+from shared.cli.connect import api_options, open_client, report_errors
+from shared.cli.exitcodes import for_status
+from shared.cli.watch import add_follow_options, conclude, follow
+from shared.errors import DagqError
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "submit",
+        parents=[api_options()],
+        help="submit a workflow (YAML or JSON) and print its id",
+        description=(
+            "Submit a workflow definition and print its id on stdout. With --wait, follow it"
+            " to the end; the exit code then says how it ended (0 completed, 1 failed,"
+            " 5 cancelled). An invalid definition exits 2 with every problem listed."
+        ),
+        epilog="examples:\n  dagq submit examples/pipeline.yaml --wait\n"
+        "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
+        "  generate-flow | dagq submit -",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", help="definition file (.yaml, .yml, .json), or - for stdin")
+    parser.add_argument(
+        "--id",
+        dest="workflow_id",
+        metavar="ID",
+        help="idempotent submit: the same id and definition return the existing workflow;"
+        " a different definition is refused (exit 4)",
+    )
+    parser.add_argument("--wait", action="store_true", help="follow the workflow until it ends")
+    add_follow_options(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: the submit result, or with --wait the final workflow",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _read(file: str) -> tuple[bytes, str | None]:
+    if file == "-":
+        return sys.stdin.buffer.read(), None
+    path = Path(file)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DagqError(f"cannot read {file}: {exc.strerror or exc}") from None
+    return data, "json" if path.suffix.lower() == ".json" else None
+
+
+@report_errors
+def run(args: argparse.Namespace) -> int:
+    data, fmt = _read(args.file)
+    if not data.strip():
+        raise DagqError(f"{args.file}: the definition is empty")
+    err = Console(stderr=True)
+    with open_client(args) as client:
+        submitted = client.submit(
+            data,
+            workflow_id=args.workflow_id,
+            fmt="json" if fmt == "json" else None,
+        )
+        if not submitted.created:
+            err.print(
+                f"workflow {submitted.id} already exists with this definition (idempotent"
+                " submit): nothing new was created",
+                highlight=False,
+            )
+        if not args.wait:
+            if args.json:
+                print(render.dumps(submitted.model_dump(mode="json")))
+            else:
+                print(submitted.id)
+            return 0
+        if not args.json:
+            print(submitted.id, flush=True)
+        console = err if args.json else Console()
+        wf = follow(
+            client,
+            submitted.id,
+            console=console,
+            interval_s=args.interval,
+            timeout_s=args.timeout,
+        )
+        final = client.get(submitted.id)
+        if args.json:
+            print(render.dumps(final.model_dump(mode="json")))
+            return for_status(wf.status)
+        return conclude(final, console)

@@ -1,0 +1,123 @@
+"""The client's configuration and error handling, against a canned fake API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from shared.client import (
+    ApiError,
+    ApiUnreachableError,
+    Client,
+    ClientConfig,
+    config_file_path,
+)
+from shared.errors import DagqError
+from tests.cli.fake_api import fake_api
+
+
+def test_config_precedence_arguments_then_env_then_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('api_url = "http://file.example:1"\napi_key = "file-key"\n')
+    env = {"DAGQ_CONFIG": str(config)}
+    from_file = ClientConfig.resolve(env=env)
+    assert (from_file.api_url, from_file.api_key) == ("http://file.example:1", "file-key")
+    assert from_file.source == str(config)
+
+    env |= {"DAGQ_API_URL": "http://env.example:2/api/", "DAGQ_API_KEY": "env-key"}
+    from_env = ClientConfig.resolve(env=env)
+    # A trailing /api (the route prefix) is accepted and normalised away.
+    assert (from_env.api_url, from_env.api_key) == ("http://env.example:2", "env-key")
+
+    from_args = ClientConfig.resolve("https://arg.example", "arg-key", env=env)
+    assert (from_args.api_url, from_args.api_key) == ("https://arg.example", "arg-key")
+
+
+def test_config_defaults_to_the_local_stack(tmp_path: Path) -> None:
+    config = ClientConfig.resolve(env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert config.api_url == "http://127.0.0.1:7071"
+    assert config.api_key is None
+    assert config_file_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "dagq/config.toml"
+
+
+def test_config_file_problems_are_reported(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('api_url = "http://x"\nendpoint = "typo"\n')
+    with pytest.raises(DagqError, match="unknown key.*endpoint"):
+        ClientConfig.resolve(env={"DAGQ_CONFIG": str(bad)})
+    with pytest.raises(DagqError, match="does not exist"):
+        ClientConfig.resolve(env={"DAGQ_CONFIG": str(tmp_path / "missing.toml")})
+    with pytest.raises(DagqError, match="http"):
+        ClientConfig.resolve("ftp://nope", env={})
+
+
+def test_function_key_is_sent_and_problem_details_are_kept() -> None:
+    with fake_api() as api:
+        api.on(
+            "POST",
+            "/api/workflows",
+            400,
+            {
+                "type": "https://dagq.dev/problems/invalid-definition",
+                "title": "Invalid workflow definition",
+                "status": 400,
+                "detail": "2 problems",
+                "errors": [
+                    {"location": "tasks.b.depends_on", "task": "b", "message": "unknown task 'x'"},
+                    {"location": "tasks[2]", "task": None, "message": "duplicate name 'a'"},
+                ],
+            },
+        )
+        with Client(api.url, "secret-key") as client, pytest.raises(ApiError) as caught:
+            client.submit("name: x\ntasks: []\n", workflow_id="wf-1")
+    request = api.requests[0]
+    assert request["headers"]["x-functions-key"] == "secret-key"
+    assert request["headers"]["content-type"] == "application/yaml"
+    assert request["query"] == "id=wf-1"
+    error = caught.value
+    assert error.status == 400 and error.is_invalid_definition
+    assert error.title == "Invalid workflow definition"
+    assert [e["location"] for e in error.errors] == ["tasks.b.depends_on", "tasks[2]"]
+    assert "tasks.b.depends_on: unknown task 'x'" in str(error)
+
+
+def test_unauthorised_and_non_json_errors_are_readable() -> None:
+    with fake_api() as api:
+        api.on("GET", "/api/workflows/a", 401, b"")
+        api.on("GET", "/api/workflows/b", 502, "<html>Bad gateway</html>")
+        with Client(api.url) as client:
+            with pytest.raises(ApiError, match="DAGQ_API_KEY"):
+                client.get("a")
+            with pytest.raises(ApiError) as caught:
+                client.get("b")
+    assert caught.value.status == 502
+    assert "Bad gateway" in str(caught.value)
+
+
+def test_submit_mapping_sends_json_and_reads_created() -> None:
+    with fake_api() as api:
+        api.on("POST", "/api/workflows", 200, {"id": "wf-9", "status": "running", "url": "u"})
+        with Client(api.url) as client:
+            submitted = client.submit(
+                {"name": "x", "tasks": [{"name": "a", "kwargs": {"cmd": "true"}}]}
+            )
+    assert api.requests[0]["headers"]["content-type"] == "application/json"
+    assert submitted.id == "wf-9" and submitted.created is False  # 200: it already existed
+
+
+def test_paths_are_escaped() -> None:
+    with fake_api() as api, Client(api.url) as client, pytest.raises(ApiError) as caught:
+        client.logs("wf", "../../etc/passwd")
+    assert caught.value.is_not_found
+    assert api.requests[0]["path"] == "/api/workflows/wf/tasks/..%2F..%2Fetc%2Fpasswd/log"
+
+
+def test_unreachable_api_says_what_to_do() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with Client(f"http://127.0.0.1:{port}") as client, pytest.raises(ApiUnreachableError) as caught:
+        client.get("wf")
+    assert "make up" in str(caught.value) and "DAGQ_API_URL" in str(caught.value)

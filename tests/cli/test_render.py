@@ -1,0 +1,93 @@
+"""The CLI's views render the information they promise (pure: no API involved)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from shared.cli import render
+from shared.cli.exitcodes import ExitCode, for_status
+from shared.cli.watch import PaceMeter
+from shared.client import Workflow
+
+
+def _workflow(counts: dict[str, int], status: str = "running", **extra: object) -> Workflow:
+    tasks = {}
+    n = 0
+    for state, count in counts.items():
+        for _ in range(count):
+            queue = "gpu" if n % 2 else "cpu"
+            tasks[f"t{n}"] = {"state": state, "attempt": 1, "queue": queue}
+            n += 1
+    return Workflow.model_validate(
+        {
+            "id": "wf-1",
+            "name": "demo",
+            "status": status,
+            "created_at": 1000.0,
+            "total": n,
+            "counts": counts,
+            "tasks": tasks,
+            **extra,
+        }
+    )
+
+
+def _text(renderable: object) -> str:
+    console = Console(width=120, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_live_view_shows_states_queues_rate_and_eta() -> None:
+    meter = PaceMeter(window_s=60)
+    meter.observe(_workflow({"completed": 2, "running": 2, "pending": 6}), now=0.0, wall=1010.0)
+    wf = _workflow({"completed": 6, "running": 2, "pending": 2})
+    pace = meter.observe(wf, now=2.0, wall=1012.0)
+    assert pace.rate == 2.0  # 4 more tasks finished in 2 s
+    assert pace.eta_s == 2.0  # 4 left at 2/s
+    assert pace.elapsed_s == 12.0
+    text = _text(render.live_view(wf, pace))
+    for expected in (
+        "demo",
+        "wf-1",
+        "running",
+        "6/10 tasks done",
+        "2.0 tasks/s",
+        "ETA 2s",
+        "elapsed 12s",
+        "completed",
+        "pending",
+        "cpu",
+        "gpu",
+        "queue",
+        "waiting",
+    ):
+        assert expected in text, expected
+
+
+def test_pace_restarts_when_a_rerun_reopens_tasks() -> None:
+    meter = PaceMeter()
+    meter.observe(_workflow({"completed": 8, "failed": 2}, "failed"), now=0.0, wall=0.0)
+    pace = meter.observe(_workflow({"completed": 8, "pending": 2}), now=1.0, wall=1.0)
+    assert pace.rate is None
+
+
+def test_status_view_lists_failed_tasks_first_when_truncated() -> None:
+    counts = {"completed": 60, "failed": 1}
+    wf = _workflow(counts, "failed")
+    text = _text(render.status_view(wf, limit=10))
+    assert "t60" in text  # the failed task made the cut
+    assert "51 more tasks" in text
+
+
+def test_plain_progress_is_one_line() -> None:
+    wf = _workflow({"completed": 3, "queued": 1})
+    line = render.plain_progress(wf, render.Pace(elapsed_s=65, rate=None, eta_s=None))
+    assert line == "wf-1 running: 3/4 done (completed 3, queued 1); elapsed 1m05s"
+
+
+def test_exit_codes_for_terminal_states() -> None:
+    assert for_status("completed") == ExitCode.OK == 0
+    assert for_status("failed") == ExitCode.FAILED == 1
+    assert for_status("cancelled") == ExitCode.CANCELLED
+    assert len({int(code) for code in ExitCode}) == len(ExitCode)
