@@ -1,0 +1,137 @@
+"""Carrying out the engine's Dispatch commands: build each task message and send it, concurrently.
+
+A task message carries its parents' output refs inline when the whole map fits the message budget;
+otherwise (a sink with thousands of parents) the map is written once to the attempt's upstream blob
+in the outputs container and the message points at it, so every message stays under 64 KiB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from shared.commands import Dispatch
+from shared.errors import MessageError
+from shared.messages import TaskMessage, encode
+from shared.names import ResourceNames
+from shared.storage.ports import Storage
+from shared.workflow import CompiledWorkflow
+
+log = logging.getLogger("dagq.coordinator")
+
+SentKey = tuple[str, str, int]
+"""(workflow, task, attempt): what a pass has already sent."""
+
+
+def build_message(
+    workflow_id: str, wf: CompiledWorkflow, command: Dispatch, upstream_blob: str | None = None
+) -> TaskMessage:
+    """The task message of one dispatch (upstream inline unless ``upstream_blob`` is given)."""
+    task = wf.tasks[command.task]
+    return TaskMessage(
+        workflow_id=workflow_id,
+        task=command.name,
+        attempt=command.attempt,
+        queue=command.queue,
+        cmd=task.cmd,
+        env=dict(task.env),
+        cwd=task.cwd,
+        timeout_s=task.timeout_s,
+        upstream=None if upstream_blob else (command.upstream or None),
+        upstream_blob=upstream_blob,
+    )
+
+
+def upstream_json(command: Dispatch) -> bytes:
+    """The upstream blob's content: ``{parent: OutputRef}`` as JSON."""
+    refs = command.upstream or {}
+    return json.dumps(
+        {name: ref.model_dump(mode="json", exclude_none=True) for name, ref in refs.items()},
+        separators=(",", ":"),
+    ).encode()
+
+
+@dataclass
+class DispatchOutcome:
+    """What happened to one workflow's dispatches."""
+
+    sent: int = 0
+    failed: int = 0
+    upstream_blobs: int = 0
+    unsendable: list[tuple[Dispatch, str]] = field(default_factory=list)
+    """Dispatches whose message cannot fit the budget even without upstream refs (a definition
+    problem, e.g. an enormous cmd): the coordinator fails those attempts instead of sending."""
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+
+class Dispatcher:
+    """Sends task messages with bounded concurrency shared by every workflow of a pass."""
+
+    def __init__(self, storage: Storage, names: ResourceNames, concurrency: int = 32) -> None:
+        self._storage = storage
+        self._names = names
+        self._slots = asyncio.Semaphore(concurrency)
+
+    async def send_all(
+        self,
+        workflow_id: str,
+        wf: CompiledWorkflow,
+        commands: Iterable[Dispatch],
+        sent: set[SentKey],
+    ) -> DispatchOutcome:
+        """Send every command not in ``sent`` (adding the successful ones to it)."""
+        outcome = DispatchOutcome()
+        todo = [c for c in commands if (workflow_id, c.name, c.attempt) not in sent]
+        if not todo:
+            return outcome
+        results = await asyncio.gather(
+            *(self._send_one(workflow_id, wf, c, outcome) for c in todo), return_exceptions=True
+        )
+        for command, result in zip(todo, results, strict=True):
+            if isinstance(result, BaseException):
+                outcome.failed += 1
+                log.warning(
+                    "dispatch of %s/%s attempt %d to queue %s failed: %r",
+                    workflow_id, command.name, command.attempt, command.queue, result,
+                )  # fmt: skip
+            elif result:
+                sent.add((workflow_id, command.name, command.attempt))
+                outcome.sent += 1
+        return outcome
+
+    async def _send_one(
+        self, workflow_id: str, wf: CompiledWorkflow, command: Dispatch, outcome: DispatchOutcome
+    ) -> bool:
+        message = build_message(workflow_id, wf, command)
+        try:
+            text = encode(message)
+        except MessageError:
+            text = ""
+        async with self._slots:
+            if not text:
+                text = await self._via_upstream_blob(workflow_id, wf, command, outcome)
+                if not text:
+                    return False
+            queue = self._storage.queues.get(self._names.task_queue(command.queue))
+            await queue.send(text, delay_s=command.delay_s)
+        return True
+
+    async def _via_upstream_blob(
+        self, workflow_id: str, wf: CompiledWorkflow, command: Dispatch, outcome: DispatchOutcome
+    ) -> str:
+        blob = self._names.upstream_blob(workflow_id, command.name, command.attempt)
+        try:
+            text = encode(build_message(workflow_id, wf, command, upstream_blob=blob))
+        except MessageError as exc:
+            outcome.unsendable.append((command, f"task message too large to send: {exc}"))
+            return ""
+        if command.upstream:
+            await self._storage.outputs.put(blob, upstream_json(command))
+            outcome.upstream_blobs += 1
+        return text

@@ -1,0 +1,61 @@
+"""The coordinator's tunables, derived from Settings (tests and benchmarks override a few)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from shared.settings import Settings
+
+
+@dataclass(frozen=True)
+class CoordinatorOptions:
+    """How a coordinator paces itself. Defaults suit Azure Functions and the long-lived process."""
+
+    lease_s: int = 30
+    """Lease duration (15-60 s)."""
+    renew_every_s: float | None = None
+    """How often a pass renews the lease (default: lease_s / 3)."""
+    pass_budget_s: float = 20.0
+    """How long one pass keeps draining the event queue."""
+    event_visibility_s: int = 60
+    """Visibility timeout of received events: well above the budget, so a pass finishes (flush and
+    delete) before any of its events can be redelivered."""
+    lost_dispatch_after_s: float = 24 * 3600.0
+    activate_repair_after_s: float = 30.0
+    cancel_grace_s: float = 600.0
+    batch_size: int = 32
+    """Messages per receive call (Azure's maximum is 32)."""
+    receives_per_cycle: int = 4
+    """Receives issued concurrently per drain cycle; a cycle's events are applied together and
+    each workflow is flushed once per cycle."""
+    send_concurrency: int = 32
+    delete_concurrency: int = 32
+    workflow_concurrency: int = 32
+    """Workflows processed at once within a cycle (each: load, apply, dispatch, flush, project)."""
+    max_flush_attempts: int = 4
+    """Re-read and re-apply at most this many times on 412 before leaving the events unacked."""
+    project_every_s: float = 1.0
+    """Index rows of a busy workflow are written at most this often (and at once on a status
+    change); the pass projects whatever is left before it ends."""
+    max_dequeue_count: int = 5
+    """An event whose application keeps raising an unexpected error is dead-lettered once it has
+    been delivered this many times (a malformed event is dead-lettered at once)."""
+    requeue_delay_s: float = 1.0
+    """Delay of a trigger message re-sent to the event queue when this instance could not apply it
+    (not the leader, lease lost), so it is not bounced in a hot loop."""
+
+    @property
+    def renew_interval_s(self) -> float:
+        return self.renew_every_s if self.renew_every_s is not None else self.lease_s / 3
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> CoordinatorOptions:
+        base = cls(
+            lease_s=settings.lease_s,
+            pass_budget_s=settings.pass_budget_s,
+            event_visibility_s=settings.event_visibility_s,
+            lost_dispatch_after_s=settings.lost_dispatch_after_s,
+            activate_repair_after_s=settings.activate_repair_after_s,
+        )
+        return replace(base, **overrides)

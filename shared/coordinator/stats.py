@@ -1,0 +1,68 @@
+"""One structured stats record per coordinator pass (logged as JSON on ``dagq.coordinator``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+log = logging.getLogger("dagq.coordinator")
+
+
+class LeaseState(StrEnum):
+    """What the pass knew about the coordinator lease."""
+
+    HELD = "held"
+    """This coordinator held the lease for the whole pass."""
+    NOT_LEADER = "not_leader"
+    """Another coordinator holds the lease: the pass touched nothing."""
+    LOST = "lost"
+    """The lease was lost mid-pass: the pass stopped before its next write."""
+
+
+@dataclass
+class PassStats:
+    """Counters of one pass. ``events_*`` count event messages (trigger message included)."""
+
+    lease: LeaseState = LeaseState.HELD
+    events_received: int = 0
+    events_applied: int = 0
+    """Events applied and flushed (or found to change nothing), then acknowledged."""
+    duplicates: int = 0
+    """Events that changed nothing (redeliveries, stale attempts, no-op controls)."""
+    events_unacked: int = 0
+    """Events left on the queue for redelivery (send failure, flush conflicts, lost lease)."""
+    orphans: int = 0
+    """Events for a workflow without a state blob: acknowledged and counted."""
+    dead_lettered: int = 0
+    """Malformed or inapplicable events kept aside in the dead-letter container."""
+    tasks_dispatched: int = 0
+    send_failures: int = 0
+    upstream_blobs: int = 0
+    """Dispatches whose upstream map was written to a blob because it did not fit the message."""
+    flushes: int = 0
+    flush_conflicts: int = 0
+    """State writes that lost the ETag compare-and-swap (each is re-read and re-applied)."""
+    workflows_finished: int = 0
+    projections: int = 0
+    sweep: dict[str, int] = field(default_factory=dict)
+    """Per sweep: workflows it acted on (cancel_poll, activate_repair, engine, poison)."""
+    receives: int = 0
+    latency_s: float = 0.0
+    """Wall time of the pass."""
+
+    def bump_sweep(self, name: str, n: int = 1) -> None:
+        self.sweep[name] = self.sweep.get(name, 0) + n
+
+    def record(self) -> dict[str, object]:
+        data = asdict(self)
+        data["lease"] = str(self.lease)
+        data["latency_ms"] = round(self.latency_s * 1000, 1)
+        del data["latency_s"]
+        return data
+
+    def log(self) -> None:
+        """Emit the one stats record of this pass (JSON message; also under ``extra['stats']``)."""
+        record = self.record()
+        log.info(json.dumps({"event": "coordinator_pass", **record}), extra={"stats": record})

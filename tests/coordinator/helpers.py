@@ -1,0 +1,102 @@
+"""Shared pieces of the coordinator tests: workflows, submit, a fake clock, a driver loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shared import codec, engine
+from shared.coordinator import Coordinator, CoordinatorOptions
+from shared.messages import ActivateEvent, encode
+from shared.names import ResourceNames
+from shared.projection import index_row
+from shared.state import RuntimeState
+from shared.storage.ports import Storage
+from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+from tests.support.synthetic_worker import SyntheticWorker
+
+
+@dataclass
+class FakeClock:
+    """A clock tests move on by hand (memory storage visibility, leases, retry delays)."""
+
+    now: float = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def task(name: str, parents: tuple[int, ...] = (), **kw: object) -> TaskDef:
+    return TaskDef(name=name, cmd=f"echo {name}", queue=str(kw.pop("queue", "cpu")),
+                   parents=parents, **kw)  # type: ignore[arg-type]  # fmt: skip
+
+
+def diamond(**kw: object) -> CompiledWorkflow:
+    """a -> (b, c) -> d."""
+    return CompiledWorkflow.of(
+        "diamond",
+        [task("a", **kw), task("b", (0,), **kw), task("c", (0,), **kw), task("d", (1, 2), **kw)],
+    )
+
+
+def fan(n: int, *, name: str = "fan", **kw: object) -> CompiledWorkflow:
+    """1 root -> n leaves -> 1 sink (n + 2 tasks)."""
+    tasks = [task("root", **kw)]
+    tasks += [task(f"leaf{i:05d}", (0,), **kw) for i in range(n)]
+    tasks.append(task("sink", tuple(range(1, n + 1)), **kw))
+    return CompiledWorkflow.of(name, tasks)
+
+
+def retrying(retries: int, **policy: float) -> dict[str, object]:
+    return {"num_retries": retries, "retry": RetryPolicy(**policy)}  # type: ignore[arg-type]
+
+
+async def submit(storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float) -> None:
+    """What the API's submit writes: definition, initial state, index row, activate event."""
+    await storage.workflows.create_definition(workflow_id, codec.encode_definition(wf))
+    state = engine.new_state(wf, workflow_id, now)
+    await storage.workflows.create_state(
+        workflow_id, codec.encode_state(state), codec.state_metadata(state)
+    )
+    await storage.index.create(index_row(wf, state))
+    await storage.event_queue.send(encode(ActivateEvent(workflow_id=workflow_id)))
+
+
+async def load(storage: Storage, wf: CompiledWorkflow, workflow_id: str) -> RuntimeState:
+    data, _ = await storage.workflows.read_state(workflow_id)
+    return codec.decode_state(data, wf)
+
+
+def fast_options(**kw: object) -> CoordinatorOptions:
+    base: dict[str, object] = {"lease_s": 15, "activate_repair_after_s": 5.0}
+    base.update(kw)
+    return CoordinatorOptions(**base)  # type: ignore[arg-type]
+
+
+async def drive(
+    storage: Storage,
+    names: ResourceNames,
+    worker: SyntheticWorker,
+    done: Callable[[], object],
+    *,
+    clock: FakeClock,
+    coordinator: Coordinator | None = None,
+    rounds: int = 300,
+    on_pass: Callable[[Coordinator], object] | None = None,
+) -> Coordinator:
+    """Alternate coordinator passes (with sweeps) and worker steps until ``await done()`` is true;
+    when nothing moves, advance the fake clock (visibility timeouts, retry delays, leases)."""
+    coord = coordinator or Coordinator(storage, names, fast_options(), clock=clock)
+    for _ in range(rounds):
+        result = await coord.run_once(sweep=True)
+        if on_pass is not None:
+            await on_pass(coord)  # type: ignore[misc]
+        handled = await worker.step()
+        if await done():  # type: ignore[misc]
+            return coord
+        if not result.stats.events_received and not handled:
+            clock.advance(20)
+    raise AssertionError("the workflow did not finish")

@@ -1,0 +1,134 @@
+"""Coordinator logic over the in-memory storage fakes: fast, deterministic (a fake clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.coordinator import Coordinator, LeaseState
+from shared.messages import TaskCompletedEvent, encode
+from shared.names import ResourceNames
+from shared.states import TaskState, WorkflowStatus
+from shared.storage.memory import MemoryStorage, memory_storage
+from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
+from tests.support.synthetic_worker import Behavior, SyntheticWorker
+
+NAMES = ResourceNames("mem")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def storage(clock: FakeClock) -> MemoryStorage:
+    return memory_storage("mem", clock=clock)
+
+
+def worker_for(storage: MemoryStorage, clock: FakeClock, **kw: object) -> SyntheticWorker:
+    return SyntheticWorker(storage, NAMES, ["cpu"], clock=clock, **kw)  # type: ignore[arg-type]
+
+
+async def test_diamond_completes_and_outputs_flow_downstream(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf1", clock())
+    worker = worker_for(
+        storage, clock,
+        script={"b": Behavior(output={"b": 1}), "c": Behavior(output="c-out"),
+                "d": Behavior(output=lambda msg, up: sorted(up))},
+    )  # fmt: skip
+
+    async def done() -> bool:
+        return (await load(storage, wf, "wf1")).status.is_terminal
+
+    await drive(storage, NAMES, worker, done, clock=clock)
+    state = await load(storage, wf, "wf1")
+    assert state.status is WorkflowStatus.COMPLETED
+    assert all(state.task(i).state is TaskState.COMPLETED for i in range(4))
+    assert set(worker.executions.values()) == {1}
+    sink = next(e for e in worker.history if e.message.task == "d")
+    assert sink.upstream == {"b": {"b": 1}, "c": "c-out"}
+    row = await storage.index.active()
+    assert row == []  # finished: no longer active, and projected as completed
+    listed = (await storage.index.list()).rows
+    assert [r.status for r in listed] == [WorkflowStatus.COMPLETED]
+    assert listed[0].counts == {"completed": 4}
+    assert storage.event_queue.peek_texts() == []
+
+
+async def test_malformed_orphan_and_bad_id_events_never_stop_the_pass(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf1", clock())
+    await storage.event_queue.send("not json at all")
+    await storage.event_queue.send('{"kind": "completed", "workflow_id": "wf1"}')
+    await storage.event_queue.send('{"kind": "activate", "workflow_id": "../../etc"}')
+    await storage.event_queue.send('{"kind": "activate", "workflow_id": "nosuchworkflow"}')
+    done_event = TaskCompletedEvent(
+        workflow_id="wf1", task="nosuchtask", attempt=1, started_at=1.0, finished_at=2.0
+    )
+    await storage.event_queue.send(encode(done_event))
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    result = await coord.run_once()
+    stats = result.stats
+    assert stats.dead_lettered == 4  # not JSON, missing fields, unsafe id, unknown task
+    assert stats.orphans == 1
+    assert stats.tasks_dispatched == 1  # the activation still went through
+    assert storage.event_queue.peek_texts() == []
+    letters = await storage.deadletters.list()
+    reasons = " | ".join(letter.reason for letter in letters)
+    assert "malformed event" in reasons
+    assert "nosuchtask" in reasons
+    assert "invalid workflow id" in reasons
+    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.RUNNING
+
+
+async def test_same_event_twice_is_applied_once(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf1", clock())
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await coord.run_once()
+    event = encode(TaskCompletedEvent(workflow_id="wf1", task="a", attempt=1, started_at=clock(),
+                                      finished_at=clock()))  # fmt: skip
+    await storage.event_queue.send(event)
+    await storage.event_queue.send(event)
+    result = await coord.run_once()
+    assert result.stats.events_applied == 2
+    assert result.stats.duplicates == 1
+    assert result.stats.tasks_dispatched == 2  # b and c, once
+    await storage.event_queue.send(event)  # a late redelivery, in a later pass
+    result = await coord.run_once()
+    assert result.stats.duplicates == 1
+    assert result.stats.tasks_dispatched == 0
+    assert result.stats.flushes == 0
+    cpu = storage.queues.get(NAMES.task_queue("cpu"))
+    assert sorted(t.split('"task":"')[1].split('"')[0] for t in cpu.peek_texts()) == ["a", "b", "c"]
+
+
+async def test_second_coordinator_is_refused(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf1", clock())
+    first = Coordinator(storage, NAMES, fast_options(), clock=clock, hold_lease=True)
+    second = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    assert (await first.run_once()).leader
+    refused = await second.run_once()
+    assert not refused.leader
+    assert refused.stats.lease is LeaseState.NOT_LEADER
+    # The refused trigger message is re-sent, not lost (the host then deletes its copy).
+    text = encode(TaskCompletedEvent(workflow_id="wf1", task="a", attempt=1, started_at=1.0,
+                                     finished_at=2.0))  # fmt: skip
+    bounced = await second.handle_trigger_message(text, "m1", 1)
+    assert bounced.trigger_requeued
+    assert not bounced.trigger_applied
+    assert text in storage.event_queue.peek_texts()
+    await first.release_lease()
+    clock.advance(5)  # the re-sent copy's small delay
+    applied = await second.handle_trigger_message(text, "m1", 2)
+    assert applied.trigger_applied
+    assert not applied.trigger_requeued
+    assert applied.stats.duplicates == 1  # the re-sent copy, drained in the same pass
+    state = await load(storage, wf, "wf1")
+    assert state.task(0).state is TaskState.COMPLETED
