@@ -13,7 +13,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("shared.cli.validate",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "shared.cli.submit",
+    "shared.cli.validate",
+    "shared.cli.queries",
+    "shared.cli.watch",
+    "shared.cli.control",
+)
 """Modules that register subcommands, in the order ``dagq --help`` lists them."""
 
 

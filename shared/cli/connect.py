@@ -6,10 +6,12 @@ import argparse
 import functools
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from shared.cli.exitcodes import ExitCode
-from shared.client import ApiError, ApiUnreachableError, Client, WaitTimeoutError
-from shared.errors import DagqError
+
+if TYPE_CHECKING:
+    from shared.client import Client
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,6 +42,8 @@ def api_options() -> argparse.ArgumentParser:
 
 def open_client(args: argparse.Namespace) -> Client:
     """A client configured from the command line, the environment and the config file."""
+    from shared.client import Client
+
     return Client(args.api_url, args.api_key, config_path=args.config)
 
 
@@ -49,6 +53,10 @@ def report_errors(handler: Handler) -> Handler:
 
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
+        # Imported here, not at module level: `dagq --help` stays fast.
+        from shared.client import ApiError, ApiUnreachableError, WaitTimeoutError
+        from shared.errors import DagqError
+
         try:
             return handler(args)
         except ApiError as exc:

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-
-from shared.cli import render
 from shared.cli.connect import api_options, open_client, report_errors
-from shared.cli.exitcodes import for_status
-from shared.cli.watch import add_follow_options, conclude, follow
+from shared.cli.watch import add_follow_options
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,6 +46,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 @report_errors
 def run_cancel(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from shared.cli import render
+    from shared.cli.exitcodes import for_status
+    from shared.cli.follow import conclude, follow
+
     with open_client(args) as client:
         accepted = client.cancel(args.id, reason=args.reason)
         if args.json and not args.wait:
@@ -76,6 +78,12 @@ def run_cancel(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_retry(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from shared.cli import render
+    from shared.cli.exitcodes import for_status
+    from shared.cli.follow import conclude, follow
+
     with open_client(args) as client:
         accepted = client.retry(args.id)
         if args.json and not args.wait:

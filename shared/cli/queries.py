@@ -8,9 +8,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
-
-from shared.cli import render
 from shared.cli.connect import api_options, open_client, report_errors
 
 
@@ -84,6 +81,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 @report_errors
 def run_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from shared.cli import render
+
     with open_client(args) as client:
         if args.all:
             items = list(
@@ -111,6 +112,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_status(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from shared.cli import render
+
     with open_client(args) as client:
         wf = client.get(args.id)
     if args.json:
@@ -122,6 +127,9 @@ def run_status(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_logs(args: argparse.Namespace) -> int:
+
+    from shared.cli import render
+
     with open_client(args) as client:
         text = client.logs(args.id, args.task)
     if args.json:
@@ -136,6 +144,9 @@ def run_logs(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_outputs(args: argparse.Namespace) -> int:
+
+    from shared.cli import render
+
     with open_client(args) as client:
         if args.task:
             value: object = client.output(args.id, args.task)

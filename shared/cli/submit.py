@@ -6,13 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
-from shared.cli import render
 from shared.cli.connect import api_options, open_client, report_errors
-from shared.cli.exitcodes import for_status
-from shared.cli.watch import add_follow_options, conclude, follow
-from shared.errors import DagqError
+from shared.cli.watch import add_follow_options
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,6 +44,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _read(file: str) -> tuple[bytes, str | None]:
+    from shared.errors import DagqError
+
     if file == "-":
         return sys.stdin.buffer.read(), None
     path = Path(file)
@@ -61,6 +58,13 @@ def _read(file: str) -> tuple[bytes, str | None]:
 
 @report_errors
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from shared.cli import render
+    from shared.cli.exitcodes import for_status
+    from shared.cli.follow import conclude, follow
+    from shared.errors import DagqError
+
     data, fmt = _read(args.file)
     if not data.strip():
         raise DagqError(f"{args.file}: the definition is empty")

@@ -45,7 +45,7 @@ def test_config_defaults_to_the_local_stack(tmp_path: Path) -> None:
 def test_config_file_problems_are_reported(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('api_url = "http://x"\nendpoint = "typo"\n')
-    with pytest.raises(DagqError, match="unknown key.*endpoint"):
+    with pytest.raises(DagqError, match=r"unknown key.*endpoint"):
         ClientConfig.resolve(env={"DAGQ_CONFIG": str(bad)})
     with pytest.raises(DagqError, match="does not exist"):
         ClientConfig.resolve(env={"DAGQ_CONFIG": str(tmp_path / "missing.toml")})
@@ -77,7 +77,8 @@ def test_function_key_is_sent_and_problem_details_are_kept() -> None:
     assert request["headers"]["content-type"] == "application/yaml"
     assert request["query"] == "id=wf-1"
     error = caught.value
-    assert error.status == 400 and error.is_invalid_definition
+    assert error.status == 400
+    assert error.is_invalid_definition
     assert error.title == "Invalid workflow definition"
     assert [e["location"] for e in error.errors] == ["tasks.b.depends_on", "tasks[2]"]
     assert "tasks.b.depends_on: unknown task 'x'" in str(error)
@@ -104,7 +105,8 @@ def test_submit_mapping_sends_json_and_reads_created() -> None:
                 {"name": "x", "tasks": [{"name": "a", "kwargs": {"cmd": "true"}}]}
             )
     assert api.requests[0]["headers"]["content-type"] == "application/json"
-    assert submitted.id == "wf-9" and submitted.created is False  # 200: it already existed
+    assert submitted.id == "wf-9"
+    assert submitted.created is False
 
 
 def test_paths_are_escaped() -> None:
@@ -120,4 +122,5 @@ def test_unreachable_api_says_what_to_do() -> None:
         port = sock.getsockname()[1]
     with Client(f"http://127.0.0.1:{port}") as client, pytest.raises(ApiUnreachableError) as caught:
         client.get("wf")
-    assert "make up" in str(caught.value) and "DAGQ_API_URL" in str(caught.value)
+    assert "make up" in str(caught.value)
+    assert "DAGQ_API_URL" in str(caught.value)

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from shared.cli import render
 from shared.cli.exitcodes import ExitCode, for_status
-from shared.cli.watch import PaceMeter
+from shared.cli.follow import PaceMeter
 from shared.client import Workflow
 
 

@@ -1,0 +1,108 @@
+"""Following a workflow to its end: the live view (rich) on a terminal, plain lines elsewhere.
+
+Used by ``dagq watch``, ``submit --wait``, ``cancel --wait`` and ``retry --wait``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+
+from shared.cli import render
+from shared.cli.exitcodes import for_status
+from shared.client import Client, Workflow
+
+
+class PaceMeter:
+    """Completions per second over a sliding window, and the ETA that follows from it."""
+
+    def __init__(self, window_s: float = 15.0) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def observe(self, wf: Workflow, *, now: float, wall: float) -> render.Pace:
+        """Record a snapshot taken at monotonic time ``now`` (wall clock ``wall``)."""
+        finished = render.finished_count(wf.counts)
+        if self._samples and finished < self._samples[-1][1]:
+            self._samples.clear()  # a rerun reopened tasks: start measuring afresh
+        self._samples.append((now, finished))
+        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
+            self._samples.popleft()
+        rate = None
+        first_t, first_n = self._samples[0]
+        if now - first_t >= 0.5:
+            rate = (finished - first_n) / (now - first_t)
+        remaining = render.total_of(wf) - finished
+        eta = remaining / rate if rate and rate > 0 else None
+        return render.Pace(elapsed_s=render.elapsed_of(wf, wall), rate=rate, eta_s=eta)
+
+
+def follow(
+    client: Client,
+    workflow_id: str,
+    *,
+    console: Console,
+    interval_s: float = 1.0,
+    timeout_s: float | None = None,
+    min_run: int = 1,
+) -> Workflow:
+    """Show the workflow until it ends (its run ``min_run`` or later); return the final snapshot.
+    Raises WaitTimeoutError after ``timeout_s``."""
+    meter = PaceMeter()
+    if console.is_terminal:
+        with Live(console=console, refresh_per_second=4, transient=False) as live:
+
+            def show(wf: Workflow) -> None:
+                pace = meter.observe(wf, now=time.monotonic(), wall=time.time())
+                live.update(render.live_view(wf, pace))
+
+            return client.wait(
+                workflow_id,
+                on_update=show,
+                interval_s=interval_s,
+                timeout_s=timeout_s,
+                tasks=True,
+                min_run=min_run,
+            )
+
+    last: list[Any] = [None]
+
+    def print_changes(wf: Workflow) -> None:
+        pace = meter.observe(wf, now=time.monotonic(), wall=time.time())
+        key = (wf.status, wf.run, tuple(sorted(wf.counts.items())))
+        if key != last[0]:
+            last[0] = key
+            console.print(render.plain_progress(wf, pace), soft_wrap=True, highlight=False)
+
+    return client.wait(
+        workflow_id,
+        on_update=print_changes,
+        interval_s=interval_s,
+        timeout_s=timeout_s,
+        tasks=False,
+        min_run=min_run,
+    )
+
+
+def conclude(wf: Workflow, console: Console) -> int:
+    """Print how the workflow ended and what to do next; return the matching exit code."""
+    code = for_status(wf.status)
+    took = render.duration(render.elapsed_of(wf, time.time()))
+    console.print(
+        f"workflow {wf.id} [bold]{wf.status}[/bold] after {took}"
+        f" ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks done)",
+        highlight=False,
+    )
+    if wf.status == "failed":
+        failed = [name for name, info in wf.tasks.items() if info.state == "failed"]
+        for name in failed[:5]:
+            error = wf.tasks[name].error or ""
+            console.print(f"  failed: {name}  {render.first_line(error)}", highlight=False)
+        if failed:
+            console.print(f"  see a log: dagq logs {wf.id} {failed[0]}", highlight=False)
+        console.print(f"  rerun from the failure: dagq retry {wf.id} --wait", highlight=False)
+    return code
