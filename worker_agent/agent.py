@@ -1,0 +1,193 @@
+"""The worker agent: task slots polling queues in priority order, and an orderly shutdown.
+
+Each slot takes one message at a time: it polls the first queue and moves to the next only when
+that one is empty, so a worker serving ``gpu cpu`` drains GPU work first. When every queue is
+empty the slot waits, doubling its wait from ``min_poll_s`` up to ``max_poll_s``.
+
+Shutdown (SIGTERM/SIGINT, a Scheduled Events notice, or the idle timeout) stops all polling at
+once; tasks still running get ``shutdown_grace_s`` (or whatever the notice leaves) to finish, then
+they are stopped and their messages made visible again for another worker. A second signal stops
+them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from contextlib import suppress
+
+from shared.names import ResourceNames
+from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent.attempt import AttemptRunner
+from worker_agent.config import WorkerSettings
+from worker_agent.gpu import detect_gpus, slot_devices
+from worker_agent.preemption import Notice, PreemptionWatcher, seconds_left
+from worker_agent.reporting import Reporter, retry_transient
+from worker_agent.runner import StopRequest
+from worker_agent.telemetry import TaskLogger, task_logger
+
+PREEMPT_MARGIN_S = 5.0
+"""Stop tasks this long before a notice's NotBefore, so their messages are released in time."""
+
+
+class Agent:
+    """One worker agent process: ``await Agent(...).run()`` until shutdown; returns an exit code."""
+
+    def __init__(self, settings: WorkerSettings, storage: Storage, names: ResourceNames) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.queues: list[tuple[str, Queue]] = [
+            (name, storage.queues.get(names.task_queue(name))) for name in settings.require_queues()
+        ]
+        gpus = detect_gpus() if settings.gpus == ["auto"] else settings.gpus
+        self.slot_count, self.devices = slot_devices(
+            gpus, settings.gpus_per_task, settings.concurrency
+        )
+        self.log: TaskLogger = task_logger(worker=settings.worker_id)
+        self.attempts = AttemptRunner(
+            settings=settings,
+            storage=storage,
+            reporter=Reporter(storage.event_queue, storage.outputs),
+            log=self.log,
+        )
+        self.shutdown_reason: str | None = None
+        self._draining = asyncio.Event()
+        self._running: dict[int, StopRequest] = {}
+        self._last_active = time.monotonic()
+        self._stopper: asyncio.Task[None] | None = None
+        self._stop_at: float | None = None
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    async def run(self, *, handle_signals: bool = False) -> int:
+        """Serve the queues until shut down. Returns the process exit code (0)."""
+        for _, queue in self.queues:
+            await retry_transient(f"creating queue {queue.name}", queue.ensure, logger=self.log)
+        if handle_signals:
+            self._install_signal_handlers()
+        watcher = asyncio.create_task(
+            PreemptionWatcher(
+                self.settings.metadata_url,
+                poll_s=self.settings.metadata_poll_s,
+                vm_name=self.settings.vm_name,
+            ).run(self._on_notice)
+        )
+        self.log.info(
+            "worker started: queues %s, %d slot(s)%s, work dir %s",
+            ",".join(name for name, _ in self.queues),
+            self.slot_count,
+            "" if self.devices[0] is None else f", GPUs {' | '.join(map(str, self.devices))}",
+            self.settings.work_dir,
+        )
+        slots = [
+            asyncio.create_task(self._slot(index, devices), name=f"slot {index}")
+            for index, devices in enumerate(self.devices)
+        ]
+        try:
+            await asyncio.gather(*slots)
+        finally:
+            watcher.cancel()
+            if self._stopper is not None:
+                self._stopper.cancel()
+            for task in slots:
+                task.cancel()
+            with suppress(asyncio.CancelledError):
+                await asyncio.gather(watcher, *slots, return_exceptions=True)
+            if handle_signals:
+                self._remove_signal_handlers()
+        self.log.info("worker stopped (%s)", self.shutdown_reason or "done")
+        return 0
+
+    def shutdown(self, reason: str, grace_s: float) -> None:
+        """Take no new work; stop tasks still running after ``grace_s`` and release them.
+
+        Calling it again with a shorter grace brings the stop forward.
+        """
+        if self.shutdown_reason is None:
+            self.shutdown_reason = reason
+            self.log.info(
+                "shutting down (%s): no new tasks; running tasks get %.0f s", reason, grace_s
+            )
+        self._draining.set()
+        stop_at = time.monotonic() + max(0.0, grace_s)
+        if self._stop_at is not None and stop_at >= self._stop_at:
+            return
+        self._stop_at = stop_at
+        if self._stopper is not None:
+            self._stopper.cancel()
+        self._stopper = asyncio.get_running_loop().create_task(self._stop_running(grace_s))
+
+    async def _stop_running(self, grace_s: float) -> None:
+        await asyncio.sleep(grace_s)
+        for stop in list(self._running.values()):
+            stop.request("shutdown")
+
+    def _on_notice(self, notice: Notice) -> None:
+        grace = self.settings.shutdown_grace_s
+        left = seconds_left(notice)
+        if left is not None:
+            grace = min(grace, max(0.0, left - PREEMPT_MARGIN_S))
+        self.shutdown(f"scheduled event {notice.event_type} {notice.event_id}", grace)
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self._on_signal, signum)
+
+    def _remove_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+    def _on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        if self._draining.is_set():
+            self.shutdown(f"second {name}", 0.0)  # asked twice: stop tasks now
+        else:
+            self.shutdown(name, self.settings.shutdown_grace_s)
+
+    # -- slots ---------------------------------------------------------------------------------
+
+    async def _slot(self, index: int, devices: str | None) -> None:
+        wait = self.settings.min_poll_s
+        while not self._draining.is_set():
+            got = await self._receive()
+            if got is None:
+                if self._idle_expired():
+                    self.shutdown("idle timeout", 0.0)
+                    return
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._draining.wait(), timeout=wait)
+                wait = min(wait * 2, self.settings.max_poll_s)
+                continue
+            wait = self.settings.min_poll_s
+            name, queue, received = got
+            stop = StopRequest()
+            self._running[index] = stop
+            self._last_active = time.monotonic()
+            try:
+                await self.attempts.process(queue, name, received, stop, devices)
+            finally:
+                del self._running[index]
+                self._last_active = time.monotonic()
+
+    async def _receive(self) -> tuple[str, Queue, ReceivedMessage] | None:
+        """One message from the first non-empty queue, in priority order."""
+        for name, queue in self.queues:
+            if self._draining.is_set():
+                return None
+            try:
+                messages = await queue.receive(1, self.settings.visibility_s)
+            except Exception as exc:  # transient: count it as empty and back off
+                self.log.warning("receiving from %s failed: %s", queue.name, exc)
+                continue
+            if messages:
+                return name, queue, messages[0]
+        return None
+
+    def _idle_expired(self) -> bool:
+        timeout = self.settings.idle_timeout_s
+        if timeout <= 0 or self._running:
+            return False
+        return time.monotonic() - self._last_active >= timeout

@@ -1,0 +1,431 @@
+"""One received task message, from claim to delete.
+
+1. Decode; a malformed message is dead-lettered and deleted (it cannot be reported to a workflow).
+2. Heartbeat: keep the message invisible while this worker holds it.
+3. Claim the attempt (a create-only blob holding the queue message id): a second message for the
+   same attempt (a duplicate dispatch) is deleted without running; the same message delivered
+   again (its worker died) runs again.
+4. Skip the attempt if its workflow is cancelled (or deleted): report it failed, 'cancelled'.
+5. Run the command (see runner.py) while watching for cancellation; post 'started' once it has
+   run for ``started_after_s``.
+6. Output, log upload, completed/failed event (retried until sent), THEN delete the message.
+
+A stop for shutdown or preemption reports nothing: the message is made visible again at once and
+another worker runs the attempt. When the heartbeat finds the message taken by another worker, this
+worker neither reports nor deletes: the new holder does both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from shared.errors import DagqError, MessageError, NotFoundError
+from shared.messages import (
+    ERROR_TAIL_CHARS,
+    INLINE_OUTPUT_BYTES,
+    OutputRef,
+    TaskCompletedEvent,
+    TaskEvent,
+    TaskFailedEvent,
+    TaskMessage,
+    TaskStartedEvent,
+    decode_task_message,
+)
+from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
+from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent.config import WorkerSettings
+from worker_agent.files import (
+    AttemptError,
+    AttemptPaths,
+    compact_json,
+    log_tail,
+    read_log,
+    read_output,
+    resolve_cwd,
+    upstream_values,
+    write_json,
+)
+from worker_agent.heartbeat import Heartbeat
+from worker_agent.reporting import Reporter, retry_transient
+from worker_agent.runner import Command, RunResult, StartError, StopRequest, run_command
+from worker_agent.telemetry import TaskLogger
+
+CANCELLED_STATUSES = frozenset({"cancelling", "cancelled"})
+
+SECRET_ENV_PREFIXES = (
+    "DAGQ_STORAGE",
+    "AZUREWEBJOBSSTORAGE",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_KEY",
+    "APPLICATIONINSIGHTS_CONNECTION_STRING",
+)
+"""Variables a task never inherits from the worker: they hold dagq's own storage credentials."""
+
+
+def task_environment(
+    base: dict[str, str], message: TaskMessage, paths: AttemptPaths, devices: str | None
+) -> dict[str, str]:
+    """The worker's environment minus dagq's secrets, the task's env, then the DAGQ_* contract."""
+    env = {k: v for k, v in base.items() if not k.upper().startswith(SECRET_ENV_PREFIXES)}
+    env.update(message.env)
+    env.update(
+        DAGQ_WORKFLOW_ID=message.workflow_id,
+        DAGQ_TASK=message.task,
+        DAGQ_ATTEMPT=str(message.attempt),
+        DAGQ_OUTPUT=str(paths.output),
+        DAGQ_UPSTREAM=str(paths.upstream),
+    )
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = devices  # the slot's GPUs win over the task env: no sharing
+    return env
+
+
+def _tail(text: str) -> str:
+    return text[-ERROR_TAIL_CHARS:]
+
+
+@dataclass
+class AttemptRunner:
+    """Processes received task messages for one worker (shared by all its slots)."""
+
+    settings: WorkerSettings
+    storage: Storage
+    reporter: Reporter
+    log: TaskLogger
+
+    async def process(
+        self,
+        queue: Queue,
+        queue_name: str,
+        received: ReceivedMessage,
+        stop: StopRequest,
+        devices: str | None,
+    ) -> None:
+        """Handle one received message to the end (never raises for a task's own failure)."""
+        log = self.log.bind(queue=queue_name)
+        try:
+            message = self._decode(received)
+        except MessageError as exc:
+            await self._dead_letter(queue, received, str(exc), log)
+            return
+        log = log.bind(workflow=message.workflow_id, task=message.task, attempt=message.attempt)
+        heartbeat = Heartbeat(
+            queue,
+            received,
+            visibility_s=self.settings.visibility_s,
+            interval_s=self.settings.heartbeat_interval_s,
+            logger=log,
+        )
+        heartbeat.start()
+        try:
+            await self._attempt(message, received, heartbeat, stop, devices, log)
+        except BaseException as exc:
+            # A storage outage or a bug, not the task's doing: hand the message back so the
+            # attempt is retried (by this worker or another) instead of being reported.
+            if not isinstance(exc, asyncio.CancelledError):
+                log.exception("could not process the task message; releasing it for a retry")
+            await self._release(heartbeat, log)
+            if not isinstance(exc, Exception):
+                raise
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(received: ReceivedMessage) -> TaskMessage:
+        message = decode_task_message(received.text)
+        problem = workflow_id_problem(message.workflow_id) or safe_name_problem(message.task)
+        if problem:
+            raise MessageError(f"malformed task message: {problem}")
+        return message
+
+    async def _attempt(
+        self,
+        message: TaskMessage,
+        received: ReceivedMessage,
+        heartbeat: Heartbeat,
+        stop: StopRequest,
+        devices: str | None,
+        log: TaskLogger,
+    ) -> None:
+        if not await self._claim(message, received):
+            log.info("duplicate dispatch of an attempt another message holds: dropping it")
+            await self._finish(heartbeat, log)
+            return
+        if await self._cancelled(message.workflow_id):
+            log.info("workflow is cancelled: not running the task")
+            await self.reporter.post(
+                self._failed(
+                    message,
+                    None,
+                    "cancelled",
+                    None,
+                    "the workflow was cancelled before the task started",
+                ),
+                logger=log,
+            )
+            await self._finish(heartbeat, log)
+            return
+        paths = AttemptPaths.create(self.settings.work_dir, message)
+        try:
+            await self._run_and_report(message, heartbeat, stop, devices, paths, log)
+        finally:
+            if not self.settings.keep_work_dirs:
+                paths.remove()
+
+    async def _run_and_report(
+        self,
+        message: TaskMessage,
+        heartbeat: Heartbeat,
+        stop: StopRequest,
+        devices: str | None,
+        paths: AttemptPaths,
+        log: TaskLogger,
+    ) -> None:
+        try:
+            cwd = resolve_cwd(self.settings.work_dir, paths.work, message.cwd)
+            write_json(paths.upstream, await upstream_values(message, self.storage.outputs))
+            env = task_environment(dict(os.environ), message, paths, devices)
+        except AttemptError as exc:
+            log.warning("cannot run the task: %s", exc)
+            await self._report(
+                message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
+            )
+            return
+        if stop.reason == "shutdown":
+            await self._release(heartbeat, log)
+            return
+        command = Command(
+            cmd=message.cmd, cwd=cwd, env=env, log_path=paths.log, timeout_s=message.timeout_s
+        )
+        try:
+            result = await self._run(message, command, stop, log)
+        except StartError as exc:
+            log.warning("%s", exc)
+            await self._report(
+                message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
+            )
+            return
+        if result.stopped == "shutdown":
+            log.info("task stopped for shutdown; its message is released for another worker")
+            await self._release(heartbeat, log)
+            return
+        event = await self._result_event(message, result, paths, log)
+        await self._report(message, event, heartbeat, log)
+
+    async def _claim(self, message: TaskMessage, received: ReceivedMessage) -> bool:
+        """True if this message may run the attempt (first claim, or a redelivery of it)."""
+        name = ResourceNames.claim_blob(message.workflow_id, message.task, message.attempt)
+        outputs = self.storage.outputs
+        if await outputs.create_if_absent(name, received.id.encode()):
+            return True
+        try:
+            owner = await outputs.get(name)
+        except NotFoundError:
+            return True
+        return owner.decode(errors="replace") == received.id
+
+    async def _cancelled(self, workflow_id: str) -> bool:
+        """Whether the workflow is cancelling/cancelled, or gone (its state blob deleted)."""
+        try:
+            metadata = await self.storage.workflows.state_metadata(workflow_id)
+        except NotFoundError:
+            return True
+        status = next((v for k, v in metadata.items() if k.lower() == "status"), "")
+        return status.lower() in CANCELLED_STATUSES
+
+    async def _run(
+        self, message: TaskMessage, command: Command, stop: StopRequest, log: TaskLogger
+    ) -> RunResult:
+        announcer = _StartedAnnouncer(self, message, log)
+        announce = asyncio.create_task(announcer.run())
+        watch = asyncio.create_task(self._watch_cancel(message.workflow_id, stop, log))
+        log.info("running: %s", message.cmd[:200])
+        try:
+            result = await run_command(command, stop, kill_grace_s=self.settings.kill_grace_s)
+        finally:
+            watch.cancel()
+            if announcer.posting:
+                await announce  # the started event is on its way: let it land before the result
+            else:
+                announce.cancel()
+        log.info(
+            "finished: exit %d%s in %.1f s",
+            result.returncode,
+            f" ({result.stopped})" if result.stopped else "",
+            result.finished_at - result.started_at,
+        )
+        return result
+
+    async def _watch_cancel(self, workflow_id: str, stop: StopRequest, log: TaskLogger) -> None:
+        while stop.reason is None:
+            await asyncio.sleep(self.settings.cancel_check_s)
+            try:
+                cancelled = await self._cancelled(workflow_id)
+            except Exception as exc:  # transient: the next check will tell
+                log.debug("cancel check failed: %s", exc)
+                continue
+            if cancelled:
+                log.info("workflow cancelled: stopping the task")
+                stop.request("cancelled")
+
+    async def _result_event(
+        self, message: TaskMessage, result: RunResult, paths: AttemptPaths, log: TaskLogger
+    ) -> TaskEvent:
+        """Upload the log (and a large output) and build the event that reports ``result``."""
+        log_blob = ResourceNames.log_blob(message.workflow_id, message.task, message.attempt)
+        data = await asyncio.to_thread(read_log, paths.log, self.settings.max_log_bytes)
+        await self.reporter.upload(
+            log_blob, data, content_type="text/plain; charset=utf-8", logger=log
+        )
+
+        def failed(reason: str, error: str) -> TaskFailedEvent:
+            return self._failed(
+                message, result, reason, result.returncode, error, log_blob=log_blob
+            )
+
+        if result.stopped == "timeout":
+            return failed("timeout", f"timed out after {message.timeout_s:g} s")
+        if result.stopped == "cancelled":
+            return failed("cancelled", "stopped because the workflow was cancelled")
+        if result.returncode != 0:
+            tail = result.stderr_tail.strip() or log_tail(paths.log, ERROR_TAIL_CHARS).strip()
+            return failed("exit", _tail(tail) or f"exited with code {result.returncode}")
+        try:
+            output = await asyncio.to_thread(
+                read_output, paths.output, self.settings.max_output_bytes
+            )
+            ref = None if output is None else await self._output_ref(message, *output, log=log)
+        except AttemptError as exc:
+            log.warning("%s", exc)
+            return failed("error", str(exc))
+        return TaskCompletedEvent(
+            workflow_id=message.workflow_id,
+            task=message.task,
+            attempt=message.attempt,
+            worker=self.settings.worker_id,
+            started_at=result.started_at,
+            finished_at=result.finished_at,
+            output=ref,
+            log_blob=log_blob,
+        )
+
+    async def _output_ref(
+        self, message: TaskMessage, value: JsonValue, raw: bytes, *, log: TaskLogger
+    ) -> OutputRef:
+        compact = compact_json(value)
+        if len(compact) <= INLINE_OUTPUT_BYTES:
+            return OutputRef(inline=value, size=len(compact))
+        name = ResourceNames.output_blob(message.workflow_id, message.task, message.attempt)
+        await self.reporter.upload(name, raw, content_type="application/json", logger=log)
+        return OutputRef(blob=name, size=len(raw))
+
+    def _failed(
+        self,
+        message: TaskMessage,
+        result: RunResult | None,
+        reason: str,
+        exit_code: int | None,
+        error: str,
+        *,
+        log_blob: str | None = None,
+    ) -> TaskFailedEvent:
+        return TaskFailedEvent.model_validate(
+            {
+                "workflow_id": message.workflow_id,
+                "task": message.task,
+                "attempt": message.attempt,
+                "worker": self.settings.worker_id,
+                "started_at": result.started_at if result else None,
+                "finished_at": result.finished_at if result else time.time(),
+                "reason": reason,
+                "exit_code": exit_code,
+                "error": _tail(error),
+                "log_blob": log_blob,
+            }
+        )
+
+    # -- the message ---------------------------------------------------------------------------
+
+    async def _report(
+        self, message: TaskMessage, event: TaskEvent, heartbeat: Heartbeat, log: TaskLogger
+    ) -> None:
+        """Post the attempt's result, then delete its message (unless another worker holds it)."""
+        if heartbeat.lost:
+            log.warning("not reporting: another worker holds this attempt's message now")
+            await heartbeat.stop()
+            return
+        await self.reporter.post(event, logger=log)
+        log.info("reported %s", event.kind)
+        await self._finish(heartbeat, log)
+
+    async def _finish(self, heartbeat: Heartbeat, log: TaskLogger) -> None:
+        """Delete the message with its latest receipt."""
+        current = await heartbeat.stop()
+        if current is None:
+            return
+        deleted = await retry_transient(
+            "deleting the task message", lambda: heartbeat.queue.delete(current), logger=log
+        )
+        if not deleted:
+            log.warning("task message was already gone or taken by another worker")
+
+    async def _release(self, heartbeat: Heartbeat, log: TaskLogger) -> None:
+        """Make the message visible again at once (best effort: else it reappears at timeout)."""
+        current = await heartbeat.stop()
+        if current is None:
+            return
+        try:
+            await heartbeat.queue.extend(current, 0)
+        except Exception as exc:
+            log.warning("could not release the task message (%s); it reappears later", exc)
+
+    async def _dead_letter(
+        self, queue: Queue, received: ReceivedMessage, reason: str, log: TaskLogger
+    ) -> None:
+        log.error("malformed task message %s dead-lettered: %s", received.id, reason)
+        try:
+            await retry_transient(
+                "dead-lettering a malformed task message",
+                lambda: self.storage.deadletters.put(
+                    message_id=received.id,
+                    text=received.text,
+                    reason=f"task queue {queue.name}: {reason}",
+                    received_at=time.time(),
+                ),
+                logger=log,
+            )
+        except DagqError as exc:
+            log.error("could not dead-letter message %s: %s", received.id, exc)
+            return
+        await retry_transient("deleting a malformed message", lambda: queue.delete(received))
+
+
+class _StartedAnnouncer:
+    """Posts the 'started' event once the task has run for ``started_after_s``."""
+
+    def __init__(self, runner: AttemptRunner, message: TaskMessage, log: TaskLogger) -> None:
+        self.runner = runner
+        self.message = message
+        self.log = log
+        self.started_at = time.time()
+        self.posting = False
+        """Set once the event is being sent: from then on it must not be cancelled halfway."""
+
+    async def run(self) -> None:
+        await asyncio.sleep(self.runner.settings.started_after_s)
+        self.posting = True
+        await self.runner.reporter.post(
+            TaskStartedEvent(
+                workflow_id=self.message.workflow_id,
+                task=self.message.task,
+                attempt=self.message.attempt,
+                worker=self.runner.settings.worker_id,
+                started_at=self.started_at,
+            ),
+            logger=self.log,
+        )

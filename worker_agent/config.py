@@ -1,0 +1,209 @@
+"""The worker agent's settings: every option from the command line or a ``DAGQ_WORKER_*`` variable.
+
+Storage (connection string or account, prefix) is not here: it comes from
+``shared.settings.Settings`` (``DAGQ_STORAGE``, ``DAGQ_STORAGE__accountName``, ``DAGQ_PREFIX``),
+exactly as the Functions app reads it, so a worker and the coordinator always address the same
+account and resource names.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from shared.errors import ConfigError
+from shared.names import queue_name_problem
+
+DEFAULT_METADATA_URL = "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
+"""Azure Scheduled Events on the instance metadata service (reachable only from an Azure VM)."""
+
+MAX_OUTPUT_BYTES = 100 * 1024 * 1024
+"""Default largest task output (the JSON file at $DAGQ_OUTPUT) a worker uploads."""
+
+
+def _default_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _default_work_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "dagq-worker"
+
+
+def _split_list(value: Any) -> Any:
+    """Accept ``a,b c`` (environment, CLI) as well as a real list."""
+    if isinstance(value, str):
+        return [part for part in value.replace(",", " ").split() if part]
+    return value
+
+
+class WorkerSettings(BaseSettings):
+    """How one worker agent polls, runs and reports. Field descriptions are the ``--help`` text."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DAGQ_WORKER_", extra="ignore", frozen=True, populate_by_name=True
+    )
+
+    queues: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Queues to poll, highest priority first, as named in workflow definitions "
+        "(e.g. 'gpu cpu'): the next queue is polled only when the previous one is empty.",
+    )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Parallel task slots. Default: the number of GPU groups when --gpus is set, "
+        "else 1.",
+    )
+    gpus: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="GPU ids this worker may hand out (e.g. '0,1,2,3'), or 'auto' to ask "
+        "nvidia-smi. Each slot gets its own --gpus-per-task of them as CUDA_VISIBLE_DEVICES; "
+        "running tasks never share a GPU. Empty: CUDA_VISIBLE_DEVICES is left as inherited.",
+    )
+    gpus_per_task: int = Field(default=1, ge=1, description="GPUs given to each task slot.")
+    visibility_s: int = Field(
+        default=60,
+        ge=1,
+        le=7 * 24 * 3600,
+        description="Visibility timeout of a received task message: if this worker dies, the "
+        "message reappears for another worker after at most this long.",
+    )
+    heartbeat_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="How often a running task's message visibility is extended. Default: a third "
+        "of --visibility-s. Must be below --visibility-s.",
+    )
+    started_after_s: float = Field(
+        default=3.0,
+        ge=0,
+        description="Post a 'started' event once a task has run this long; shorter tasks report "
+        "their start time in their completion instead.",
+    )
+    cancel_check_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often a running task checks whether its workflow was cancelled.",
+    )
+    kill_grace_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="After SIGTERM to a task's process group (cancel, timeout, shutdown), wait "
+        "this long before SIGKILL.",
+    )
+    shutdown_grace_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="On SIGTERM (or a preemption notice) running tasks get this long to finish; "
+        "then they are stopped and their messages made visible again for another worker.",
+    )
+    idle_timeout_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Exit after being idle (all slots free, all queues empty) this long, for "
+        "scale-to-zero. 0: never.",
+    )
+    min_poll_s: float = Field(
+        default=0.2,
+        gt=0,
+        description="First wait after polling every queue and finding them empty; doubles up to "
+        "--max-poll-s while they stay empty.",
+    )
+    max_poll_s: float = Field(
+        default=10.0, gt=0, description="Longest wait between polls of empty queues."
+    )
+    work_dir: Path = Field(
+        default_factory=_default_work_dir,
+        description="Root of per-attempt work directories (the default cwd of a task); a relative "
+        "task cwd is resolved under it and may not leave it.",
+    )
+    keep_work_dirs: bool = Field(
+        default=False,
+        description="Keep each attempt's directory (work dir, output, log) after it is reported.",
+    )
+    max_output_bytes: int = Field(
+        default=MAX_OUTPUT_BYTES,
+        gt=0,
+        description="Largest task output file ($DAGQ_OUTPUT) accepted; larger fails the attempt.",
+    )
+    max_log_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=1024,
+        description="Largest log uploaded per attempt; a longer log keeps its first and last "
+        "halves around a truncation marker.",
+    )
+    metadata_url: str = Field(
+        default=DEFAULT_METADATA_URL,
+        description="Azure Scheduled Events endpoint watched for Preempt/Terminate notices "
+        "(stays off quietly when unreachable; empty string: off).",
+    )
+    metadata_poll_s: float = Field(
+        default=5.0, gt=0, description="How often the Scheduled Events endpoint is polled."
+    )
+    vm_name: str | None = Field(
+        default=None,
+        description="This VM's name as Scheduled Events lists it in 'Resources'. Default: asked "
+        "from the instance metadata service, else the host name.",
+    )
+    worker_id: str = Field(
+        default_factory=_default_worker_id,
+        description="Name of this worker in events and logs. Default: host name and pid.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Log level."
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Log record format on stderr: readable text or JSON lines."
+    )
+
+    @field_validator("queues", "gpus", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("queues")
+    @classmethod
+    def _valid_queues(cls, value: list[str]) -> list[str]:
+        for queue in value:
+            problem = queue_name_problem(queue)
+            if problem:
+                raise ValueError(problem)
+        if len(set(value)) != len(value):
+            raise ValueError("a queue is listed twice")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkerSettings:
+        if self.heartbeat_s is not None and self.heartbeat_s >= self.visibility_s:
+            raise ConfigError(
+                f"heartbeat_s ({self.heartbeat_s}) must be below visibility_s ({self.visibility_s})"
+                ": set DAGQ_WORKER_HEARTBEAT_S / --heartbeat-s lower"
+            )
+        if self.max_poll_s < self.min_poll_s:
+            raise ConfigError("max_poll_s must be at least min_poll_s")
+        return self
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        """The effective heartbeat interval."""
+        return self.heartbeat_s if self.heartbeat_s is not None else self.visibility_s / 3
+
+    def require_queues(self) -> list[str]:
+        """The queues to poll; a worker without any is a configuration error."""
+        if not self.queues:
+            raise ConfigError(
+                "no queues to poll: pass them as arguments (dagq-worker gpu cpu) or set "
+                "DAGQ_WORKER_QUEUES"
+            )
+        return self.queues

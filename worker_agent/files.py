@@ -1,0 +1,202 @@
+"""The files of one attempt: its directory, the task's output, its parents' outputs, its log.
+
+Layout under ``--work-dir`` (names come from validated workflow ids and task names, so they cannot
+leave it)::
+
+    attempts/{workflow}/{task}/{attempt}/
+        work/           default cwd of the task (fresh for every attempt)
+        output.json     $DAGQ_OUTPUT: the task may write its JSON output here
+        upstream.json   $DAGQ_UPSTREAM: {parent: output value} of its parents
+        log.txt         stdout and stderr
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue, ValidationError
+
+from shared.errors import DagqError, NotFoundError
+from shared.messages import OutputRef, TaskMessage
+from shared.storage.ports import OutputBlobs
+from worker_agent.reporting import retry_transient
+
+UPSTREAM_FETCH_CONCURRENCY = 16
+
+
+class AttemptError(DagqError):
+    """The worker cannot run or finish an attempt for a reason that is the task's, not the worker's
+    (bad cwd, invalid output, a parent's output missing): the attempt fails with reason 'error'."""
+
+
+@dataclass(frozen=True)
+class AttemptPaths:
+    """Where one attempt's files live."""
+
+    root: Path
+    work: Path
+    output: Path
+    upstream: Path
+    log: Path
+
+    @classmethod
+    def create(cls, work_dir: Path, message: TaskMessage) -> AttemptPaths:
+        """Make a fresh attempt directory (a leftover from an earlier run of it is removed)."""
+        root = work_dir / "attempts" / message.workflow_id / message.task / str(message.attempt)
+        if root.exists():
+            shutil.rmtree(root, ignore_errors=True)
+        work = root / "work"
+        work.mkdir(parents=True)
+        return cls(
+            root=root,
+            work=work,
+            output=root / "output.json",
+            upstream=root / "upstream.json",
+            log=root / "log.txt",
+        )
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def resolve_cwd(work_dir: Path, default: Path, cwd: str | None) -> Path:
+    """The directory a task runs in.
+
+    None: ``default`` (the attempt's fresh work dir). Absolute: used as given, and must exist.
+    Relative: resolved under ``work_dir`` (created if missing) and may not leave it — ``..`` or a
+    symlink pointing outside is refused.
+    """
+    if cwd is None or cwd == "":
+        return default
+    if "\x00" in cwd:
+        raise AttemptError("cwd contains a NUL character")
+    path = Path(cwd)
+    if path.is_absolute():
+        if not path.is_dir():
+            raise AttemptError(f"cwd {cwd!r} does not exist on this worker (or is not a directory)")
+        return path
+    root = work_dir.resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root):
+        raise AttemptError(
+            f"relative cwd {cwd!r} leaves the worker's work directory: use a path inside it, or "
+            "an absolute path"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
+    """The task's output value and its bytes, or None when it wrote none (no file, or empty).
+
+    Raises AttemptError when the file is too large or is not valid JSON.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    if size > max_bytes:
+        raise AttemptError(
+            f"output file $DAGQ_OUTPUT is {size} bytes, over the worker's limit of {max_bytes} "
+            "bytes: write large results to your own storage and output a reference to them"
+        )
+    raw = path.read_bytes()
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise AttemptError(f"output file $DAGQ_OUTPUT is not valid JSON: {exc}") from None
+    return value, raw
+
+
+def compact_json(value: JsonValue) -> bytes:
+    """The compact UTF-8 JSON encoding used to measure and store outputs."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _parse_json(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise AttemptError(f"{what} is not valid JSON: {exc}") from None
+
+
+async def _get_blob(outputs: OutputBlobs, name: str, what: str) -> bytes:
+    try:
+        return await retry_transient(f"downloading {name}", lambda: outputs.get(name))
+    except NotFoundError:
+        raise AttemptError(f"{what} is missing: blob {name!r} not found") from None
+
+
+async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[str, JsonValue]:
+    """``{parent: output value}`` for the parents listed in the message (inline or by blob)."""
+    refs: dict[str, OutputRef] = dict(message.upstream or {})
+    if message.upstream_blob:
+        data = await _get_blob(outputs, message.upstream_blob, "the upstream bundle")
+        bundle = _parse_json(data, f"upstream bundle {message.upstream_blob!r}")
+        if not isinstance(bundle, dict):
+            raise AttemptError(f"upstream bundle {message.upstream_blob!r} is not a JSON object")
+        try:
+            refs.update({str(k): OutputRef.model_validate(v) for k, v in bundle.items()})
+        except ValidationError as exc:
+            raise AttemptError(f"upstream bundle {message.upstream_blob!r}: {exc}") from None
+    limit = asyncio.Semaphore(UPSTREAM_FETCH_CONCURRENCY)
+
+    async def value(parent: str, ref: OutputRef) -> JsonValue:
+        if ref.blob is None:
+            return ref.inline
+        async with limit:
+            data = await _get_blob(outputs, ref.blob, f"the output of parent {parent!r}")
+        parsed: JsonValue = _parse_json(data, f"output of parent {parent!r}")
+        return parsed
+
+    names = list(refs)
+    values = await asyncio.gather(*(value(name, refs[name]) for name in names))
+    return dict(zip(names, values, strict=True))
+
+
+def write_json(path: Path, value: JsonValue) -> None:
+    path.write_bytes(compact_json(value))
+
+
+_TRUNCATED = b"\n\n[... dagq: %d bytes of log omitted ...]\n\n"
+
+
+def read_log(path: Path, max_bytes: int) -> bytes:
+    """The log's bytes, or its first and last halves around a marker when over ``max_bytes``."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return b""
+    with path.open("rb") as file:
+        if size <= max_bytes:
+            return file.read()
+        half = max_bytes // 2
+        head = file.read(half)
+        file.seek(size - half)
+        tail = file.read(half)
+    return head + _TRUNCATED % (size - 2 * half) + tail
+
+
+def log_tail(path: Path, chars: int) -> str:
+    """The last ``chars`` characters of the log (for a failure without stderr)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(0, os.SEEK_END)
+            size = file.tell()
+            file.seek(max(0, size - chars * 4))
+            data = file.read()
+    except FileNotFoundError:
+        return ""
+    return data.decode("utf-8", errors="replace")[-chars:]
