@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import azure.functions as func
@@ -138,10 +138,12 @@ def _media_type(req: func.HttpRequest) -> tuple[str, dict[str, str]]:
     return media.strip().lower(), params
 
 
-def parse_definition_body(req: func.HttpRequest, max_bytes: int) -> tuple[str, str | None]:
+def parse_definition_body(
+    req: func.HttpRequest, max_bytes: int
+) -> tuple[str, Literal["json", "yaml"] | None]:
     """The definition text and its format (``json``, ``yaml``, or None to detect).
 
-    Checks, in order: size (413), media type and charset (415), emptiness and UTF-8 (400).
+    Checks, in order: size (413), emptiness (400), media type and charset (415), UTF-8 (400).
     """
     declared = req.headers.get("content-length")
     if declared and declared.strip().isdigit() and int(declared) > max_bytes:
@@ -149,8 +151,13 @@ def parse_definition_body(req: func.HttpRequest, max_bytes: int) -> tuple[str, s
     body = req.get_body() or b""
     if len(body) > max_bytes:
         raise _too_large(len(body), max_bytes)
+    if not body.strip():
+        raise bad_request(
+            "the request body is empty: send a workflow definition (YAML or JSON)",
+            slug="empty-body",
+        )
     media, params = _media_type(req)
-    fmt: str | None
+    fmt: Literal["json", "yaml"] | None
     if media in JSON_TYPES:
         fmt = "json"
     elif media in YAML_TYPES:
@@ -170,11 +177,6 @@ def parse_definition_body(req: func.HttpRequest, max_bytes: int) -> tuple[str, s
             415,
             f"unsupported charset {charset[:40]!r}: definitions must be UTF-8",
             slug="unsupported-media-type",
-        )
-    if not body.strip():
-        raise bad_request(
-            "the request body is empty: send a workflow definition (YAML or JSON)",
-            slug="empty-body",
         )
     try:
         text = body.decode("utf-8-sig")

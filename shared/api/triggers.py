@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shared.api.context import CONTEXT
 
 if TYPE_CHECKING:
     import azure.functions as func
 
+    from shared.coordinator import Coordinator
+
 log = logging.getLogger("dagq.triggers")
 
-_coordinator: Any = None
+_coordinator: Coordinator | None = None
 _lock: asyncio.Lock | None = None
 
 
-async def coordinator() -> Any:
+async def coordinator() -> Coordinator:
     """The process's coordinator, created on first use."""
     global _coordinator, _lock
     if _coordinator is not None:
@@ -34,8 +36,10 @@ async def coordinator() -> Any:
             from shared.coordinator import Coordinator
 
             storage = await CONTEXT.storage()
+            # Released after each pass (hold_lease False): another instance may take over.
             _coordinator = Coordinator(storage, CONTEXT.settings)
-    return _coordinator
+        coord = _coordinator
+    return coord
 
 
 def _message_text(msg: func.QueueMessage) -> str:
@@ -61,4 +65,4 @@ async def on_sweep(timer: func.TimerRequest) -> None:
     if timer.past_due:
         log.info("sweep timer is past due; running now")
     coord = await coordinator()
-    await coord.run_once(sweep=True)
+    await coord.run_sweeps()
