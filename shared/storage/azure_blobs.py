@@ -111,8 +111,9 @@ class AzureWorkflowBlobs:
         self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]
     ) -> str:
         name = ResourceNames.state_blob(workflow_id)
+        blob = self.container.get_blob_client(name)
         try:
-            result = await self.container.get_blob_client(name).upload_blob(
+            result = await blob.upload_blob(
                 data,
                 overwrite=True,
                 etag=etag,
@@ -121,6 +122,11 @@ class AzureWorkflowBlobs:
                 content_settings=BINARY,
             )
         except ResourceModifiedError as error:
+            # If-Match on a deleted blob is a 412 too: tell "vanished" apart (conflict path only).
+            if not await blob.exists():
+                raise NotFoundError(
+                    f"the state of workflow {workflow_id!r} no longer exists"
+                ) from error
             raise StaleStateError(
                 f"the state of workflow {workflow_id!r} changed since it was read (ETag {etag}): "
                 "re-read and re-apply"

@@ -23,7 +23,12 @@ from azure.data.tables.aio import TableClient
 from shared.errors import ConfigError, NotFoundError
 from shared.names import INDEX_PARTITION, index_row_key
 from shared.states import WorkflowStatus
-from shared.storage.encoding import MAX_ERROR_CHARS, decode_continuation, encode_continuation
+from shared.storage.encoding import (
+    MAX_ERROR_CHARS,
+    MAX_PAGE,
+    decode_continuation,
+    encode_continuation,
+)
 from shared.storage.ports import IndexPage, IndexRow
 
 _TOKEN_KEYS = frozenset({"PartitionKey", "RowKey"})
@@ -154,7 +159,7 @@ class AzureIndex:
         limit: int = 50,
         continuation: str | None = None,
     ) -> IndexPage:
-        limit = max(limit, 1)
+        limit = min(max(limit, 1), MAX_PAGE)
         token: dict[str, str] | None = None
         if continuation is not None:
             token = decode_continuation(continuation, _TOKEN_KEYS)

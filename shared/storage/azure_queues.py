@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from datetime import UTC
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueMessage
@@ -84,6 +85,8 @@ class AzureQueue:
     @staticmethod
     def _received(message: QueueMessage) -> ReceivedMessage:
         inserted = message.inserted_on
+        if inserted is not None and inserted.tzinfo is None:
+            inserted = inserted.replace(tzinfo=UTC)  # the service speaks UTC
         return ReceivedMessage(
             id=message.id,
             pop_receipt=str(message.pop_receipt),

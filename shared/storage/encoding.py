@@ -12,6 +12,9 @@ from shared.storage.ports import DeadLetter
 MAX_ERROR_CHARS = 16_000
 """Longest error text an index row keeps (a table string property holds at most 32K characters)."""
 
+MAX_PAGE = 1000
+"""Most index rows one ``Index.list`` page returns (a table query returns at most 1,000)."""
+
 
 def dead_letter_json(message_id: str, text: str, reason: str, received_at: float) -> bytes:
     """The body of a dead-letter blob."""

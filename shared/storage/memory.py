@@ -32,6 +32,7 @@ from shared.names import ResourceNames, index_row_key
 from shared.states import WorkflowStatus
 from shared.storage.encoding import (
     MAX_ERROR_CHARS,
+    MAX_PAGE,
     dead_letter_from_json,
     dead_letter_json,
     decode_continuation,
@@ -439,7 +440,7 @@ class MemoryIndex:
             and (status is None or self.rows[key].status == status)
             and (not name_prefix or self.rows[key].name.startswith(name_prefix))
         ]
-        page = matching[: max(limit, 1)]
+        page = matching[: min(max(limit, 1), MAX_PAGE)]
         more = len(matching) > len(page)
         token = encode_continuation({"after": page[-1]}) if more else None
         return IndexPage([_copy_row(self.rows[key]) for key in page], token)

@@ -215,7 +215,8 @@ class Index(Protocol):
     """The workflow index table."""
 
     async def create(self, row: IndexRow) -> None:
-        """Insert a new row; if one exists for the workflow already, leave it (idempotent submit)."""
+        """Insert a new row; if one exists for the workflow already, leave it (idempotent
+        submit)."""
         ...
 
     async def project(self, row: IndexRow) -> None:

@@ -20,6 +20,8 @@ from shared.errors import (
     StaleStateError,
 )
 from shared.states import WorkflowStatus
+from shared.storage.factory import AzureStorage
+from shared.storage.memory import MemoryStorage
 from shared.storage.ports import IndexRow, Queue, ReceivedMessage, Storage
 
 EVENTUALLY_S = 15.0
@@ -63,6 +65,23 @@ async def test_state_create_only_then_cas(storage: Storage) -> None:
         await storage.workflows.write_state("wf1", b"stale", etag1, {"status": "failed"})
     assert await storage.workflows.read_state("wf1") == (b"s2", etag2)
     assert (await storage.workflows.state_metadata("wf1"))["status"] == "running"
+
+
+async def delete_blob(storage: Storage, name: str) -> None:
+    """Delete a workflows-container blob behind the ports' back (an operator, or a bug)."""
+    if isinstance(storage, MemoryStorage):
+        del storage.workflows.container.blobs[name]
+    else:
+        assert isinstance(storage, AzureStorage)
+        container = storage.clients.blob.get_container_client(storage.names.workflows_container)
+        await container.delete_blob(name)
+
+
+async def test_write_to_a_vanished_state_is_not_found(storage: Storage) -> None:
+    etag = await storage.workflows.create_state("wf1", b"s1", {})
+    await delete_blob(storage, "wf1.state")
+    with pytest.raises(NotFoundError):
+        await storage.workflows.write_state("wf1", b"s2", etag, {})
 
 
 async def test_state_metadata_is_written_on_create(storage: Storage) -> None:
