@@ -1,0 +1,155 @@
+// dagq's storage account and every container, table and queue it uses.
+//
+// The names below are the ones shared/names.py (ResourceNames) computes from the prefix;
+// tests/infra checks that they stay equal. The Functions host also keeps its own state here
+// (AzureWebJobsStorage: timer and lease blobs, function keys) and the Flex Consumption deployment
+// package lives in its own container; workers get no access to either (see identity.bicep).
+
+@description('Azure region of the account.')
+param location string
+
+@description('Storage account name (3-24 lowercase letters and digits, globally unique).')
+@minLength(3)
+@maxLength(24)
+param accountName string
+
+@description('Namespaces every dagq container, table and queue (2-20 lowercase letters and digits, starting with a letter).')
+@minLength(2)
+@maxLength(20)
+param prefix string = 'dagq'
+
+@description('Task queues to create up front; workers and the coordinator also create missing ones on demand.')
+param taskQueues array = [
+  'cpu'
+  'gpu'
+]
+
+@description('Allow account-key (shared key) and SAS access. Off: every client authenticates with Entra ID.')
+param allowSharedKeyAccess bool = false
+
+@description('Container that holds the Function App\'s deployment package (Flex Consumption).')
+param deploymentContainerName string
+
+param tags object = {}
+
+// One place for the names (mirrors shared/names.py ResourceNames).
+var names = {
+  workflowsContainer: '${prefix}-workflows'
+  outputsContainer: '${prefix}-outputs'
+  deadletterContainer: '${prefix}-deadletter'
+  indexTable: '${prefix}WorkflowsIndex'
+  eventQueue: '${prefix}-events'
+  eventPoisonQueue: '${prefix}-events-poison'
+}
+// ResourceNames.task_queue: '{prefix}-q-{queue}', lower-cased, '_' -> '-'.
+var taskQueueNames = [for queue in taskQueues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: accountName
+  location: location
+  tags: tags
+  kind: 'StorageV2'
+  sku: {
+    name: 'Standard_LRS'
+  }
+  properties: {
+    accessTier: 'Hot'
+    minimumTlsVersion: 'TLS1_2'
+    supportsHttpsTrafficOnly: true
+    allowBlobPublicAccess: false
+    allowSharedKeyAccess: allowSharedKeyAccess
+    allowCrossTenantReplication: false
+    defaultToOAuthAuthentication: true
+    publicNetworkAccess: 'Enabled'
+    networkAcls: {
+      bypass: 'AzureServices'
+      defaultAction: 'Allow'
+    }
+  }
+}
+
+// Child resources are declared at the top level with `parent:` (one resource per declaration
+// keeps them easy to read and to check in tests/infra).
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource workflowsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: names.workflowsContainer
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource outputsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: names.outputsContainer
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource deadletterContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: names.deadletterContainer
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: deploymentContainerName
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource indexTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' = {
+  parent: tableService
+  name: names.indexTable
+}
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource eventQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: names.eventQueue
+}
+
+// The Functions host moves an event here after maxDequeueCount failures; the poison-repair sweep
+// reads it, so it exists from the start.
+resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: names.eventPoisonQueue
+}
+
+resource taskQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
+  for name in taskQueueNames: {
+    parent: queueService
+    name: name
+  }
+]
+
+output name string = storage.name
+output id string = storage.id
+output blobEndpoint string = storage.properties.primaryEndpoints.blob
+output queueEndpoint string = storage.properties.primaryEndpoints.queue
+output tableEndpoint string = storage.properties.primaryEndpoints.table
+output workflowsContainerName string = names.workflowsContainer
+output outputsContainerName string = names.outputsContainer
+output deadletterContainerName string = names.deadletterContainer
+output indexTableName string = names.indexTable
+output eventQueueName string = names.eventQueue
+output eventPoisonQueueName string = names.eventPoisonQueue
+output taskQueueNames array = taskQueueNames
