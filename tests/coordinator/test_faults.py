@@ -153,30 +153,34 @@ async def test_concurrent_writer_forces_412_and_is_reapplied() -> None:
     await check(storage, worker)
 
 
+async def lease_lost_at(at: int) -> None:
+    storage, clock, worker = await setup()
+    options = fast_options(event_visibility_s=30, renew_every_s=0.001)
+    usurper = Coordinator(storage, NAMES, options, clock=clock, hold_lease=True)
+    lost_at: list[int] = []
+
+    async def break_and_take(_: str) -> None:
+        await storage.lease.break_lease()
+        assert (await usurper.run_once(budget_s=0.001)).leader  # the other one takes over
+        lost_at.append(len(plan.calls))
+        await asyncio.sleep(0.01)  # the renewal notices
+
+    plan = FaultPlan(hooks={at: break_and_take})
+    victim = Coordinator(faulty(storage, plan), NAMES, options, clock=clock)
+    await victim.run_once(sweep=True)
+    await worker.step()
+    await victim.run_once(sweep=True)
+    assert lost_at, "the hook never ran"
+    after = plan.calls[lost_at[0] :]
+    assert "workflows.write_state" not in after, after
+    assert "queue.send" not in after, after
+    await run_until_done(storage, clock, worker, usurper)
+    await check(storage, worker)
+
+
 async def test_lease_lost_mid_pass_stops_writes() -> None:
     for at in (2, 4, 7, 10):
-        storage, clock, worker = await setup()
-        options = fast_options(event_visibility_s=30, renew_every_s=0.001)
-        usurper = Coordinator(storage, NAMES, options, clock=clock, hold_lease=True)
-        lost_at: list[int] = []
-
-        async def break_and_take(_: str) -> None:
-            await storage.lease.break_lease()
-            assert (await usurper.run_once(budget_s=0.001)).leader  # the other one takes over
-            lost_at.append(len(plan.calls))
-            await asyncio.sleep(0.01)  # the renewal notices
-
-        plan = FaultPlan(hooks={at: break_and_take})
-        victim = Coordinator(faulty(storage, plan), NAMES, options, clock=clock)
-        await victim.run_once(sweep=True)
-        await worker.step()
-        await victim.run_once(sweep=True)
-        assert lost_at, "the hook never ran"
-        after = plan.calls[lost_at[0] :]
-        assert "workflows.write_state" not in after, after
-        assert "queue.send" not in after, after
-        await run_until_done(storage, clock, worker, usurper)
-        await check(storage, worker)
+        await lease_lost_at(at)
 
 
 async def test_every_event_delivered_twice() -> None:
