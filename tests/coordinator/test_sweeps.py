@@ -1,0 +1,226 @@
+"""The sweeps over the memory fakes: each repairs what a lost message or a crash left behind."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shared import codec, engine
+from shared.coordinator import Coordinator
+from shared.messages import (
+    ActivateEvent,
+    TaskCompletedEvent,
+    decode_task_message,
+    encode,
+)
+from shared.names import ResourceNames
+from shared.projection import index_row
+from shared.states import TaskState, WorkflowStatus
+from shared.storage.memory import MemoryStorage, memory_storage
+from shared.workflow import CompiledWorkflow
+from tests.coordinator.helpers import FakeClock, diamond, fan, fast_options, load, submit, task
+from tests.support.synthetic_worker import Behavior, SyntheticWorker
+
+NAMES = ResourceNames("mem")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def storage(clock: FakeClock) -> MemoryStorage:
+    return memory_storage("mem", clock=clock)
+
+
+def cpu_texts(storage: MemoryStorage) -> list[str]:
+    return storage.queues.get(NAMES.task_queue("cpu")).peek_texts()
+
+
+async def submit_without_activate(storage: MemoryStorage, wf: CompiledWorkflow, wid: str,
+                                  now: float) -> None:  # fmt: skip
+    await submit(storage, wf, wid, now)
+    for message in await storage.event_queue.receive(32, 1):
+        await storage.event_queue.delete(message)
+
+
+async def test_activate_repair_activates_old_pending_workflows(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit_without_activate(storage, wf, "lost", clock())
+    coord = Coordinator(storage, NAMES, fast_options(activate_repair_after_s=30), clock=clock)
+    result = await coord.run_sweeps()
+    assert "activate_repair" not in result.stats.sweep  # too young: its event may be on its way
+    assert (await load(storage, wf, "lost")).status is WorkflowStatus.PENDING
+    clock.advance(31)
+    result = await coord.run_sweeps()
+    assert result.stats.sweep["activate_repair"] == 1
+    assert (await load(storage, wf, "lost")).status is WorkflowStatus.RUNNING
+    assert len(cpu_texts(storage)) == 1
+    result = await coord.run_sweeps()  # level-triggered: nothing more to do
+    assert "activate_repair" not in result.stats.sweep
+    assert len(cpu_texts(storage)) == 1
+
+
+async def test_cancel_poll_applies_a_lost_cancel(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf", clock())
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await coord.run_once()
+    state = await load(storage, wf, "wf")
+    await storage.index.request_cancel("wf", state.created_at)  # the CancelEvent itself was lost
+    result = await coord.run_sweeps()
+    assert result.stats.sweep["cancel_poll"] == 1
+    state = await load(storage, wf, "wf")
+    assert state.status is WorkflowStatus.CANCELLED  # nothing was running: cancelled at once
+    row = await storage.index.get("wf", state.created_at)
+    assert row is not None
+    assert row.status is WorkflowStatus.CANCELLED
+    assert row.cancel_requested  # the projection never clears the durable flag
+    result = await coord.run_sweeps()
+    assert "cancel_poll" not in result.stats.sweep
+
+
+async def test_poison_events_are_reapplied_or_dead_lettered(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit_without_activate(storage, wf, "wf", clock())
+    await storage.event_poison_queue.send(encode(ActivateEvent(workflow_id="wf")))
+    await storage.event_poison_queue.send("{garbage")
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    result = await coord.run_sweeps()
+    assert result.stats.sweep["poison"] == 2
+    assert result.stats.dead_lettered == 1
+    assert (await load(storage, wf, "wf")).status is WorkflowStatus.RUNNING
+    assert storage.event_poison_queue.peek_texts() == []
+    [letter] = await storage.deadletters.list()
+    assert letter.text == "{garbage"
+    assert "malformed" in letter.reason
+
+
+async def test_queue_timeout_fails_a_task_nobody_takes(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = CompiledWorkflow.of("qt", [task("a", queue="gpu", queue_timeout_s=60.0)])
+    await submit(storage, wf, "qt", clock())
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await coord.run_sweeps()
+    clock.advance(30)
+    await coord.run_sweeps()
+    assert (await load(storage, wf, "qt")).status is WorkflowStatus.RUNNING
+    clock.advance(31)
+    result = await coord.run_sweeps()
+    state = await load(storage, wf, "qt")
+    assert state.status is WorkflowStatus.FAILED
+    assert state.task(0).state is TaskState.FAILED
+    assert "queue_timeout" in (state.task(0).error or "")
+    assert result.stats.workflows_finished == 1
+
+
+async def test_lost_dispatch_is_resent_with_the_same_attempt(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf", clock())
+    coord = Coordinator(storage, NAMES, fast_options(lost_dispatch_after_s=600), clock=clock)
+    await coord.run_once()
+    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    [lost] = await queue.receive(1, 1)
+    await queue.delete(lost)  # the task message vanished
+    clock.advance(601)
+    result = await coord.run_sweeps()
+    assert result.stats.tasks_dispatched == 1
+    [again] = cpu_texts(storage)
+    assert decode_task_message(again).key == decode_task_message(lost.text).key
+    assert (await coord.run_sweeps()).stats.tasks_dispatched == 0
+
+
+async def test_index_repair_rewrites_a_stale_row(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf", clock())
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await coord.run_once()
+    state = await load(storage, wf, "wf")
+    stale = index_row(wf, engine.new_state(wf, "wf", state.created_at))
+    stale.status = WorkflowStatus.RUNNING
+    await storage.index.project(stale)  # a projection that lags behind the state
+    result = await coord.run_sweeps()
+    assert result.stats.sweep.get("index_repair") == 1
+    row = await storage.index.get("wf", state.created_at)
+    assert row is not None
+    assert row.counts == {"queued": 1, "pending": 3}
+
+
+async def test_huge_fan_in_travels_as_an_upstream_blob(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = fan(600)
+    await submit(storage, wf, "big", clock())
+    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"leaf*": Behavior(output="x" * 100)},
+                             clock=clock)  # fmt: skip
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    upstream_blobs = 0
+    for _ in range(50):
+        result = await coord.run_once()
+        upstream_blobs += result.stats.upstream_blobs
+        if not await worker.step() and not result.stats.events_received:
+            break
+    state = await load(storage, wf, "big")
+    assert state.status is WorkflowStatus.COMPLETED
+    assert upstream_blobs == 1
+    sink = next(e for e in worker.history if e.message.task == "sink")
+    assert sink.message.upstream is None
+    assert sink.message.upstream_blob == NAMES.upstream_blob("big", "sink", 1)
+    assert len(sink.upstream) == 600
+    stored = json.loads(await storage.outputs.get(NAMES.upstream_blob("big", "sink", 1)))
+    assert stored["leaf00000"]["inline"] == "x" * 100
+
+
+async def test_max_parallelism_is_never_exceeded(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = CompiledWorkflow.of("mp", list(fan(12).tasks), max_parallelism=3)
+    await submit(storage, wf, "mp", clock())
+    worker = SyntheticWorker(storage, NAMES, ["cpu"], clock=clock)
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    peak = 0
+    for _ in range(100):
+        await coord.run_once(sweep=True)
+        state = await load(storage, wf, "mp")
+        in_flight = state.counts().get("queued", 0) + state.counts().get("running", 0)
+        peak = max(peak, in_flight)
+        assert in_flight <= 3
+        assert len(cpu_texts(storage)) <= 3
+        if state.status.is_terminal:
+            break
+        await worker.step()
+    assert state.status is WorkflowStatus.COMPLETED
+    assert peak == 3
+
+
+async def test_stale_cache_is_corrected_by_the_etag(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    """Another coordinator moved the state on while this one held it in cache: its flush gets a
+    412, it re-reads and re-applies, and nothing is lost or doubled."""
+    wf = diamond()
+    await submit(storage, wf, "wf", clock())
+    one = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    two = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await one.run_once()  # activates; caches the state
+    done_a = TaskCompletedEvent(workflow_id="wf", task="a", attempt=1, started_at=clock(),
+                                finished_at=clock())  # fmt: skip
+    await storage.event_queue.send(encode(done_a))
+    await two.run_once()  # a later leader applies a's completion
+    data, _ = await storage.workflows.read_state("wf")
+    assert codec.decode_state(data, wf).task(0).state is TaskState.COMPLETED
+    done_b = TaskCompletedEvent(workflow_id="wf", task="b", attempt=1, started_at=clock(),
+                                finished_at=clock())  # fmt: skip
+    await storage.event_queue.send(encode(done_b))
+    result = await one.run_once()  # stale cache: 412, re-read, re-apply
+    assert result.stats.flush_conflicts == 1
+    state = await load(storage, wf, "wf")
+    assert state.task(0).state is TaskState.COMPLETED
+    assert state.task(1).state is TaskState.COMPLETED
