@@ -1,4 +1,4 @@
-"""One agent in-process on Azurite running real subprocesses: what a task sees and what it reports."""
+"""One in-process agent on Azurite running real subprocesses: what a task sees, what it reports."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ async def test_nonzero_exit_reports_failure_with_stderr_tail(
     assert event.error == "boom: disk full"
     assert event.log_blob is not None
     log = await storage.outputs.get(event.log_blob)
-    assert b"out\n" in log and b"boom: disk full" in log
+    assert b"out\n" in log
+    assert b"boom: disk full" in log
 
 
 async def test_large_output_is_uploaded_and_referenced(
@@ -82,7 +83,8 @@ async def test_large_output_is_uploaded_and_referenced(
         names,
         "wf1",
         "big",
-        f'python3 -c \'import json; json.dump({{"x": "a" * {big}}}, open("\'$DAGQ_OUTPUT\'", "w"))\'',
+        "python3 -c 'import json, os; "
+        f'json.dump({{"x": "a" * {big}}}, open(os.environ["DAGQ_OUTPUT"], "w"))\'',
     )
     async with running_agent(worker_settings(), storage):
         (event,) = await read_events(storage, 1)
@@ -173,14 +175,16 @@ async def test_env_cwd_and_no_storage_secrets(
         events = await read_events(storage, 3)
     by_task = {e.task: e for e in events if hasattr(e, "task")}
     a, b, c = by_task["a"], by_task["b"], by_task["c"]
-    assert isinstance(a, TaskCompletedEvent) and a.output is not None
+    assert isinstance(a, TaskCompletedEvent)
+    assert a.output is not None
     assert isinstance(a.output.inline, dict)
     assert a.output.inline["greeting"] == "hi"
     assert a.output.inline["secret"] is None
     # Default cwd: a fresh per-attempt directory under the work dir.
     assert str(a.output.inline["cwd"]).startswith(str(settings.work_dir.resolve()))
     assert str(a.output.inline["cwd"]).endswith("attempts/wf1/a/1/work")
-    assert isinstance(b, TaskCompletedEvent) and b.output is not None
+    assert isinstance(b, TaskCompletedEvent)
+    assert b.output is not None
     assert isinstance(b.output.inline, dict)
     assert b.output.inline["cwd"] == str((settings.work_dir / "shared/data").resolve())
     # A relative cwd may not climb out of the work dir.

@@ -1,0 +1,201 @@
+"""Stopping tasks: a cancelled workflow (before and while running), SIGTERM to the agent, and a
+Scheduled Events preemption notice from a fake metadata server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.messages import TaskCompletedEvent, TaskFailedEvent, decode_task_message
+from shared.names import ResourceNames
+from shared.storage.factory import AzureStorage
+from tests.worker.conftest import (
+    create_workflow,
+    drain_events,
+    read_events,
+    running_agent,
+    send_task,
+    set_status,
+    start_agent,
+)
+from tests.worker.test_delivery import wait_for
+from worker_agent.config import WorkerSettings
+
+pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
+
+Make = Callable[..., WorkerSettings]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def group_task(tmp_path: Path) -> tuple[str, Path, Path]:
+    """A command whose grandchild ignores SIGTERM (only SIGKILL stops it) and records its pid."""
+    pid_file = tmp_path / "grandchild.pid"
+    started = tmp_path / "started"
+    cmd = f"(trap '' TERM; exec sleep 60) & echo $! > {pid_file}; touch {started}; wait; sleep 60"
+    return cmd, pid_file, started
+
+
+async def test_cancel_stops_the_whole_process_group_and_reports_cancelled(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+) -> None:
+    await create_workflow(storage, "wf1")
+    cmd, pid_file, started = group_task(tmp_path)
+    await send_task(storage, names, "wf1", "train", cmd)
+    async with running_agent(worker_settings(kill_grace_s=0.5), storage):
+        await wait_for(started.exists)
+        grandchild = int(pid_file.read_text())
+        assert alive(grandchild)
+        await set_status(storage, "wf1", "cancelling")
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent)
+    assert event.reason == "cancelled"
+    assert event.log_blob is not None
+    await wait_for(lambda: not alive(grandchild), timeout_s=5)
+    assert await storage.queues.get(names.task_queue("cpu")).approximate_count() == 0
+
+
+async def test_task_of_cancelled_or_deleted_workflow_is_skipped_and_reported(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    await create_workflow(storage, "wf1", status="cancelled")
+    await send_task(storage, names, "wf1", "a", f"touch {marker}")
+    await send_task(storage, names, "gone", "b", f"touch {marker}")  # no state blob at all
+    async with running_agent(worker_settings(), storage):
+        events = await read_events(storage, 2)
+    assert {(e.workflow_id, e.kind, getattr(e, "reason", None)) for e in events} == {
+        ("wf1", "failed", "cancelled"),
+        ("gone", "failed", "cancelled"),
+    }
+    assert not marker.exists()
+
+
+async def test_sigterm_lets_a_short_task_finish_then_exits(
+    storage: AzureStorage,
+    names: ResourceNames,
+    storage_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "started"
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", f"touch {started}; sleep 1")
+    agent = await start_agent(
+        storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
+        DAGQ_WORKER_SHUTDOWN_GRACE_S="20",
+    )  # fmt: skip
+    await wait_for(started.exists)
+    agent.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(agent.wait(), timeout=20) == 0
+    (event,) = await drain_events(storage)
+    assert isinstance(event, TaskCompletedEvent)
+
+
+# -- preemption ----------------------------------------------------------------------------------
+
+
+class FakeMetadata:
+    """Azure's instance metadata service, as much of it as the watcher reads."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.requests: list[dict[str, str]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                fake.requests.append({"path": self.path, "metadata": self.headers["Metadata"]})
+                if self.path.startswith("/metadata/instance/compute/name"):
+                    body = b"vm-7"
+                else:
+                    body = json.dumps({"DocumentIncarnation": 1, "Events": fake.events}).encode()
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = (
+            f"http://127.0.0.1:{self.server.server_port}/metadata/scheduledevents"
+            "?api-version=2020-07-01"
+        )
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def metadata() -> Iterator[FakeMetadata]:
+    fake = FakeMetadata()
+    yield fake
+    fake.close()
+
+
+def preempt(resource: str) -> dict[str, Any]:
+    return {
+        "EventId": f"evt-{resource}",
+        "EventType": "Preempt",
+        "ResourceType": "VirtualMachine",
+        "Resources": [resource],
+        "EventStatus": "Scheduled",
+        "NotBefore": "",
+    }
+
+
+@pytest.mark.slow
+async def test_preemption_notice_releases_the_running_task_without_reporting(
+    storage: AzureStorage,
+    names: ResourceNames,
+    storage_env: dict[str, str],
+    tmp_path: Path,
+    metadata: FakeMetadata,
+) -> None:
+    await create_workflow(storage, "wf1")
+    cmd, pid_file, started = group_task(tmp_path)
+    await send_task(storage, names, "wf1", "train", cmd)
+    agent = await start_agent(
+        storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
+        DAGQ_WORKER_METADATA_URL=metadata.url, DAGQ_WORKER_METADATA_POLL_S="0.1",
+        DAGQ_WORKER_SHUTDOWN_GRACE_S="0.2", DAGQ_WORKER_KILL_GRACE_S="0.5",
+        DAGQ_WORKER_VISIBILITY_S="60", DAGQ_WORKER_HEARTBEAT_S="20",
+    )  # fmt: skip
+    try:
+        await wait_for(started.exists)
+        grandchild = int(pid_file.read_text())
+        metadata.events.append(preempt("another-vm"))  # not ours: ignored
+        await asyncio.sleep(0.5)
+        assert agent.returncode is None
+        metadata.events.append(preempt("vm-7"))
+        assert await asyncio.wait_for(agent.wait(), timeout=20) == 0
+    finally:
+        if agent.returncode is None:
+            agent.kill()
+            await agent.wait()
+    assert not alive(grandchild)
+    assert all(r["metadata"] == "true" for r in metadata.requests)
+    # Not a failed attempt: nothing reported, and the message is visible again at once (its
+    # 60 s visibility timeout was cut short), ready for another worker.
+    assert await drain_events(storage) == []
+    queue = storage.queues.get(names.task_queue("cpu"))
+    (again,) = await queue.receive(1, 5)
+    assert decode_task_message(again.text).task == "train"
+    assert again.dequeue_count == 2
