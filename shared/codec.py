@@ -1,0 +1,406 @@
+"""The compact, versioned codecs of the two workflow blobs.
+
+Definition blob (``{id}.def``, written once): ``b"DQD" + version byte + zlib(JSON)``, the JSON being
+the CompiledWorkflow with short keys, defaults omitted and parents as index lists.
+
+State blob (``{id}.state``, rewritten by the coordinator): ``b"DQS" + version byte +
+zlib(body)``; the body is a fixed header followed by length-prefixed sections:
+
+- ``meta``: JSON of the rare fields — workflow id and error, per-task errors, outputs, log blobs,
+  retry bases, re-send times, unusual exit codes, and the table of worker names;
+- ``codes``: one byte per task (the state code, see ``shared.state.TASK_STATES``);
+- ``attempt``: uint32 per task; ``worker``: uint32 per task (1 + index into the worker table, 0 =
+  none); ``ready``: uint32 per entry of the ready queue;
+- ``queued``/``started``/``finished``: uint64 per task, integer milliseconds stored relative to a
+  reference (queued to the workflow's creation, started to queued, finished to started), zigzag
+  encoded, plus one (0 = no value).
+
+Integer columns are stored as byte planes (all lowest bytes, then all next bytes...) so that zlib
+sees long runs of zeros and repeats: a finished 1,000-task workflow fits in about 3 KB. Derived
+bookkeeping (per-state counts, parent counters) is not stored; decoding recomputes it.
+
+Version 1 is the only version; a later dagq keeps reading it. A blob with an unknown (newer)
+version, a bad magic or corrupt content raises CodecError.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+from array import array
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from shared.errors import CodecError
+from shared.messages import OutputRef
+from shared.state import COMPLETED, READY, TASK_STATES, RuntimeState, to_ms
+from shared.states import WorkflowStatus
+from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+
+STATE_MAGIC = b"DQS"
+DEFINITION_MAGIC = b"DQD"
+STATE_VERSION = 1
+DEFINITION_VERSION = 1
+_ZLIB_LEVEL = 6  # level 9 saves ~1% here for twice the time
+
+_STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
+_STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
+# n_tasks, status, flags, run, created_at, updated_at, finished_at, cancel_requested_at
+_HEADER = struct.Struct("<IBBIdddd")
+_FLAG_CANCEL = 1
+_FLAG_FINISHED = 2
+_FLAG_CANCEL_AT = 4
+_LEN = struct.Struct("<I")
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+# -- integer columns as byte planes --------------------------------------------------------------
+
+
+def _pack(typecode: str, values: Iterable[int]) -> bytes:
+    column = array(typecode, values)
+    if _BIG_ENDIAN:
+        column.byteswap()
+    raw = column.tobytes()
+    width = column.itemsize
+    return b"".join(raw[k::width] for k in range(width))
+
+
+def _unpack(typecode: str, data: bytes, n: int) -> array[int]:
+    column = array(typecode)
+    width = column.itemsize
+    if len(data) != n * width:
+        raise CodecError(
+            f"state blob is corrupt: a column holds {len(data)} bytes, expected {n * width}"
+        )
+    raw = bytearray(len(data))
+    for k in range(width):
+        raw[k::width] = data[k * n : (k + 1) * n]
+    column.frombytes(raw)
+    if _BIG_ENDIAN:
+        column.byteswap()
+    return column
+
+
+def _zz(x: int) -> int:
+    return x << 1 if x >= 0 else ((-x) << 1) - 1
+
+
+def _unzz(z: int) -> int:
+    return z >> 1 if not z & 1 else -((z + 1) >> 1)
+
+
+def _rel(values: list[int | None], refs: list[int]) -> list[int]:
+    return [0 if v is None else _zz(v - r) + 1 for v, r in zip(values, refs, strict=True)]
+
+
+def _unrel(stored: array[int], refs: list[int]) -> list[int | None]:
+    return [None if z == 0 else _unzz(z - 1) + r for z, r in zip(stored, refs, strict=True)]
+
+
+def _refs(primary: list[int | None], fallback: list[int]) -> list[int]:
+    return [f if p is None else p for p, f in zip(primary, fallback, strict=True)]
+
+
+# -- state ---------------------------------------------------------------------------------------
+
+
+def state_metadata(state: RuntimeState) -> dict[str, str]:
+    """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
+    return {"status": state.status.value, "run": str(state.run), "codec": str(STATE_VERSION)}
+
+
+def encode_state(state: RuntimeState) -> bytes:
+    """The state blob bytes of ``state`` (exactly what ``decode_state`` reads back)."""
+    n = len(state)
+    created = to_ms(state.created_at)
+    worker_table: dict[str, int] = {}
+    worker_column = [0] * n
+    for task, name in state.workers.items():
+        worker_column[task] = worker_table.setdefault(name, len(worker_table) + 1)
+    codes = state.codes
+    odd_exits = {
+        str(t): code
+        for t, code in enumerate(state.exit_code)
+        if code != (0 if codes[t] == COMPLETED else None)
+    }
+    meta: dict[str, Any] = {"id": state.workflow_id}
+    if state.error is not None:
+        meta["error"] = state.error
+    sparse: dict[str, dict[int, Any]] = {
+        "errors": state.errors,
+        "logs": state.log_blob,
+        "base": state.base_attempt,
+        "sent": state.sent_ms,
+    }
+    for key, mapping in sparse.items():
+        if mapping:
+            meta[key] = {str(t): v for t, v in mapping.items()}
+    if state.outputs:
+        meta["outputs"] = {
+            str(t): ref.model_dump(mode="json", exclude_defaults=True)
+            for t, ref in state.outputs.items()
+        }
+    if odd_exits:
+        meta["exits"] = odd_exits
+    if worker_table:
+        meta["workers"] = list(worker_table)
+
+    base = [created] * n
+    queued_refs = _refs(state.queued_ms, base)
+    started_refs = _refs(state.started_ms, queued_refs)
+    ready = [t for t in state.ready if codes[t] == READY]  # stale entries are dropped
+    flags = (
+        (_FLAG_CANCEL if state.cancel_requested else 0)
+        | (_FLAG_FINISHED if state.finished_at is not None else 0)
+        | (_FLAG_CANCEL_AT if state.cancel_requested_at is not None else 0)
+    )
+    sections = [
+        json.dumps(meta, separators=(",", ":"), ensure_ascii=False).encode(),
+        bytes(codes),
+        _pack("I", state.attempt),
+        _pack("Q", _rel(state.queued_ms, base)),
+        _pack("Q", _rel(state.started_ms, queued_refs)),
+        _pack("Q", _rel(state.finished_ms, started_refs)),
+        _pack("I", worker_column),
+        _pack("I", ready),
+    ]
+    body = [
+        _HEADER.pack(
+            n,
+            _STATUS_CODE[state.status],
+            flags,
+            state.run,
+            state.created_at,
+            state.updated_at,
+            state.finished_at or 0.0,
+            state.cancel_requested_at or 0.0,
+        )
+    ]
+    for section in sections:
+        body.append(_LEN.pack(len(section)))
+        body.append(section)
+    return STATE_MAGIC + bytes([STATE_VERSION]) + zlib.compress(b"".join(body), _ZLIB_LEVEL)
+
+
+def _open(data: bytes, magic: bytes, version: int, what: str) -> bytes:
+    if len(data) < len(magic) + 1 or data[: len(magic)] != magic:
+        raise CodecError(f"{what} blob is not a dagq {what} blob (bad magic bytes)")
+    found = data[len(magic)]
+    if found > version:
+        raise CodecError(
+            f"{what} blob has format version {found}, newer than this dagq reads ({version}): "
+            "upgrade dagq"
+        )
+    if found < 1:
+        raise CodecError(f"{what} blob has invalid format version {found}")
+    try:
+        return zlib.decompress(data[len(magic) + 1 :])
+    except zlib.error as exc:
+        raise CodecError(f"{what} blob is corrupt: {exc}") from None
+
+
+def _sections(body: bytes, at: int, count: int) -> list[bytes]:
+    out: list[bytes] = []
+    for _ in range(count):
+        (size,) = _LEN.unpack_from(body, at)
+        at += _LEN.size
+        if at + size > len(body):
+            raise CodecError("state blob is corrupt: a section runs past the end")
+        out.append(body[at : at + size])
+        at += size
+    if at != len(body):
+        raise CodecError("state blob is corrupt: trailing bytes after the last section")
+    return out
+
+
+def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for key, value in mapping.items():
+        task = int(key)
+        if not 0 <= task < n:
+            raise CodecError(f"state blob is corrupt: {field} names task number {task} of {n}")
+        out[task] = value
+    return out
+
+
+def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
+    """Read a state blob written by ``encode_state`` for workflow ``wf``. Raises CodecError."""
+    body = _open(data, STATE_MAGIC, STATE_VERSION, "state")
+    try:
+        return _decode_state_body(body, wf)
+    except CodecError:
+        raise
+    except (struct.error, ValueError, KeyError, TypeError, IndexError, ValidationError) as exc:
+        raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
+
+
+def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
+    n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
+        body, 0
+    )
+    if n != len(wf.tasks):
+        raise CodecError(
+            f"state blob has {n} tasks but workflow {wf.name!r} defines {len(wf.tasks)}: "
+            "the state does not belong to this definition"
+        )
+    meta_raw, codes, attempt, queued, started, finished, worker_col, ready = _sections(
+        body, _HEADER.size, 8
+    )
+    meta = json.loads(meta_raw)
+    if not isinstance(meta, dict):
+        raise CodecError("state blob is corrupt: meta is not an object")
+    if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
+        raise CodecError("state blob is corrupt: bad task state codes")
+    st = RuntimeState(str(meta["id"]), n, created_at)
+    st.status = _STATUSES[status]
+    st.run = run
+    st.updated_at = updated_at
+    st.finished_at = finished_at if flags & _FLAG_FINISHED else None
+    st.cancel_requested = bool(flags & _FLAG_CANCEL)
+    st.cancel_requested_at = cancel_at if flags & _FLAG_CANCEL_AT else None
+    st.error = meta.get("error")
+    st.codes = bytearray(codes)
+    st.attempt = list(_unpack("I", attempt, n))
+
+    base = [to_ms(created_at)] * n
+    st.queued_ms = _unrel(_unpack("Q", queued, n), base)
+    queued_refs = _refs(st.queued_ms, base)
+    st.started_ms = _unrel(_unpack("Q", started, n), queued_refs)
+    st.finished_ms = _unrel(_unpack("Q", finished, n), _refs(st.started_ms, queued_refs))
+
+    st.exit_code = [0 if c == COMPLETED else None for c in codes]
+    for task, code in _task_keys(meta.get("exits", {}), n, "exits").items():
+        st.exit_code[task] = None if code is None else int(code)
+    st.errors = {t: str(v) for t, v in _task_keys(meta.get("errors", {}), n, "errors").items()}
+    st.log_blob = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
+    st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
+    st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
+    st.outputs = {
+        t: OutputRef.model_validate(v)
+        for t, v in _task_keys(meta.get("outputs", {}), n, "outputs").items()
+    }
+    names = [str(w) for w in meta.get("workers", [])]
+    st.workers = {t: names[w - 1] for t, w in enumerate(_unpack("I", worker_col, n)) if w}
+    ready_tasks = _unpack("I", ready, len(ready) // 4)
+    if any(t >= n for t in ready_tasks):
+        raise CodecError("state blob is corrupt: the ready queue names an unknown task")
+    st.ready = deque(ready_tasks)
+    st.rebuild_counters(wf)
+    return st
+
+
+# -- definition ----------------------------------------------------------------------------------
+
+_RETRY_DEFAULT = RetryPolicy()
+
+
+def _task_to_json(task: TaskDef) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": task.name, "c": task.cmd, "q": task.queue}
+    if task.env:
+        out["e"] = task.env
+    if task.cwd is not None:
+        out["w"] = task.cwd
+    if task.parents:
+        out["p"] = list(task.parents)
+    if task.dep_policy != "all":
+        out["dp"] = task.dep_policy
+    if task.timeout_s is not None:
+        out["t"] = task.timeout_s
+    if task.queue_timeout_s is not None:
+        out["qt"] = task.queue_timeout_s
+    if task.num_retries:
+        out["r"] = task.num_retries
+    if task.retry != _RETRY_DEFAULT:
+        retry = task.retry
+        out["rp"] = [
+            retry.initial_delay_s,
+            retry.multiplier,
+            retry.max_delay_s,
+            retry.jitter,
+            None if retry.retry_on_exit_codes is None else list(retry.retry_on_exit_codes),
+        ]
+    if task.condition is not None:
+        out["if"] = task.condition
+    if task.group is not None:
+        out["g"] = task.group
+    if task.params is not None:
+        out["pa"] = task.params
+    return out
+
+
+def _task_from_json(raw: dict[str, Any]) -> TaskDef:
+    retry = _RETRY_DEFAULT
+    if "rp" in raw:
+        initial, multiplier, max_delay, jitter, codes = raw["rp"]
+        retry = RetryPolicy(
+            initial_delay_s=float(initial),
+            multiplier=float(multiplier),
+            max_delay_s=float(max_delay),
+            jitter=float(jitter),
+            retry_on_exit_codes=None if codes is None else tuple(int(c) for c in codes),
+        )
+    dep_policy = raw.get("dp", "all")
+    if not isinstance(dep_policy, int) and dep_policy not in ("all", "any", "all_settled"):
+        raise CodecError(
+            f"definition blob is corrupt: task {raw['n']!r} has dep_policy {dep_policy!r}"
+        )
+    return TaskDef(
+        name=str(raw["n"]),
+        cmd=str(raw["c"]),
+        queue=str(raw["q"]),
+        env={str(k): str(v) for k, v in raw.get("e", {}).items()},
+        cwd=raw.get("w"),
+        parents=tuple(int(p) for p in raw.get("p", ())),
+        dep_policy=dep_policy,
+        timeout_s=raw.get("t"),
+        queue_timeout_s=raw.get("qt"),
+        num_retries=int(raw.get("r", 0)),
+        retry=retry,
+        condition=raw.get("if"),
+        group=raw.get("g"),
+        params=raw.get("pa"),
+    )
+
+
+def encode_definition(wf: CompiledWorkflow) -> bytes:
+    """The definition blob bytes of a compiled workflow."""
+    doc: dict[str, Any] = {"name": wf.name, "tasks": [_task_to_json(t) for t in wf.tasks]}
+    if wf.max_parallelism is not None:
+        doc["mp"] = wf.max_parallelism
+    if wf.result_policy != "all_sinks_succeed":
+        doc["rp"] = wf.result_policy
+    if wf.source is not None:
+        doc["src"] = wf.source
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    return DEFINITION_MAGIC + bytes([DEFINITION_VERSION]) + zlib.compress(text, _ZLIB_LEVEL)
+
+
+def decode_definition(data: bytes) -> CompiledWorkflow:
+    """Read a definition blob written by ``encode_definition``. Raises CodecError."""
+    body = _open(data, DEFINITION_MAGIC, DEFINITION_VERSION, "definition")
+    try:
+        doc = json.loads(body)
+        tasks = [_task_from_json(t) for t in doc["tasks"]]
+        n = len(tasks)
+        if any(not 0 <= p < n for t in tasks for p in t.parents):
+            raise CodecError("definition blob is corrupt: a task names an unknown parent")
+        result_policy = doc.get("rp", "all_sinks_succeed")
+        if result_policy not in ("all_sinks_succeed", "all_tasks_succeed"):
+            raise CodecError(f"definition blob is corrupt: result_policy {result_policy!r}")
+        return CompiledWorkflow.of(
+            str(doc["name"]),
+            tasks,
+            max_parallelism=doc.get("mp"),
+            result_policy=result_policy,
+            source=doc.get("src"),
+        )
+    except CodecError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CodecError(f"definition blob is corrupt: {type(exc).__name__}: {exc}") from None
