@@ -266,9 +266,14 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
 
 def list_table(items: Iterable[WorkflowSummary]) -> Table:
     """The table of ``dagq list``."""
+    items = list(items)
     table = Table(box=None, padding=(0, 2), header_style="bold")
-    for column in ("id", "name", "status", "done", "created (UTC)", "took"):
-        table.add_column(column)
+    # Ids are what people copy into the next command: never cut them short.
+    id_width = max((len(item.id) for item in items), default=2)
+    table.add_column("id", no_wrap=True, min_width=id_width)
+    table.add_column("name", overflow="ellipsis", no_wrap=True)
+    for column in ("status", "done", "created (UTC)", "took"):
+        table.add_column(column, no_wrap=True)
     for item in items:
         total = item.total or sum(item.counts.values())
         took = None
@@ -279,7 +284,7 @@ def list_table(items: Iterable[WorkflowSummary]) -> Table:
             item.name,
             status_text(item.status),
             f"{finished_count(item.counts)}/{total}",
-            timestamp(item.created_at),
+            timestamp(item.created_at)[:16],
             duration(took),
         )
     return table
