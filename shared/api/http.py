@@ -279,6 +279,7 @@ async def _get_task(req: func.HttpRequest) -> func.HttpResponse:
 
     workflow_id, task = _route(req, "id"), _route(req, "task")
     service.check_workflow_id(workflow_id)
+    service.check_task_name(task)
     storage = await CONTEXT.storage()
     body = await service.get_task(
         storage, workflow_id, task, outputs_container=CONTEXT.settings.names.outputs_container
@@ -291,6 +292,7 @@ async def _get_task_log(req: func.HttpRequest) -> func.HttpResponse:
 
     workflow_id, task = _route(req, "id"), _route(req, "task")
     service.check_workflow_id(workflow_id)
+    service.check_task_name(task)
     storage = await CONTEXT.storage()
     data = await service.read_task_blob(storage, workflow_id, task, "log")
     return func.HttpResponse(data, status_code=200, mimetype="text/plain", charset="utf-8")
@@ -301,6 +303,7 @@ async def _get_task_output(req: func.HttpRequest) -> func.HttpResponse:
 
     workflow_id, task = _route(req, "id"), _route(req, "task")
     service.check_workflow_id(workflow_id)
+    service.check_task_name(task)
     storage = await CONTEXT.storage()
     data = await service.read_task_blob(storage, workflow_id, task, "output")
     return func.HttpResponse(data, status_code=200, mimetype="application/json", charset="utf-8")

@@ -66,6 +66,13 @@ def check_workflow_id(workflow_id: str) -> None:
         raise InvalidIdError(problem)
 
 
+def check_task_name(task: str) -> None:
+    """Raise InvalidIdError if ``task`` cannot be a task name (no storage access)."""
+    problem = safe_name_problem(task)
+    if problem:
+        raise InvalidIdError(problem)
+
+
 async def load_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow:
     """The compiled definition of a workflow (cached: definition blobs never change)."""
     from shared.codec import decode_definition
@@ -234,9 +241,7 @@ async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True
 
 def task_index(wf: CompiledWorkflow, workflow_id: str, task: str) -> int:
     """The number of task ``task``; InvalidIdError if malformed, NotFoundError if unknown."""
-    problem = safe_name_problem(task)
-    if problem:
-        raise InvalidIdError(problem)
+    check_task_name(task)
     i = wf.index.get(task)
     if i is None:
         raise NotFoundError(f"workflow {workflow_id!r} has no task {task!r}")
