@@ -1,0 +1,298 @@
+"""Definition text (YAML or JSON) -> ``WorkflowSpec``, reporting every problem at once.
+
+Untrusted input: ``yaml.SafeLoader`` only (plus duplicate-key and alias-bomb checks), JSON without
+NaN/Infinity, a size limit before anything is parsed, and pydantic errors turned into issues that
+name the task and the field ("did you mean" for misspelt keys).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError
+
+from shared.errors import DefinitionError, Issue
+from shared.names import safe_name_problem
+from shared.spec import RetrySpec, TaskKwargs, TaskSpec, WorkflowSpec
+
+MAX_DEFINITION_BYTES = 16 * 1024 * 1024
+"""Largest definition accepted, in bytes of UTF-8 (a 100,000-task JSON definition written out
+task by task is about 6 MiB; foreach keeps most definitions tiny)."""
+MAX_YAML_NODES = 2_000_000
+"""Most YAML nodes after alias expansion (stops "billion laughs" documents)."""
+
+Format = Literal["yaml", "json"]
+
+
+def parse_definition(
+    data: str | bytes, *, source: str = "<input>", fmt: Format | None = None
+) -> WorkflowSpec:
+    """Parse YAML or JSON text (``fmt=None``: JSON if it starts with ``{``) into a WorkflowSpec.
+
+    Raises DefinitionError listing every problem: bad UTF-8, syntax errors (with line and column),
+    a top level that is not a mapping, unknown keys, wrong types or values.
+    """
+    text = _decode(data, source)
+    raw = _load(text, source, fmt)
+    if not isinstance(raw, dict):
+        raise DefinitionError(
+            [
+                Issue(
+                    "(top level)",
+                    "a workflow definition is a mapping with 'name' and 'tasks', got"
+                    f" {_type_name(raw)}",
+                )
+            ],
+            source,
+        )
+    try:
+        return WorkflowSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise DefinitionError(_shape_issues(exc, raw), source) from None
+
+
+def _decode(data: str | bytes, source: str) -> str:
+    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
+    if size > MAX_DEFINITION_BYTES:
+        raise DefinitionError(
+            [
+                Issue(
+                    "(file)",
+                    f"the definition is {size:,} bytes; the limit is {MAX_DEFINITION_BYTES:,}"
+                    " (use foreach instead of writing out many similar tasks)",
+                )
+            ],
+            source,
+        )
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DefinitionError(
+            [Issue(f"line {line}", f"not valid UTF-8 (byte {exc.start}): save the file as UTF-8")],
+            source,
+        ) from None
+
+
+def _load(text: str, source: str, fmt: Format | None) -> Any:
+    if fmt is None:
+        fmt = "json" if text.lstrip().startswith("{") else "yaml"
+    if fmt == "json":
+        try:
+            return json.loads(text, object_pairs_hook=_json_object, parse_constant=_json_constant)
+        except json.JSONDecodeError as exc:
+            raise DefinitionError(
+                [Issue(f"line {exc.lineno}, column {exc.colno}", f"JSON syntax error: {exc.msg}")],
+                source,
+            ) from None
+        except _DuplicateKeyError as exc:
+            raise DefinitionError([Issue("(json)", str(exc))], source) from None
+        except RecursionError:
+            raise DefinitionError([Issue("(json)", "JSON nested too deeply")], source) from None
+    return _load_yaml(text, source)
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(f"key {key!r} appears twice in the same object")
+        out[key] = value
+    return out
+
+
+def _json_constant(name: str) -> Any:
+    raise _DuplicateKeyError(f"{name} is not valid JSON (use a finite number)")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys (YAML would silently keep the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # unhashable keys: SafeLoader reports them itself
+            if duplicate:
+                mark = key_node.start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in the same mapping", mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_NODES:
+            raise DefinitionError(
+                [
+                    Issue(
+                        "(yaml)",
+                        f"the document expands to more than {MAX_YAML_NODES:,} nodes through"
+                        " aliases",
+                    )
+                ],
+                source,
+            )
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(yaml)"
+        what = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise DefinitionError([Issue(where, f"YAML error: {what}")], source) from None
+    except yaml.YAMLError as exc:
+        raise DefinitionError([Issue("(yaml)", f"YAML error: {exc}")], source) from None
+    except RecursionError:
+        raise DefinitionError([Issue("(yaml)", "YAML nested too deeply")], source) from None
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """Node count with aliases expanded, computed in linear time over the distinct nodes."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        if children_done:
+            sizes[id(node)] = min(1 + sum(sizes[id(k)] for k in kids), MAX_YAML_NODES + 1)
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(root)]
+
+
+# -- pydantic errors -> issues ------------------------------------------------------------------
+
+_MODEL_AT: dict[tuple[str, ...], type[Any]] = {
+    (): WorkflowSpec,
+    ("tasks", "*"): TaskSpec,
+    ("tasks", "*", "kwargs"): TaskKwargs,
+    ("tasks", "*", "retry"): RetrySpec,
+}
+
+
+def _shape_issues(exc: ValidationError, raw: dict[str, Any]) -> list[Issue]:
+    issues: list[Issue] = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        location, task = _render_loc(loc, raw)
+        issues.append(Issue(location, _error_message(error, loc), task))
+    return issues
+
+
+def _render_loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str, str | None]:
+    """``('tasks', 3, 'kwargs', 'cmd')`` -> ``tasks.train.kwargs.cmd`` once the name is known."""
+    parts: list[str] = []
+    task: str | None = None
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            if i == 1 and loc[0] == "tasks":
+                name = _task_name_at(raw, part)
+                if name is not None:
+                    task = name
+                    parts.append(f".{name}")
+                    continue
+            parts.append(f"[{part}]")
+        else:
+            parts.append(f".{part}" if parts else str(part))
+    return ("".join(parts) or "(top level)"), task
+
+
+def _task_name_at(raw: dict[str, Any], index: int) -> str | None:
+    tasks = raw.get("tasks")
+    if isinstance(tasks, list) and index < len(tasks) and isinstance(tasks[index], dict):
+        name = tasks[index].get("name")
+        if isinstance(name, str) and name and safe_name_problem(name) is None:
+            return name
+    return None
+
+
+def _error_message(error: Any, loc: tuple[Any, ...]) -> str:
+    kind = error["type"]
+    given = error.get("input")
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        model = _MODEL_AT.get(tuple("*" if isinstance(p, int) else p for p in loc[:-1]))
+        known = list(model.model_fields) if model is not None else []
+        hint = did_you_mean(key, known)
+        allowed = f" (allowed here: {', '.join(known)})" if known and not hint else ""
+        return f"unknown key {key!r}{hint}{allowed}"
+    if kind == "missing":
+        return f"required key {str(loc[-1])!r} is missing"
+    if kind in ("value_error", "assertion_error"):
+        return str(error["msg"]).removeprefix("Value error, ")
+    if kind.endswith("_type") or kind in ("literal_error", "enum"):
+        expected = _A_VALID_RE.sub(_article, str(error["msg"]).removeprefix("Input should be "))
+        hint = ""
+        if kind == "string_type" and isinstance(given, int | float | bool):
+            hint = " (quote it in YAML)"
+        return f"expected {expected}, got {_type_name(given)} {_short(given)}{hint}".rstrip()
+    message = str(error["msg"]).replace("Input should be", "must be")
+    return f"{message}, got {_short(given)}" if _short(given) else message
+
+
+_A_VALID_RE = re.compile(r"\ba valid (\w)")
+
+
+def _article(match: re.Match[str]) -> str:
+    letter = match.group(1)
+    return ("an " if letter in "aeiou" else "a ") + letter
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` when a candidate is close to ``word``, else empty."""
+    pool = list(candidates)
+    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.6) if len(pool) < 20_000 else []
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return ""
+    text = json.dumps(value) if isinstance(value, str | int | float | bool) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
