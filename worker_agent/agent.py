@@ -21,7 +21,7 @@ from shared.names import ResourceNames
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.attempt import AttemptRunner
 from worker_agent.config import WorkerSettings
-from worker_agent.gpu import detect_gpus, slot_devices
+from worker_agent.gpu import slot_plan
 from worker_agent.preemption import Notice, PreemptionWatcher, seconds_left
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import StopRequest
@@ -34,16 +34,23 @@ PREEMPT_MARGIN_S = 5.0
 class Agent:
     """One worker agent process: ``await Agent(...).run()`` until shutdown; returns an exit code."""
 
-    def __init__(self, settings: WorkerSettings, storage: Storage, names: ResourceNames) -> None:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        storage: Storage,
+        names: ResourceNames,
+        devices: list[str | None] | None = None,
+    ) -> None:
+        """``devices``: each slot's CUDA_VISIBLE_DEVICES, if already planned (see gpu.slot_plan)."""
         self.settings = settings
         self.storage = storage
         self.queues: list[tuple[str, Queue]] = [
             (name, storage.queues.get(names.task_queue(name))) for name in settings.require_queues()
         ]
-        gpus = detect_gpus() if settings.gpus == ["auto"] else settings.gpus
-        self.slot_count, self.devices = slot_devices(
-            gpus, settings.gpus_per_task, settings.concurrency
+        self.devices = devices or slot_plan(
+            settings.gpus, settings.gpus_per_task, settings.concurrency
         )
+        self.slot_count = len(self.devices)
         self.log: TaskLogger = task_logger(worker=settings.worker_id)
         self.attempts = AttemptRunner(
             settings=settings,

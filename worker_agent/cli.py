@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from shared.errors import DagqError
 from shared.settings import Settings
 from worker_agent.config import WorkerSettings
+from worker_agent.gpu import slot_plan
 from worker_agent.telemetry import setup_logging
 
 PROG = "dagq-worker"
@@ -115,13 +116,13 @@ def load_settings(args: argparse.Namespace) -> tuple[Settings, WorkerSettings]:
     return settings, WorkerSettings(**worker_overrides)
 
 
-async def serve(settings: Settings, worker: WorkerSettings) -> int:
+async def serve(settings: Settings, worker: WorkerSettings, devices: list[str | None]) -> int:
     """Open storage and run one agent until it shuts down."""
     from shared.storage.factory import open_storage
     from worker_agent.agent import Agent
 
     async with open_storage(settings) as storage:
-        agent = Agent(worker, storage, settings.names)
+        agent = Agent(worker, storage, settings.names, devices)
         return await agent.run(handle_signals=True)
 
 
@@ -138,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings, worker = load_settings(args)
         worker.require_queues()
+        devices = slot_plan(worker.gpus, worker.gpus_per_task, worker.concurrency)
     except ValidationError as exc:
         print(f"{PROG}: error: {_explain(exc)}", file=sys.stderr)
         return 2
@@ -146,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     setup_logging(worker.log_level, worker.log_format)
     try:
-        return asyncio.run(serve(settings, worker))
+        return asyncio.run(serve(settings, worker, devices))
     except DagqError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -65,3 +65,9 @@ def slot_devices(
     return slots, [
         ",".join(gpus[i * gpus_per_task : (i + 1) * gpus_per_task]) for i in range(slots)
     ]
+
+
+def slot_plan(gpus: list[str], gpus_per_task: int, concurrency: int | None) -> list[str | None]:
+    """Each slot's CUDA_VISIBLE_DEVICES, with ``gpus == ['auto']`` asking nvidia-smi."""
+    ids = detect_gpus() if gpus == ["auto"] else gpus
+    return slot_devices(ids, gpus_per_task, concurrency)[1]
