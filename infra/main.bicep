@@ -229,5 +229,6 @@ output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.connect
 output WORKER_IDENTITY_ID string = identity.outputs.workerIdentityId
 output WORKER_CLIENT_ID string = identity.outputs.workerIdentityClientId
 output GPU_POOL_NAME string = deployGpuPool ? names.gpuPool : ''
-// On a VM or pod that carries the worker identity (or anywhere `az login` has data roles):
-output WORKER_COMMAND string = 'DAGQ_STORAGE__accountName=${storage.outputs.name} DAGQ_PREFIX=${prefix} AZURE_CLIENT_ID=${identity.outputs.workerIdentityClientId} dagq-worker gpu'
+// The command that starts a worker for the GPU queues: on a VM or pod that carries the worker
+// identity (AZURE_CLIENT_ID selects it), or on any machine where `az login` has the data roles.
+output WORKER_COMMAND string = 'AZURE_CLIENT_ID=${identity.outputs.workerIdentityClientId} dagq-worker ${join(gpuQueues, ' ')} --account ${storage.outputs.name} --prefix ${prefix} --gpus auto'

@@ -1,0 +1,120 @@
+"""The Function App runs on Flex Consumption with Python 3.11, reaches storage by managed identity,
+and gets exactly the app settings dagq's code and the Functions host read."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from shared.names import ResourceNames
+from shared.settings import Settings
+from tests.infra.bicep_model import REPO, Opaque, Template, deployment
+
+# Read by the Functions host, not by Settings: DAGQ_STORAGE__credential makes the connection
+# DAGQ_STORAGE identity-based for the queue trigger; DAGQ_EVENT_QUEUE names the event queue for
+# tools and for a trigger that binds %DAGQ_EVENT_QUEUE%.
+HOST_SETTINGS = {"DAGQ_STORAGE__credential", "DAGQ_EVENT_QUEUE"}
+
+
+def _app() -> tuple[Template, dict[str, Any]]:
+    app = deployment()[1]["functionApp"]
+    return app, app.evaluate(Template.body(app.resources["functionApp"]))
+
+
+def _settings() -> dict[str, Any]:
+    _, site = _app()
+    entries = site["properties"]["siteConfig"]["appSettings"]
+    names = [entry["name"] for entry in entries]
+    assert len(names) == len(set(names)), "an app setting is set twice"
+    return {entry["name"]: entry["value"] for entry in entries}
+
+
+def _settings_aliases() -> set[str]:
+    aliases: set[str] = set()
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        choices = getattr(alias, "choices", [alias])
+        aliases.update(choice for choice in choices if isinstance(choice, str))
+    return aliases
+
+
+def test_plan_is_flex_consumption_on_linux() -> None:
+    app, _ = _app()
+    [plan] = app.resources_of_type("Microsoft.Web/serverfarms").values()
+    body = app.evaluate(Template.body(plan))
+    assert body["sku"] == {"tier": "FlexConsumption", "name": "FC1"}
+    assert body["properties"]["reserved"] is True  # Linux
+
+
+def test_site_runs_python_311_with_small_instance_limits() -> None:
+    app, site = _app()
+    assert site["kind"] == "functionapp,linux"
+    config = site["properties"]["functionAppConfig"]
+    assert config["runtime"] == {"name": "python", "version": "3.11"}
+    scale = config["scaleAndConcurrency"]
+    # The coordinator is a singleton (lease): a small cap bounds idle instances.
+    assert 1 <= scale["maximumInstanceCount"] <= 20
+    assert scale["instanceMemoryMB"] in app.decorator("instanceMemoryMB", "allowed")
+
+
+def test_site_is_https_only_with_a_user_assigned_identity() -> None:
+    app, site = _app()
+    assert site["properties"]["httpsOnly"] is True
+    assert site["properties"]["siteConfig"]["minTlsVersion"] == "1.2"
+    assert site["identity"]["type"] == "UserAssigned"
+    identities = Template.body(app.resources["functionApp"])["identity"]["userAssignedIdentities"]
+    assert list(identities) == ["'${appIdentityId}'"]
+    deploy = site["properties"]["functionAppConfig"]["deployment"]["storage"]
+    assert deploy["type"] == "blobContainer"
+    assert deploy["authentication"]["type"] == "UserAssignedIdentity"
+
+
+def test_host_storage_is_identity_based() -> None:
+    settings = _settings()
+    assert "AzureWebJobsStorage" not in settings  # no connection string, no key
+    assert settings["AzureWebJobsStorage__credential"] == "managedidentity"
+    assert {"AzureWebJobsStorage__accountName", "AzureWebJobsStorage__clientId"} <= set(settings)
+    assert "APPLICATIONINSIGHTS_CONNECTION_STRING" in settings
+    # Flex Consumption sets the runtime in functionAppConfig and rejects these settings.
+    assert not {"FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION"} & set(settings)
+
+
+def test_every_dagq_setting_is_one_the_code_reads() -> None:
+    function_app = REPO / "function_app.py"
+    read_by_app = (
+        set(re.findall(r"DAGQ_[A-Z_]+", function_app.read_text())) if function_app.exists() else set()
+    )
+    known = _settings_aliases() | read_by_app | HOST_SETTINGS
+    dagq = {name for name in _settings() if name.startswith("DAGQ_")}
+    assert dagq <= known, f"settings nothing reads: {sorted(dagq - known)}"
+
+
+def test_required_dagq_settings_are_present_with_the_right_values() -> None:
+    main, _ = deployment()
+    settings = _settings()
+    names = ResourceNames(main.default("prefix"))
+    assert settings["DAGQ_STORAGE__credential"] == "managedidentity"
+    for name in ("accountName", "clientId", "queueServiceUri", "blobServiceUri", "tableServiceUri"):
+        assert isinstance(settings[f"DAGQ_STORAGE__{name}"], Opaque)  # filled in by Azure
+    assert settings["DAGQ_PREFIX"] == names.prefix
+    assert settings["DAGQ_EVENT_QUEUE"] == names.event_queue
+    assert settings["DAGQ_SWEEP_SCHEDULE"] == Settings.model_fields["sweep_schedule"].default
+    # The same user-assigned identity for the host, dagq's clients and azure-identity.
+    client_ids = {
+        settings[key].expression
+        for key in ("AzureWebJobsStorage__clientId", "DAGQ_STORAGE__clientId", "AZURE_CLIENT_ID")
+    }
+    assert client_ids == {"appIdentity.properties.clientId"}
+
+
+def test_bindings_in_function_app_find_their_settings() -> None:
+    function_app = REPO / "function_app.py"
+    if not function_app.exists():
+        return
+    source = function_app.read_text()
+    settings = _settings()
+    for expression in re.findall(r"%([A-Za-z0-9_]+)%", source):
+        assert expression in settings, f"%{expression}% has no app setting"
+    for connection in re.findall(r"connection=\"([A-Za-z0-9_]+)\"", source):
+        assert f"{connection}__queueServiceUri" in settings
+        assert settings[f"{connection}__credential"] == "managedidentity"

@@ -1,0 +1,130 @@
+"""The role assignments in modules/identity.bicep are exactly the ones infra/README.md lists (the
+doc and the code cannot drift), with the real built-in role ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.names import ResourceNames
+from tests.infra.bicep_model import INFRA, Template, deployment, symbol
+
+# Azure's built-in roles (their ids are the same in every tenant).
+BUILTIN_ROLES = {
+    "Storage Blob Data Owner": "b7e6dc6d-f1e8-4753-8033-0f276bb0955b",
+    "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+    "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    "Storage Queue Data Contributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
+    "Storage Queue Data Reader": "19e7f393-937e-4f77-808e-94535e297925",
+    "Storage Queue Data Message Processor": "8a0f0c08-91a1-4084-bc3d-661d67233fed",
+    "Storage Queue Data Message Sender": "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a",
+    "Storage Table Data Contributor": "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",
+    "Storage Table Data Reader": "76199698-9eea-4c19-bc75-cec21354c6b6",
+}
+ROLE_BY_ID = {role_id: name for name, role_id in BUILTIN_ROLES.items()}
+
+# Who a principalId expression stands for.
+PRINCIPALS = {"appIdentity": "app", "workerIdentity": "worker", "principalId": "user"}
+
+Assignment = tuple[str, str, str]  # (identity, role, scope)
+
+
+def readme_roles() -> list[Assignment]:
+    """The rows of the table under '## Roles' in infra/README.md."""
+    lines = (INFRA / "README.md").read_text().splitlines()
+    start = lines.index("## Roles")
+    rows: list[Assignment] = []
+    in_table = False
+    for line in lines[start + 1 :]:
+        if line.startswith("## "):
+            break
+        if not line.startswith("|"):
+            if in_table:
+                break
+            continue
+        in_table = True
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[0] == "Identity" or set(cells[0]) <= {"-", ":"}:
+            continue
+        rows.append((cells[0], cells[1], cells[2]))
+    assert rows, "no roles table in infra/README.md"
+    return rows
+
+
+def bicep_roles() -> list[Assignment]:
+    """(identity, role, scope) of every role assignment in identity.bicep, scopes named like the
+    README: 'storage account' or 'container <name with {prefix}>'."""
+    main, modules = deployment()
+    identity = modules["identity"]
+    prefix = main.default("prefix")
+    found: list[Assignment] = []
+    for name, res in identity.resources_of_type("Microsoft.Authorization/roleAssignments").items():
+        body = Template.body(res)
+        role_id = str(identity.evaluate(body["properties"]["roleDefinitionId"])).rsplit("/", 1)[-1]
+        assert role_id in ROLE_BY_ID, f"{name}: {role_id} is not a known built-in role"
+        principal = PRINCIPALS[str(symbol(body["properties"]["principalId"]))]
+        scope_symbol = body["scope"]
+        scope_type = identity.resources[scope_symbol]["type"]
+        if scope_type == "Microsoft.Storage/storageAccounts":
+            scope = "storage account"
+        else:
+            assert scope_type.endswith("/containers"), f"{name}: unexpected scope {scope_type}"
+            [container] = identity.names_of(identity.resources[scope_symbol])
+            scope = "container " + container.replace(prefix, "{prefix}", 1)
+        found.append((principal, ROLE_BY_ID[role_id], scope))
+    return found
+
+
+def test_role_ids_in_the_template_are_the_builtin_ones() -> None:
+    identity = deployment()[1]["identity"]
+    for key, role_id in identity.env["roleIds"].items():
+        name = next(n for n, i in BUILTIN_ROLES.items() if i == role_id)
+        assert key == name.replace(" ", "")[0].lower() + name.replace(" ", "")[1:]
+
+
+def test_assignments_equal_the_readme_table() -> None:
+    readme, bicep = readme_roles(), bicep_roles()
+    assert len(bicep) == len(set(bicep)), "a role is assigned twice"
+    assert len(readme) == len(set(readme)), "a role is listed twice in the README"
+    assert sorted(bicep) == sorted(readme)
+
+
+def test_container_scopes_are_dagq_containers() -> None:
+    names = ResourceNames("dagq")
+    scopes = {scope for _, _, scope in bicep_roles() if scope.startswith("container ")}
+    assert {s.replace("{prefix}", "dagq").split(" ", 1)[1] for s in scopes} <= set(
+        names.all_containers()
+    )
+
+
+@pytest.mark.parametrize("who", ["app", "worker"])
+def test_identities_are_service_principals(who: str) -> None:
+    identity = deployment()[1]["identity"]
+    for res in identity.resources_of_type("Microsoft.Authorization/roleAssignments").values():
+        body: dict[str, Any] = Template.body(res)
+        if PRINCIPALS[str(symbol(body["properties"]["principalId"]))] == who:
+            assert body["properties"]["principalType"] == "ServicePrincipal"
+            assert Template.condition(res) is None
+
+
+def test_user_roles_only_when_a_principal_is_given() -> None:
+    main, modules = deployment()
+    identity = modules["identity"]
+    user = [
+        res
+        for res in identity.resources_of_type("Microsoft.Authorization/roleAssignments").values()
+        if symbol(Template.body(res)["properties"]["principalId"]) == "principalId"
+    ]
+    assert user
+    for res in user:
+        assert identity.evaluate(Template.condition(res)) is False  # principalId defaults to ''
+        assert Template.body(res)["properties"]["principalType"] == "principalType"
+    assert main.default("principalId") == ""
+
+
+def test_workers_have_no_access_to_the_host_storage() -> None:
+    # Function keys live in the host's containers: worker blob roles stop at dagq's containers.
+    for who, role, scope in bicep_roles():
+        if who == "worker" and role.startswith("Storage Blob"):
+            assert scope.startswith("container {prefix}-")
