@@ -43,3 +43,12 @@ bench: install
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .run
+
+# The local stack in the background (Azurite + the Functions app + cpu/gpu workers); see
+# docs/local-development.md. `make up` twice is harmless; `make down` stops what it started.
+.PHONY: up down
+up: install
+	$(PY) -m devtools.stack up
+
+down:
+	@test -x $(PY) && $(PY) -m devtools.stack down || echo "nothing to stop"
