@@ -9,6 +9,7 @@ opened. Clients use the aiohttp transport (the SDK's default for ``.aio``).
 
 from __future__ import annotations
 
+import logging
 import os
 
 from azure.core.credentials_async import AsyncTokenCredential
@@ -30,11 +31,23 @@ def _use_env_settings() -> bool:
     return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
 
 
+_HTTP_LOGGER = "azure.core.pipeline.policies.http_logging_policy"
+
+
+def _quiet_request_logging() -> None:
+    """The SDK logs every request and response at INFO; a process logging at INFO would write
+    several lines per queue operation. Raise that logger to WARNING unless someone set its level."""
+    logger = logging.getLogger(_HTTP_LOGGER)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+
+
 class AzureClients:
     """Lazily created, shared service clients (blob, queue, table) for one account."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        _quiet_request_logging()
         self._credential: AsyncTokenCredential | None = None
         self._blob: BlobServiceClient | None = None
         self._queue: QueueServiceClient | None = None

@@ -16,7 +16,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient, QueueServiceClient
 
-from shared.storage.memory import MAX_VISIBILITY_S
+from shared.storage.memory import MAX_VISIBILITY_S, too_large
 from shared.storage.ports import ReceivedMessage
 
 RECEIVE_BATCH = 32
@@ -53,12 +53,17 @@ class AzureQueue:
     async def send(self, text: str, *, delay_s: float = 0.0) -> None:
         delay = _seconds(delay_s, 0) or None
         try:
-            await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
-        except ResourceNotFoundError:
-            # A task queue nobody has used yet: create it, then send once more.
-            self._ensured = False
-            await self.ensure()
-            await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
+            try:
+                await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
+            except ResourceNotFoundError:
+                # A task queue nobody has used yet: create it, then send once more.
+                self._ensured = False
+                await self.ensure()
+                await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
+        except HttpResponseError as error:
+            if error.status_code == 413:
+                raise too_large(self.name, text) from error
+            raise
 
     async def receive(self, max_messages: int, visibility_s: int) -> list[ReceivedMessage]:
         if max_messages <= 0:

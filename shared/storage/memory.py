@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from shared.errors import (
     ConflictError,
     LeaseError,
+    MessageError,
     NotFoundError,
     StaleStateError,
 )
@@ -51,7 +52,18 @@ Clock = Callable[[], float]
 MAX_VISIBILITY_S = 7 * 24 * 3600
 """Azure's longest visibility timeout (and initial delay) of a queue message."""
 
+MAX_MESSAGE_BYTES = 64 * 1024
+"""Azure's limit on a queue message's text."""
+
 _etags = itertools.count(1)
+
+
+def too_large(queue: str, text: str) -> MessageError:
+    """The error for a message the queue service refuses for its size."""
+    return MessageError(
+        f"message of {len(text.encode())} bytes is too large for queue {queue!r} (the limit is "
+        f"{MAX_MESSAGE_BYTES} bytes): send large payloads as blobs and reference them"
+    )
 
 
 def _new_etag() -> str:
@@ -284,6 +296,8 @@ class MemoryQueue:
         self._queues.states.setdefault(self.name, MemoryQueueState(self.name))
 
     async def send(self, text: str, *, delay_s: float = 0.0) -> None:
+        if len(text.encode()) > MAX_MESSAGE_BYTES:
+            raise too_large(self.name, text)
         await self.ensure()
         state = self._queues.states[self.name]
         now = self._queues.clock()
@@ -490,6 +504,7 @@ def memory_storage(prefix: str = "mem", clock: Clock = time.time) -> MemoryStora
 
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "MAX_VISIBILITY_S",
     "MemoryContainer",
     "MemoryDeadLetters",

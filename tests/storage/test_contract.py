@@ -16,6 +16,7 @@ import pytest
 from shared.errors import (
     ConflictError,
     InvalidContinuationError,
+    MessageError,
     NotFoundError,
     StaleStateError,
 )
@@ -208,6 +209,13 @@ async def test_text_is_sent_plain(storage: Storage) -> None:
     text = json.dumps({"cmd": "echo '<&>' \"quoted\" ünïcode"})
     await storage.event_queue.send(text)
     assert (await receive_one(storage.event_queue)).text == text
+
+
+async def test_oversized_message_is_refused(storage: Storage) -> None:
+    await storage.event_queue.send("a" * 65536)  # exactly the limit
+    with pytest.raises(MessageError, match="too large"):
+        await storage.event_queue.send("a" * 65537)
+    assert await storage.event_queue.approximate_count() == 1
 
 
 async def test_extend_gives_a_new_receipt_and_stales_the_old(storage: Storage) -> None:
