@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pycep import BicepParser
 
@@ -56,8 +56,8 @@ def _parser() -> BicepParser:
 @functools.cache
 def parse(path: Path) -> dict[str, Any]:
     """The pycep tree of one file (raises on a syntax error)."""
-    tree: dict[str, Any] = _parser().parse(file_path=path)
-    return tree
+    # pycep types its result as a TypedDict; the tests walk it as plain dicts.
+    return cast(dict[str, Any], _parser().parse(file_path=path))
 
 
 def declarations(path: Path) -> dict[str, set[str]]:
@@ -121,9 +121,7 @@ class Template:
 
     def resources_of_type(self, azure_type: str) -> dict[str, dict[str, Any]]:
         """Resources of one type, by symbolic name."""
-        return {
-            name: res for name, res in self.resources.items() if res["type"] == azure_type
-        }
+        return {name: res for name, res in self.resources.items() if res["type"] == azure_type}
 
     @staticmethod
     def body(declaration: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +241,9 @@ class _Evaluator:
         # pycep nests a.b.c as accessor(a, accessor(b, c)).
         base = self.value(root)
         keys: list[str] = [symbol(root) or "?"]
-        while isinstance(path, dict) and path.get("operator", {}).get("type") == "property_accessor":
+        while (
+            isinstance(path, dict) and path.get("operator", {}).get("type") == "property_accessor"
+        ):
             keys.append(path["operator"]["operands"]["operand_1"])
             path = path["operator"]["operands"]["operand_2"]
         keys.append(path)
