@@ -7,7 +7,8 @@ point read). ``counts`` is a compact JSON string, ``queues`` a comma-joined stri
 
 Filters run on the service: status with ``eq``, name prefix as the range ``Name ge 'p' and Name lt
 'q'`` (the prefix with its last character incremented). A filtered page may come back short from
-the service; ``list`` then keeps reading until it has ``limit`` rows or the scan ends.
+the service; ``list`` then keeps reading until it has ``limit`` rows, the scan ends, or it made
+``MAX_CALLS_PER_PAGE`` calls (then the page is short and ``next`` says where to go on).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from shared.storage.encoding import (
     encode_continuation,
 )
 from shared.storage.ports import IndexPage, IndexRow
+
+MAX_CALLS_PER_PAGE = 10
+"""Service calls one ``list`` makes at most to fill a filtered page; past that it returns a short
+page with a continuation token, so a rare filter over a huge table cannot hold a request long."""
 
 _TOKEN_KEYS = frozenset({"PartitionKey", "RowKey"})
 _NON_TERMINAL = [status for status in WorkflowStatus if not status.is_terminal]
@@ -171,7 +176,7 @@ class AzureIndex:
         query = " and ".join(clauses)
 
         rows: builtins.list[IndexRow] = []
-        while True:
+        for _ in range(MAX_CALLS_PER_PAGE):
             query_pages = self.table.query_entities(query, results_per_page=limit - len(rows))
             # The SDK's entity continuation is a dict, though by_page is typed for strings.
             pages = query_pages.by_page(continuation_token=token)  # type: ignore[arg-type]

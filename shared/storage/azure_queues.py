@@ -42,28 +42,42 @@ class AzureQueue:
         self.client = client
         self.name: str = client.queue_name
         self._ensured = False
+        self._known = False
+        """A send succeeded (or ensure ran): the queue exists, sends need not wait in line."""
+        self._first_send = asyncio.Lock()
 
     async def ensure(self) -> None:
         if self._ensured:
             return
         with contextlib.suppress(ResourceExistsError):
             await self.client.create_queue()
-        self._ensured = True
+        self._ensured = self._known = True
 
     async def send(self, text: str, *, delay_s: float = 0.0) -> None:
         delay = _seconds(delay_s, 0) or None
         try:
-            try:
-                await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
-            except ResourceNotFoundError:
-                # A task queue nobody has used yet: create it, then send once more.
-                self._ensured = False
-                await self.ensure()
-                await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
+            if self._known:
+                await self._send_creating(text, delay)
+                return
+            # Until one send succeeded, senders go one at a time, so a burst of dispatches to a
+            # queue that does not exist yet makes one create call, not one per message.
+            async with self._first_send:
+                await self._send_creating(text, delay)
+                self._known = True
         except HttpResponseError as error:
             if error.status_code == 413:
                 raise too_large(self.name, text) from error
             raise
+
+    async def _send_creating(self, text: str, delay: int | None) -> None:
+        try:
+            await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
+        except ResourceNotFoundError:
+            # A task queue nobody has used yet: create it, then send once more. (Created only
+            # when missing: a sender-only identity may not be allowed to create queues.)
+            with contextlib.suppress(ResourceExistsError):
+                await self.client.create_queue()
+            await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
 
     async def receive(self, max_messages: int, visibility_s: int) -> list[ReceivedMessage]:
         if max_messages <= 0:

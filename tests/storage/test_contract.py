@@ -286,8 +286,16 @@ async def test_task_queue_is_created_on_send(storage: Storage, prefix: str) -> N
     assert storage.queues.get(name) is queue  # handles are cached
     assert await queue.receive(1, 30) == []  # a queue that does not exist yet reads as empty
     assert await queue.approximate_count() == 0
-    await queue.send("task")
-    assert (await receive_one(queue)).text == "task"
+    # A burst of dispatches to the queue that does not exist yet: every message arrives.
+    await asyncio.gather(*(queue.send(f"task{i}") for i in range(10)))
+    got: list[ReceivedMessage] = []
+
+    async def probe() -> bool:
+        got.extend(await queue.receive(10, 30))
+        return len(got) >= 10
+
+    await eventually(probe)
+    assert sorted(m.text for m in got) == sorted(f"task{i}" for i in range(10))
     await storage.queues.get(f"{prefix}-q-cpu").ensure()
     await storage.queues.get(f"{prefix}-q-cpu").ensure()  # idempotent
     assert await storage.queues.list_names(f"{prefix}-q-") == [f"{prefix}-q-cpu", name]
