@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -205,7 +205,75 @@ def plain_progress(wf: Workflow, pace: Pace) -> str:
 _INTERESTING = {"failed": 0, "upstream_failed": 1, "running": 2, "queued": 3, "cancelled": 4}
 
 
-def task_table(wf: Workflow, limit: int | None = 50) -> tuple[Table, int]:
+class TaskTable:
+    """The task table, laid out for the width it gets: task names and states always whole
+    (people copy them into ``dagq logs``); the other columns are dropped, least useful first,
+    when the width runs out, and the error column takes what is left."""
+
+    COLUMNS = ("task", "state", "try", "queue", "started", "took", "exit")
+    DROP_ORDER = ("started", "queue", "try", "took", "exit")
+
+    def __init__(self, items: list[tuple[str, TaskInfo]]) -> None:
+        self.rows: list[dict[str, str]] = []
+        for name, info in items:
+            took = None
+            if info.started_at is not None and info.finished_at is not None:
+                took = info.finished_at - info.started_at
+            self.rows.append(
+                {
+                    "task": name,
+                    "state": info.state,
+                    "try": str(info.attempt or "-"),
+                    "queue": info.queue or "-",
+                    "started": timestamp(info.started_at)[11:] if info.started_at else "-",
+                    "took": duration(took),
+                    "exit": "-" if info.exit_code is None else str(info.exit_code),
+                    "error": first_line(info.error, limit=200),
+                }
+            )
+
+    def _width(self, column: str) -> int:
+        return max([len(column), *(len(row[column]) for row in self.rows)])
+
+    def layout(self, max_width: int) -> Table:
+        columns = list(self.COLUMNS)
+        widths = {c: self._width(c) for c in (*columns, "error")}
+        widths["task"] = min(widths["task"], 60)
+
+        def used() -> int:
+            return sum(widths[c] + 1 for c in columns)
+
+        has_errors = any(row["error"] for row in self.rows)
+        spare = 12 if has_errors else 0
+        for column in self.DROP_ORDER:
+            if used() + spare <= max_width:
+                break
+            columns.remove(column)
+        error_width = max_width - used() - 1
+        show_error = has_errors and error_width >= 8
+        table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
+        for column in columns:
+            right = column in ("try", "took", "exit")
+            table.add_column(
+                column, no_wrap=True, min_width=widths[column], justify="right" if right else "left"
+            )
+        if show_error:
+            table.add_column("error", no_wrap=True, overflow="ellipsis", max_width=error_width)
+        for row in self.rows:
+            cells: list[str | Text] = [
+                Text(row[c], style=STATE_STYLE.get(row[c], "")) if c == "state" else row[c]
+                for c in columns
+            ]
+            if show_error:
+                cells.append(row["error"])
+            table.add_row(*cells)
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.layout(options.max_width)
+
+
+def task_table(wf: Workflow, limit: int | None = 50) -> tuple[TaskTable, int]:
     """The task table of ``status`` and how many rows were left out (failed and running tasks
     are listed first when the workflow has more tasks than ``limit``)."""
     items = list(wf.tasks.items())
@@ -215,24 +283,7 @@ def task_table(wf: Workflow, limit: int | None = 50) -> tuple[Table, int]:
         items.sort(key=lambda kv: (_INTERESTING.get(kv[1].state, 9), order[kv[0]]))
         hidden = len(items) - limit
         items = sorted(items[:limit], key=lambda kv: order[kv[0]])
-    table = Table(box=None, padding=(0, 2), header_style="bold")
-    for column in ("task", "state", "attempt", "queue", "started", "took", "exit", "error"):
-        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
-    for name, info in items:
-        took = None
-        if info.started_at is not None and info.finished_at is not None:
-            took = info.finished_at - info.started_at
-        table.add_row(
-            name,
-            Text(info.state, style=STATE_STYLE.get(info.state, "")),
-            str(info.attempt or "-"),
-            info.queue or "-",
-            timestamp(info.started_at)[11:] if info.started_at else "-",
-            duration(took),
-            "-" if info.exit_code is None else str(info.exit_code),
-            first_line(info.error),
-        )
-    return table, hidden
+    return TaskTable(items), hidden
 
 
 def first_line(text: str | None, limit: int = 80) -> str:

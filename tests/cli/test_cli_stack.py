@@ -184,15 +184,10 @@ def test_watch_renders_the_live_view(stack: Stack) -> None:
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=110, color_system=None)
     with Client(stack.url) as client:
-        submitted = client.submit_file(EXAMPLES / "pipeline.yaml")
-        final = follow(client, submitted.id, console=console, interval_s=0.5, timeout_s=120)
-        outputs = client.outputs(submitted.id)
+        submitted = client.submit_file(EXAMPLES / "diamond.yaml")
+        final = follow(client, submitted.id, console=console, interval_s=0.3, timeout_s=120)
     assert final.status == "completed", stack.diagnostics()
     text = screen.getvalue()
-    for expected in ("train-eval-publish", "completed", "cpu", "gpu", "running", "waiting",
-                     "tasks/s", "elapsed"):  # fmt: skip
+    for expected in ("diamond", submitted.id, "completed", "4/4 tasks done", "queue", "cpu",
+                     "waiting", "running", "elapsed"):  # fmt: skip
         assert expected in text, expected
-    best = outputs["evaluate"]
-    assert isinstance(best, dict)
-    assert best["best"].startswith("train.")
-    assert "publish" in outputs or best["passed"] is False
