@@ -163,7 +163,7 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
         }
       }
       osProfile: {
-        computerNamePrefix: take(name, 9)
+        computerNamePrefix: 'dagqgpu'
         adminUsername: adminUsername
         customData: base64(cloudInit)
         linuxConfiguration: {
@@ -215,6 +215,10 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
                     // keeps every inbound port closed. It costs only while the VM exists.
                     publicIPAddressConfiguration: {
                       name: 'outbound'
+                      sku: {
+                        name: 'Standard'
+                        tier: 'Regional'
+                      }
                       properties: {
                         idleTimeoutInMinutes: 15
                       }

@@ -135,9 +135,9 @@ resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queue
 }
 
 resource taskQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
-  for name in taskQueueNames: {
+  for queueName in taskQueueNames: {
     parent: queueService
-    name: name
+    name: queueName
   }
 ]
 
