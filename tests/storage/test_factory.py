@@ -42,3 +42,14 @@ async def test_missing_resources_say_what_to_do(settings: Settings) -> None:
             await storage.index.get("wf1", 1.0)
         # Reading a task queue nobody created yet is just empty.
         assert await storage.queues.get(settings.names.task_queue("gpu")).receive(1, 5) == []
+
+
+async def test_managed_identity_settings_address_the_account_uris() -> None:
+    settings = Settings.model_validate(
+        {"DAGQ_STORAGE__accountName": "acct", "DAGQ_STORAGE__clientId": "cid", "DAGQ_PREFIX": "p1"}
+    )
+    async with open_storage(settings) as storage:  # no I/O until the first operation
+        assert storage.clients.blob.url.startswith("https://acct.blob.core.windows.net")
+        assert storage.clients.queue.url.startswith("https://acct.queue.core.windows.net")
+        assert storage.clients.table.url.startswith("https://acct.table.core.windows.net")
+        assert storage.event_queue.name == "p1-events"
