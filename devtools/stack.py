@@ -36,7 +36,8 @@ from devtools.azurite import _LISTENING, azurite_binary
 from shared.settings import azurite_connection_string
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-RUN_DIR = REPO_ROOT / ".run"
+RUN_DIR = Path(os.environ.get("DAGQ_RUN_DIR") or REPO_ROOT / ".run").resolve()
+"""Where the stack keeps its state, logs and Azurite data (DAGQ_RUN_DIR overrides, for tests)."""
 STATE_FILE = RUN_DIR / "stack.json"
 ENV_FILE = RUN_DIR / "stack.env"
 AZURITE_PORTS = (10000, 10001, 10002)
@@ -84,6 +85,16 @@ class Stack:
             return cls(**data)
         except (ValueError, TypeError):
             return None
+
+
+def read_env(path: Path = ENV_FILE) -> dict[str, str]:
+    """The variables of a stack.env file (shell syntax: values with ``;`` are single-quoted)."""
+    values = {}
+    for line in path.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            values[key.strip()] = value.strip().strip("'")
+    return values
 
 
 # -- processes -------------------------------------------------------------------------------------
@@ -165,8 +176,11 @@ def free_port() -> int:
 # -- the pieces ------------------------------------------------------------------------------------
 
 
-def start_azurite(env: dict[str, str], timeout_s: float = 30.0) -> tuple[Process, str]:
-    ports = AZURITE_PORTS if all(port_free(p) for p in AZURITE_PORTS) else (0, 0, 0)
+def start_azurite(
+    env: dict[str, str], any_ports: bool = False, timeout_s: float = 30.0
+) -> tuple[Process, str]:
+    use_defaults = not any_ports and all(port_free(p) for p in AZURITE_PORTS)
+    ports = AZURITE_PORTS if use_defaults else (0, 0, 0)
     location = RUN_DIR / "azurite"
     location.mkdir(parents=True, exist_ok=True)
     log_path = RUN_DIR / "azurite.log"
@@ -221,9 +235,9 @@ def healthy(stack: Stack) -> bool:
         return False
 
 
-def up(prefix: str, api_port: int = API_PORT) -> Stack:
+def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False) -> Stack:
     """Start the stack (or find it running) and return it."""
-    RUN_DIR.mkdir(exist_ok=True)
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
     current = Stack.load()
     if current is not None:
         if healthy(current):
@@ -232,7 +246,7 @@ def up(prefix: str, api_port: int = API_PORT) -> Stack:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAGQ_STORAGE")}
     started: list[Process] = []
     try:
-        azurite, conn = start_azurite(env)
+        azurite, conn = start_azurite(env, any_ports)
         started.append(azurite)
         env.update(
             DAGQ_STORAGE=conn,
@@ -242,7 +256,7 @@ def up(prefix: str, api_port: int = API_PORT) -> Stack:
             FUNCTIONS_WORKER_RUNTIME="python",
             PYTHONUNBUFFERED="1",
         )
-        port = api_port if port_free(api_port) else free_port()
+        port = api_port if api_port and not any_ports and port_free(api_port) else free_port()
         host = spawn(
             "host",
             [sys.executable, "-m", "devtools.localhost", "--port", str(port)],
@@ -302,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="resource prefix (default: $DAGQ_PREFIX or dagq)")  # fmt: skip
     start.add_argument("--port", type=int, default=API_PORT,
                        help="API port (default 7071; a free one if taken)")  # fmt: skip
+    start.add_argument("--any-ports", action="store_true",
+                       help="free ports for everything (side-by-side stacks, tests)")  # fmt: skip
     sub.add_parser("down", help="stop what `up` started")
     sub.add_parser("status", help="show what runs")
     args = parser.parse_args(argv)
@@ -319,13 +335,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"API: {stack.api_url}")
         return 0 if healthy(stack) else 1
     try:
-        stack = up(args.prefix, args.port)
+        stack = up(args.prefix, args.port, args.any_ports)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"dagq is up: API {stack.api_url}")
-    print(f"  environment for the CLI: source {ENV_FILE.relative_to(REPO_ROOT)}")
-    print("  logs: .run/*.log    stop: make down")
+    print(f"  environment for the CLI: source {ENV_FILE}")
+    print(f"  logs: {RUN_DIR}/*.log    stop: make down")
     return 0
 
 
