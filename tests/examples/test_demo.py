@@ -1,0 +1,82 @@
+"""`make demo`'s main path, non-interactively: it runs the pipeline to completion, reports the
+best run and where outputs and logs are, and stops every process it started — also on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+
+
+def _demo(run_dir: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAGQ_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "devtools.demo", "--plain", "--run-dir", str(run_dir),
+         "--timeout", "100"],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+def _started_pids(run_dir: Path) -> list[int]:
+    return [int(line) for line in (run_dir / "pids").read_text().split()]
+
+
+def test_demo_runs_the_pipeline_and_cleans_up(tmp_path: Path) -> None:
+    run_dir = tmp_path / "demo"
+    demo = _demo(run_dir)
+    out, _ = demo.communicate(timeout=240)
+    assert demo.returncode == 0, out
+    assert "completed" in out
+    assert "best run: train.lr=" in out
+    assert "stopped everything the demo started" in out
+
+    folders = [p for p in run_dir.iterdir() if (p / "outputs.json").exists()]
+    assert len(folders) == 1, out
+    outputs = json.loads((folders[0] / "outputs.json").read_text())
+    assert outputs["evaluate"]["best"].startswith("train.")
+    assert len(outputs["evaluate"]["ranking"]) == 6
+    assert "built 240 rows" in (folders[0] / "logs" / "prep.log").read_text()
+    # Each "GPU" run saw a GPU of its own (the gpu worker hands out fake ids 0 and 1).
+    train_logs = "".join(p.read_text() for p in (folders[0] / "logs").glob("train.*.log"))
+    assert "GPU: 0" in train_logs or "GPU: 1" in train_logs
+
+    pids = _started_pids(run_dir)
+    assert len(pids) == 4  # Azurite, the host, two workers
+    assert not [pid for pid in pids if _alive(pid)]
+
+
+def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
+    run_dir = tmp_path / "demo"
+    demo = _demo(run_dir)
+    assert demo.stdout is not None
+    deadline = time.monotonic() + 120
+    seen = []
+    for line in demo.stdout:
+        seen.append(line)
+        if line.startswith("submitted "):
+            break
+        assert time.monotonic() < deadline, "".join(seen)
+    demo.send_signal(signal.SIGINT)
+    rest, _ = demo.communicate(timeout=60)
+    assert demo.returncode == 130, "".join(seen) + rest
+    assert "stopped everything" in rest
+    assert not [pid for pid in _started_pids(run_dir) if _alive(pid)]
