@@ -52,3 +52,9 @@ up: install
 
 down:
 	@test -x $(PY) && $(PY) -m devtools.stack down || echo "nothing to stop"
+
+# The one-command demo: installs what is needed, starts its own local stack (Azurite, the app,
+# cpu/gpu workers), runs examples/pipeline.yaml live, prints the outcome, stops everything.
+.PHONY: demo
+demo: install
+	$(PY) -m devtools.demo
