@@ -172,3 +172,18 @@ def test_container_environment_is_what_the_agent_reads(monkeypatch: pytest.Monke
 def test_manifest_files_are_the_documented_ones() -> None:
     documented = set(re.findall(r"infra/aks/([\w-]+\.yaml)", (INFRA / "README.md").read_text()))
     assert documented == {Path(p).name for p in AKS.glob("*.yaml")}
+
+
+def test_workers_run_unprivileged() -> None:
+    for template, _ in pod_specs():
+        assert template["spec"]["securityContext"]["runAsNonRoot"] is True
+        [container] = template["spec"]["containers"]
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_example_image_runs_as_the_user_the_pods_expect() -> None:
+    dockerfile = (AKS / "worker.Dockerfile").read_text()
+    users = {t["spec"]["securityContext"]["runAsUser"] for t, _ in pod_specs()}
+    assert users == {int(re.findall(r"^USER (\d+)$", dockerfile, re.MULTILINE)[-1])}
+    assert "'/src[worker]'" in dockerfile  # the agent with its Application Insights exporter
