@@ -1,0 +1,135 @@
+"""The API operations over the in-memory storage fakes: write order, idempotent and repairing
+submit, conflicts, cancel and retry bookkeeping. (HTTP and Azurite: test_workflows_http.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.api import service
+from shared.codec import decode_state
+from shared.compiler import load_workflow
+from shared.errors import ConflictError, NotFoundError
+from shared.messages import ActivateEvent, CancelEvent, decode_event
+from shared.states import WorkflowStatus
+from shared.storage.memory import memory_storage
+from shared.storage.ports import Storage
+
+DEFINITION = """
+name: pair
+tasks:
+  - {name: a, kwargs: {cmd: "echo a"}}
+  - {name: b, kwargs: {cmd: "echo b"}, depends_on: [a]}
+"""
+NOW = 1_800_000_000.0
+
+
+async def events(storage: Storage) -> list[object]:
+    received = await storage.event_queue.receive(32, 30)
+    return [decode_event(m.text) for m in received]
+
+
+async def test_submit_writes_definition_state_row_then_activates() -> None:
+    storage = memory_storage("api")
+    wf = load_workflow(DEFINITION)
+    result = await service.submit(storage, wf, now=NOW)
+    assert result.created
+    assert result.status is WorkflowStatus.PENDING
+    assert result.workflow_id.startswith("20270115-")  # time-sortable generated id
+    data, _etag = await storage.workflows.read_state(result.workflow_id)
+    state = decode_state(data, wf)
+    assert state.status is WorkflowStatus.PENDING
+    row = await storage.index.get(result.workflow_id, state.created_at)
+    assert row is not None
+    assert row.name == "pair"
+    assert row.total == 2
+    assert await events(storage) == [ActivateEvent(workflow_id=result.workflow_id)]
+
+
+async def test_resubmit_is_idempotent_and_repairs_a_partial_submit() -> None:
+    storage = memory_storage("api")
+    wf = load_workflow(DEFINITION)
+    # A submit that crashed right after its first write: only the definition exists.
+    from shared.codec import encode_definition
+
+    assert await storage.workflows.create_definition("w1", encode_definition(wf))
+    with pytest.raises(NotFoundError, match="not completely submitted"):
+        await service.get_workflow(storage, "w1")
+
+    again = await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
+    assert not again.created  # the definition was already there: 200, not 201
+    view = await service.get_workflow(storage, "w1")
+    assert view["status"] == "pending"
+    assert set(view["tasks"]) == {"a", "b"}
+    listing = await service.list_workflows(storage)
+    assert [item["id"] for item in listing["items"]] == ["w1"]
+    assert await events(storage) == [ActivateEvent(workflow_id="w1")]
+
+    # Once more: nothing new is written (one row), the activate is re-sent while still pending.
+    await service.submit(storage, wf, now=NOW + 5, workflow_id="w1")
+    assert len((await service.list_workflows(storage))["items"]) == 1
+
+
+async def test_same_id_different_definition_conflicts() -> None:
+    storage = memory_storage("api")
+    await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
+    other = load_workflow(DEFINITION.replace("echo b", "echo B"))
+    with pytest.raises(ConflictError, match="different definition"):
+        await service.submit(storage, other, now=NOW, workflow_id="w1")
+    reformatted = load_workflow(DEFINITION.replace("{name: a,", "{ name: a ,"))
+    assert not (await service.submit(storage, reformatted, now=NOW, workflow_id="w1")).created
+
+
+async def test_cancel_sets_the_durable_flag_and_repairs_a_missing_row() -> None:
+    storage = memory_storage("api")
+    wf = load_workflow(DEFINITION)
+    from shared.codec import encode_definition, encode_state, state_metadata
+    from shared.engine import new_state
+
+    # Definition and state exist, the index row does not (crash before Index.create).
+    state = new_state(wf, "w2", NOW)
+    await storage.workflows.create_definition("w2", encode_definition(wf))
+    await storage.workflows.create_state("w2", encode_state(state), state_metadata(state))
+
+    result = await service.cancel(storage, "w2", reason="stop")
+    assert result.sent
+    row = await storage.index.get("w2", NOW)
+    assert row is not None
+    assert row.cancel_requested
+    assert await events(storage) == [CancelEvent(workflow_id="w2", reason="stop")]
+    again = await service.cancel(storage, "w2")
+    assert again.sent  # idempotent: the flag stays, another event is harmless
+
+
+async def test_retry_needs_a_failed_or_cancelled_workflow() -> None:
+    storage = memory_storage("api")
+    await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w3")
+    with pytest.raises(ConflictError, match="pending"):
+        await service.retry(storage, "w3")
+
+
+async def test_unknown_and_malformed_names() -> None:
+    storage = memory_storage("api")
+    with pytest.raises(NotFoundError, match="'ghost' not found"):
+        await service.get_workflow(storage, "ghost")
+    with pytest.raises(service.InvalidIdError):
+        await service.get_workflow(storage, "../etc")
+    await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w4")
+    with pytest.raises(NotFoundError, match="no task 'zz'"):
+        await service.get_task(storage, "w4", "zz", outputs_container="c")
+    with pytest.raises(service.InvalidIdError):
+        await service.get_task(storage, "w4", "../a", outputs_container="c")
+    detail = await service.get_task(storage, "w4", "b", outputs_container="c")
+    assert detail["depends_on"] == ["a"]
+    assert detail["output"] is None
+    assert detail["log"] is None
+
+
+async def test_health_reports_depths_and_lease() -> None:
+    storage = memory_storage("api")
+    await service.submit(storage, load_workflow(DEFINITION), now=NOW)
+    body = await service.health(storage)
+    assert body["event_queue"]["depth"] == 1
+    assert body["coordinator"]["lease_held"] is False
+    lease = await storage.lease.acquire(30)
+    assert lease is not None
+    assert (await service.health(storage))["coordinator"]["lease_held"] is True
