@@ -285,7 +285,13 @@ class _Compiler:
             if other.spec.foreach is not None
             else f"task {other.spec.name!r} ({other.loc})"
         )
-        if w.spec.foreach is not None:
+        if other is w:
+            self.issues.add(
+                f"{w.loc}.foreach",
+                f"two expansions are both named {name!r}: foreach values must be distinct",
+                w.spec.name,
+            )
+        elif w.spec.foreach is not None:
             self.issues.add(
                 f"{w.loc}.foreach",
                 f"expansion {name!r} has the same name as {theirs}",

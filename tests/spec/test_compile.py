@@ -37,9 +37,11 @@ def test_defaults_and_resolution() -> None:
     prep, train, report = wf.tasks
     assert (prep.queue, train.queue, report.queue) == ("cpu", "gpu", "gpu")
     assert (prep.timeout_s, train.timeout_s) == (600, 30)
-    assert train.num_retries == 2 and prep.num_retries == 0
+    assert train.num_retries == 2
+    assert prep.num_retries == 0
     assert train.retry == RetryPolicy()
-    assert report.dep_policy == "all_settled" and prep.dep_policy == "all"
+    assert report.dep_policy == "all_settled"
+    assert prep.dep_policy == "all"
     assert (train.parents, report.parents) == ((0,), (1,))
     assert wf.children == ((1,), (2,), ())
     assert wf.index == {"prep": 0, "train": 1, "report": 2}
@@ -83,8 +85,12 @@ def test_cwd_and_condition_are_carried() -> None:
     wf = compile_dict(
         workflow(
             task("a"),
-            {"name": "b", "kwargs": {"cmd": "x", "cwd": "/data"}, "depends_on": ["a"],
-             "condition": "inputs.a.ok == true"},
+            {
+                "name": "b",
+                "kwargs": {"cmd": "x", "cwd": "/data"},
+                "depends_on": ["a"],
+                "condition": "inputs.a.ok == true",
+            },
         )
     )
     assert wf.tasks[1].cwd == "/data"
@@ -137,7 +143,8 @@ tasks:
     assert [t.name for t in wf.tasks] == ["extract-a", "extract-b", "transform", "load"]
     assert [t.queue for t in wf.tasks] == ["cpu", "cpu", "gpu", "cpu"]
     assert [t.timeout_s for t in wf.tasks] == [120, 120, 60, 120]
-    assert wf.tasks[2].dep_policy == 1 and wf.tasks[3].dep_policy == "any"
+    assert wf.tasks[2].dep_policy == 1
+    assert wf.tasks[3].dep_policy == "any"
 
 
 # -- every validation error ------------------------------------------------------------------
@@ -152,7 +159,11 @@ def test_empty_workflow_name() -> None:
 
 
 def test_duplicate_names() -> None:
-    issue = one_issue(workflow(task("a"), task("b"), task("a")), location="tasks.a.name", contains="duplicate task name 'a' (also tasks[0])")
+    issue = one_issue(
+        workflow(task("a"), task("b"), task("a")),
+        location="tasks.a.name",
+        contains="duplicate task name 'a' (also tasks[0])",
+    )
     assert issue.task == "a"
 
 
@@ -173,7 +184,9 @@ def test_plain_task_named_like_an_expansion() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["../etc", "a/b", "a b", "-x", ".hidden", "x" * 129, "tab\there", "é"])
+@pytest.mark.parametrize(
+    "name", ["../etc", "a/b", "a b", "-x", ".hidden", "x" * 129, "tab\there", "é"]
+)
 def test_names_outside_the_safe_charset(name: str) -> None:
     issue = one_issue(workflow(task(name)), location="tasks[0].name", contains="invalid task name")
     assert issue.task == name
@@ -189,11 +202,19 @@ def test_unknown_dependency_suggests_a_close_name() -> None:
 
 
 def test_self_dependency() -> None:
-    one_issue(workflow(task("a", depends_on=["a"])), location="tasks.a.depends_on", contains="task 'a' depends on itself")
+    one_issue(
+        workflow(task("a", depends_on=["a"])),
+        location="tasks.a.depends_on",
+        contains="task 'a' depends on itself",
+    )
 
 
 def test_dependency_listed_twice() -> None:
-    one_issue(workflow(task("a"), task("b", depends_on=["a", "a"])), location="tasks.b.depends_on", contains="dependency 'a' is listed twice")
+    one_issue(
+        workflow(task("a"), task("b", depends_on=["a", "a"])),
+        location="tasks.b.depends_on",
+        contains="dependency 'a' is listed twice",
+    )
 
 
 def test_dependency_listed_twice_through_a_group() -> None:
@@ -206,9 +227,15 @@ def test_dependency_listed_twice_through_a_group() -> None:
 
 def test_cycle_names_its_tasks_in_order() -> None:
     issue = one_issue(
-        workflow(task("a", depends_on=["c"]), task("b", depends_on=["a"]), task("c", depends_on=["b"]), task("d", depends_on=["c"])),
+        workflow(
+            task("a", depends_on=["c"]),
+            task("b", depends_on=["a"]),
+            task("c", depends_on=["b"]),
+            task("d", depends_on=["c"]),
+        ),
         location="tasks.a.depends_on",
-        contains="dependency cycle: 'a', which depends on 'c', which depends on 'b', which depends on 'a'",
+        contains="dependency cycle: 'a', which depends on 'c', which depends on 'b', which"
+        " depends on 'a'",
     )
     assert "(tasks in the cycle: a, c, b)" in issue.message
     assert "'d'" not in issue.message  # downstream of the cycle, not on it
@@ -216,7 +243,9 @@ def test_cycle_names_its_tasks_in_order() -> None:
 
 def test_cycle_through_a_foreach_group() -> None:
     issue = one_issue(
-        workflow(task("t", foreach={"i": [1, 2]}, depends_on=["b"]), task("b", depends_on=["t.i=1"])),
+        workflow(
+            task("t", foreach={"i": [1, 2]}, depends_on=["b"]), task("b", depends_on=["t.i=1"])
+        ),
         location="tasks.t.depends_on",
         contains="dependency cycle: 't', which depends on 'b', which depends on 't'",
     )
@@ -241,12 +270,18 @@ def test_dep_policy_larger_than_the_dependencies() -> None:
 
 
 def test_dep_policy_counts_foreach_expansions() -> None:
-    wf = compile_dict(workflow(task("t", foreach={"i": [1, 2, 3]}), task("c", depends_on=["t"], dep_policy=3)))
+    wf = compile_dict(
+        workflow(task("t", foreach={"i": [1, 2, 3]}), task("c", depends_on=["t"], dep_policy=3))
+    )
     assert wf.tasks[-1].parents == (0, 1, 2)
 
 
 def test_condition_without_dependencies() -> None:
-    one_issue(workflow(task("a", condition="true")), location="tasks.a.condition", contains="the task has none")
+    one_issue(
+        workflow(task("a", condition="true")),
+        location="tasks.a.condition",
+        contains="the task has none",
+    )
 
 
 def test_condition_reading_a_non_parent() -> None:
@@ -259,21 +294,35 @@ def test_condition_reading_a_non_parent() -> None:
 
 
 def test_condition_syntax_error() -> None:
-    one_issue(workflow(task("a"), task("c", depends_on=["a"], condition="inputs.a.x >")), location="tasks.c.condition", contains="syntax error")
+    one_issue(
+        workflow(task("a"), task("c", depends_on=["a"], condition="inputs.a.x >")),
+        location="tasks.c.condition",
+        contains="syntax error",
+    )
 
 
 @pytest.mark.parametrize("queue", ["bad queue", "a--b", "x" * 41, "q/1", ""])
 def test_invalid_queue_names(queue: str) -> None:
-    issue = one_issue(workflow(task("a", queue=queue)), location="tasks.a.queue", contains="queue name")
+    issue = one_issue(
+        workflow(task("a", queue=queue)), location="tasks.a.queue", contains="queue name"
+    )
     assert issue.task == "a"
 
 
 def test_invalid_default_queue_is_reported_once() -> None:
-    one_issue(workflow(task("a"), task("b"), default_queue="no good"), location="default_queue", contains="invalid queue name 'no good'")
+    one_issue(
+        workflow(task("a"), task("b"), default_queue="no good"),
+        location="default_queue",
+        contains="invalid queue name 'no good'",
+    )
 
 
 def test_cmd_limit() -> None:
-    one_issue(workflow(task("a", "x" * (MAX_CMD_BYTES + 1))), location="tasks.a.kwargs.cmd", contains="the limit is 16,384")
+    one_issue(
+        workflow(task("a", "x" * (MAX_CMD_BYTES + 1))),
+        location="tasks.a.kwargs.cmd",
+        contains="the limit is 16,384",
+    )
 
 
 def test_empty_cmd() -> None:
@@ -290,12 +339,21 @@ def test_env_limit_includes_the_workflow_env() -> None:
 
 
 def test_env_names_and_values() -> None:
-    issues = issues_of(workflow({"name": "a", "kwargs": {"cmd": "x", "env": {"A=B": "1", "C": "nul\x00"}}}))
-    assert {(i.location, i.task) for i in issues} == {("tasks.a.kwargs.env.A=B", "a"), ("tasks.a.kwargs.env.C", "a")}
+    issues = issues_of(
+        workflow({"name": "a", "kwargs": {"cmd": "x", "env": {"A=B": "1", "C": "nul\x00"}}})
+    )
+    assert {(i.location, i.task) for i in issues} == {
+        ("tasks.a.kwargs.env.A=B", "a"),
+        ("tasks.a.kwargs.env.C", "a"),
+    }
 
 
 def test_cwd_with_control_characters() -> None:
-    one_issue(workflow({"name": "a", "kwargs": {"cmd": "x", "cwd": "/tmp/\nx"}}), location="tasks.a.kwargs.cwd", contains="without control characters")
+    one_issue(
+        workflow({"name": "a", "kwargs": {"cmd": "x", "cwd": "/tmp/\nx"}}),
+        location="tasks.a.kwargs.cwd",
+        contains="without control characters",
+    )
 
 
 def test_too_many_expansions() -> None:
@@ -308,19 +366,34 @@ def test_too_many_expansions() -> None:
 
 
 def test_empty_foreach() -> None:
-    one_issue(workflow(task("t", foreach={"a": [1], "b": []})), location="tasks.t.foreach", contains="foreach expands to no tasks")
+    one_issue(
+        workflow(task("t", foreach={"a": [1], "b": []})),
+        location="tasks.t.foreach",
+        contains="foreach expands to no tasks",
+    )
 
 
 def test_too_many_tasks() -> None:
-    groups = [task(f"g{i}", foreach={"i": list(range(MAX_EXPANSIONS))}) for i in range(MAX_TASKS // MAX_EXPANSIONS)]
-    issue = one_issue(workflow(task("extra"), *groups), location="tasks", contains=f"more than {MAX_TASKS:,} tasks")
+    groups = [
+        task(f"g{i}", foreach={"i": list(range(MAX_EXPANSIONS))})
+        for i in range(MAX_TASKS // MAX_EXPANSIONS)
+    ]
+    issue = one_issue(
+        workflow(task("extra"), *groups),
+        location="tasks",
+        contains=f"more than {MAX_TASKS:,} tasks",
+    )
     assert issue.task is None
 
 
 def test_too_many_dependencies() -> None:
     n = MAX_DEPENDENCIES + 1
     one_issue(
-        workflow(task("a", foreach={"i": list(range(n // 2 + 1))}), task("b", foreach={"i": list(range(n // 2))}), task("sink", depends_on=["a", "b"])),
+        workflow(
+            task("a", foreach={"i": list(range(n // 2 + 1))}),
+            task("b", foreach={"i": list(range(n // 2))}),
+            task("sink", depends_on=["a", "b"]),
+        ),
         location="tasks.sink.depends_on",
         contains=f"the task has {n:,} dependencies",
     )
@@ -350,7 +423,9 @@ def test_all_problems_are_reported_at_once() -> None:
 
 
 def test_repeated_problem_of_many_expansions_is_summarised() -> None:
-    issues = issues_of(workflow(task("t", foreach={"q": [f"bad {i}" for i in range(50)]}, queue="{{ q }}")))
+    issues = issues_of(
+        workflow(task("t", foreach={"q": [f"bad {i}" for i in range(50)]}, queue="{{ q }}"))
+    )
     assert len(issues) == 4
     assert issues[-1].message == "... and 47 more like the above"
     assert all(i.location == "tasks.t.queue" and i.task == "t" for i in issues)
@@ -358,7 +433,11 @@ def test_repeated_problem_of_many_expansions_is_summarised() -> None:
 
 def test_definition_error_message_lists_every_issue() -> None:
     with pytest.raises(DefinitionError) as info:
-        load_workflow('{"name": "wf", "tasks": [{"name": "a", "kwargs": {"cmd": "x"}, "depends_on": ["b", "c"]}]}', source="f.json")
+        load_workflow(
+            '{"name": "wf", "tasks": [{"name": "a", "kwargs": {"cmd": "x"},'
+            ' "depends_on": ["b", "c"]}]}',
+            source="f.json",
+        )
     text = str(info.value)
     assert text.startswith("f.json: 2 problem(s) in the workflow definition:")
     assert "tasks.a.depends_on: unknown dependency 'b'" in text

@@ -15,7 +15,12 @@ def test_matrix_expands_in_declared_order_last_parameter_fastest() -> None:
     wf = compile_dict(
         workflow(
             task("prep"),
-            task("train", "train --seed {{ seed }} --lr {{lr}}", foreach={"seed": [1, 2], "lr": [0.1, 0.01]}, depends_on=["prep"]),
+            task(
+                "train",
+                "train --seed {{ seed }} --lr {{lr}}",
+                foreach={"seed": [1, 2], "lr": [0.1, 0.01]},
+                depends_on=["prep"],
+            ),
             task("eval", depends_on=["train"]),
         )
     )
@@ -39,12 +44,19 @@ def test_matrix_expands_in_declared_order_last_parameter_fastest() -> None:
     assert all(t.parents == (0,) for t in expansions)
     # Depending on the foreach task means depending on every expansion (fan-in).
     assert wf.tasks[5].parents == (1, 2, 3, 4)
-    assert wf.tasks[0].group is None and wf.tasks[0].params is None
+    assert wf.tasks[0].group is None
+    assert wf.tasks[0].params is None
 
 
 def test_list_of_mappings_expands_in_list_order() -> None:
     wf = compile_dict(
-        workflow(task("fit", "fit {{ model }} {{ size }}", foreach=[{"model": "small", "size": 1}, {"model": "large", "size": 8}]))
+        workflow(
+            task(
+                "fit",
+                "fit {{ model }} {{ size }}",
+                foreach=[{"model": "small", "size": 1}, {"model": "large", "size": 8}],
+            )
+        )
     )
     assert [(t.name, t.cmd) for t in wf.tasks] == [
         ("fit.model=small.size=1", "fit small 1"),
@@ -53,33 +65,60 @@ def test_list_of_mappings_expands_in_list_order() -> None:
 
 
 def test_depending_on_one_expansion() -> None:
-    wf = compile_dict(workflow(task("t", foreach={"i": [1, 2, 3]}), task("b", depends_on=["t.i=2"])))
+    wf = compile_dict(
+        workflow(task("t", foreach={"i": [1, 2, 3]}), task("b", depends_on=["t.i=2"]))
+    )
     assert wf.tasks[3].parents == (1,)
 
 
 def test_expansions_of_two_foreach_tasks_chain_as_groups() -> None:
-    wf = compile_dict(workflow(task("a", foreach={"i": [1, 2]}), task("b", foreach={"j": [1, 2, 3]}, depends_on=["a"])))
+    wf = compile_dict(
+        workflow(
+            task("a", foreach={"i": [1, 2]}), task("b", foreach={"j": [1, 2, 3]}, depends_on=["a"])
+        )
+    )
     assert [t.parents for t in wf.tasks[2:]] == [(0, 1)] * 3
     assert wf.children[0] == (2, 3, 4)
 
 
 def test_values_render_as_written_in_yaml() -> None:
-    assert [render_value(v) for v in (True, False, 1, 1.0, 0.1, 1e-05, "x")] == ["true", "false", "1", "1.0", "0.1", "1e-05", "x"]
+    assert [render_value(v) for v in (True, False, 1, 1.0, 0.1, 1e-05, "x")] == [
+        "true",
+        "false",
+        "1",
+        "1.0",
+        "0.1",
+        "1e-05",
+        "x",
+    ]
 
 
 def test_unsafe_values_fall_back_to_a_hash_in_the_name() -> None:
-    wf = compile_dict(workflow(task("t", "run {{ path }} {{ n }}", foreach={"path": ["a/b c", "../x", "ok"], "n": [1]})))
+    wf = compile_dict(
+        workflow(
+            task("t", "run {{ path }} {{ n }}", foreach={"path": ["a/b c", "../x", "ok"], "n": [1]})
+        )
+    )
     names = [t.name for t in wf.tasks]
     assert names[2] == "t.path=ok.n=1"
-    assert names[0].startswith("t.path=_") and names[0].endswith(".n=1")
+    assert names[0].startswith("t.path=_")
+    assert names[0].endswith(".n=1")
     assert len(set(names)) == 3
     assert all(safe_name_problem(n) is None for n in names)
     # Deterministic: the same definition gives the same names.
-    assert names == [t.name for t in compile_dict(workflow(task("t", "x", foreach={"path": ["a/b c", "../x", "ok"], "n": [1]}))).tasks]
+    assert names == [
+        t.name
+        for t in compile_dict(
+            workflow(task("t", "x", foreach={"path": ["a/b c", "../x", "ok"], "n": [1]}))
+        ).tasks
+    ]
 
 
 def test_too_long_names_fall_back_to_the_index() -> None:
-    assert expansion_name("t", {"a": "x" * 30, "b": "y" * 30, "c": "z" * 30, "d": "w" * 30}, 7) == "t.7"
+    assert (
+        expansion_name("t", {"a": "x" * 30, "b": "y" * 30, "c": "z" * 30, "d": "w" * 30}, 7)
+        == "t.7"
+    )
     assert expansion_name("t", {"a": "1."}, 0).startswith("t.a=_")  # would end with '.' / make '..'
 
 
@@ -90,7 +129,11 @@ def test_templates_in_env_cwd_and_queue_are_raw() -> None:
                 "name": "t",
                 "foreach": {"gpu": ["A100", "H100"]},
                 "queue": "gpu-{{ gpu }}",
-                "kwargs": {"cmd": "nvidia-smi", "env": {"GPU": "{{ gpu }} x"}, "cwd": "/runs/{{gpu}}"},
+                "kwargs": {
+                    "cmd": "nvidia-smi",
+                    "env": {"GPU": "{{ gpu }} x"},
+                    "cwd": "/runs/{{gpu}}",
+                },
             }
         )
     )
@@ -111,7 +154,9 @@ def test_templated_queue_is_validated() -> None:
 
 def test_templated_cwd_is_validated() -> None:
     one_issue(
-        workflow({"name": "t", "foreach": {"d": ["a\nb"]}, "kwargs": {"cmd": "x", "cwd": "/w/{{ d }}"}}),
+        workflow(
+            {"name": "t", "foreach": {"d": ["a\nb"]}, "kwargs": {"cmd": "x", "cwd": "/w/{{ d }}"}}
+        ),
         location="tasks.t.kwargs.cwd",
         contains="without control characters",
     )
@@ -136,7 +181,11 @@ def test_template_variable_missing_from_one_list_item() -> None:
 
 @pytest.mark.parametrize("text", ["{{ a.b }}", "{{ }}", "{{ a b }}", "{{ __import__('os') }}"])
 def test_invalid_placeholders(text: str) -> None:
-    one_issue(workflow(task("t", f"echo {text}", foreach={"a": [1]})), location="tasks.t.kwargs.cmd", contains="invalid placeholder")
+    one_issue(
+        workflow(task("t", f"echo {text}", foreach={"a": [1]})),
+        location="tasks.t.kwargs.cmd",
+        contains="invalid placeholder",
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,7 +228,9 @@ HOSTILE = [
 def test_substituted_values_are_one_shell_word_each() -> None:
     wf = compile_dict(workflow(task("t", "printf '%s\\n' {{ v }}", foreach={"v": HOSTILE})))
     for expansion, value in zip(wf.tasks, HOSTILE, strict=True):
-        out = subprocess.run(["sh", "-c", expansion.cmd], capture_output=True, text=True, check=True, timeout=10)
+        out = subprocess.run(
+            ["sh", "-c", expansion.cmd], capture_output=True, text=True, check=True, timeout=10
+        )
         assert out.stdout == value + "\n", (expansion.cmd, out.stdout)
 
 

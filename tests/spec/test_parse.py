@@ -1,4 +1,4 @@
-"""Parsing: text -> WorkflowSpec. Syntax, encoding, shape, types, unknown keys — never a traceback."""
+"""Parsing: text -> WorkflowSpec: syntax, encoding, shape, types, unknown keys (no tracebacks)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,10 @@ def test_utf8_bom_is_accepted() -> None:
 )
 def test_top_level_must_be_a_mapping(text: str, got: str) -> None:
     (issue,) = _issues(text)
-    assert issue == f"(top level): a workflow definition is a mapping with 'name' and 'tasks', got {got}"
+    assert (
+        issue
+        == f"(top level): a workflow definition is a mapping with 'name' and 'tasks', got {got}"
+    )
 
 
 def test_unknown_keys_everywhere_say_where_and_suggest() -> None:
@@ -68,8 +71,14 @@ def test_unknown_keys_everywhere_say_where_and_suggest() -> None:
         max_paralelism=2,
     )
     messages = {i.location: (i.message, i.task) for i in issues_of(definition)}
-    assert messages["max_paralelism"][0] == "unknown key 'max_paralelism'; did you mean 'max_parallelism'?"
-    assert messages["tasks.a.depend_on"] == ("unknown key 'depend_on'; did you mean 'depends_on'?", "a")
+    assert (
+        messages["max_paralelism"][0]
+        == "unknown key 'max_paralelism'; did you mean 'max_parallelism'?"
+    )
+    assert messages["tasks.a.depend_on"] == (
+        "unknown key 'depend_on'; did you mean 'depends_on'?",
+        "a",
+    )
     assert messages["tasks.a.kwargs.evn"] == ("unknown key 'evn'; did you mean 'env'?", "a")
     assert messages["tasks.b.retry.initial_delay"][0].startswith(
         "unknown key 'initial_delay'; did you mean 'initial_delay_s'?"
@@ -77,7 +86,9 @@ def test_unknown_keys_everywhere_say_where_and_suggest() -> None:
 
 
 def test_unknown_key_without_a_close_match_lists_the_allowed_keys() -> None:
-    issue = one_issue(workflow(task("a", colour="red")), location="tasks.a.colour", contains="unknown key")
+    issue = one_issue(
+        workflow(task("a", colour="red")), location="tasks.a.colour", contains="unknown key"
+    )
     assert "allowed here: name, kwargs, depends_on" in issue.message
 
 
@@ -87,7 +98,9 @@ def test_wrong_types_name_the_task_field_and_value() -> None:
         task("b", num_retries="2", timeout_s=True, depends_on="a"),
     )
     got = {i.location: i for i in issues_of(definition)}
-    assert got["tasks.a.kwargs.cmd"].message == "expected a string, got a number 5 (quote it in YAML)"
+    assert (
+        got["tasks.a.kwargs.cmd"].message == "expected a string, got a number 5 (quote it in YAML)"
+    )
     assert got["tasks.a.kwargs.cmd"].task == "a"
     assert "expected a string" in got["tasks.a.kwargs.env.N"].message
     assert got["tasks.b.num_retries"].message == 'expected an integer, got a string "2"'
@@ -112,15 +125,27 @@ def test_task_without_valid_name_is_located_by_index() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("dep_policy", "most", "dep_policy must be 'all', 'any', 'all_settled' or an integer >= 1, got 'most'"),
-        ("dep_policy", 0, "dep_policy must be 'all', 'any', 'all_settled' or an integer >= 1, got 0"),
+        (
+            "dep_policy",
+            "most",
+            "dep_policy must be 'all', 'any', 'all_settled' or an integer >= 1, got 'most'",
+        ),
+        (
+            "dep_policy",
+            0,
+            "dep_policy must be 'all', 'any', 'all_settled' or an integer >= 1, got 0",
+        ),
         ("num_retries", -1, "must be greater than or equal to 0, got -1"),
         ("timeout_s", 0, "must be greater than 0, got 0"),
         ("queue_timeout_s", -5, "must be greater than 0, got -5"),
     ],
 )
 def test_value_ranges(field: str, value: object, message: str) -> None:
-    one_issue(workflow(task("a"), task("b", depends_on=["a"], **{field: value})), location=f"tasks.b.{field}", contains=message)
+    one_issue(
+        workflow(task("a"), task("b", depends_on=["a"], **{field: value})),
+        location=f"tasks.b.{field}",
+        contains=message,
+    )
 
 
 @pytest.mark.parametrize(
@@ -136,7 +161,9 @@ def test_workflow_value_ranges(field: str, value: object, message: str) -> None:
 
 
 def test_retry_fields_are_checked() -> None:
-    issues = issues_of(workflow(task("a", retry={"multiplier": 0.5, "jitter": 2, "retry_on_exit_codes": "1"})))
+    issues = issues_of(
+        workflow(task("a", retry={"multiplier": 0.5, "jitter": 2, "retry_on_exit_codes": "1"}))
+    )
     assert {i.location for i in issues} == {
         "tasks.a.retry.multiplier",
         "tasks.a.retry.jitter",
@@ -161,7 +188,9 @@ def test_json_nan_is_rejected() -> None:
 
 
 def test_yaml_nan_and_infinity_are_rejected() -> None:
-    issues = issues_of("name: wf\ndefault_task_timeout_s: .inf\ntasks:\n  - name: a\n    kwargs: {cmd: x}\n")
+    issues = issues_of(
+        "name: wf\ndefault_task_timeout_s: .inf\ntasks:\n  - name: a\n    kwargs: {cmd: x}\n"
+    )
     assert [i.location for i in issues] == ["default_task_timeout_s"]
 
 
