@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"dagq is up: API {stack.api_url}")
-    print(f"  environment for the CLI: source {ENV_FILE}")
+    print(f"  environment: set -a; source {ENV_FILE}; set +a")
     print(f"  logs: {RUN_DIR}/*.log    stop: make down")
     return 0
 
