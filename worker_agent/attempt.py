@@ -170,6 +170,18 @@ class AttemptRunner:
             )
             await self._finish(heartbeat, log)
             return
+        limit = self.settings.max_deliveries
+        if limit and received.dequeue_count > limit:
+            error = (
+                f"the task message was delivered {received.dequeue_count} times without finishing"
+                " (its workers died or were preempted each time; limit --max-deliveries "
+                f"{limit})"
+            )
+            log.error("%s: reporting the attempt failed", error)
+            await self._report(
+                message, self._failed(message, None, "error", None, error), heartbeat, log
+            )
+            return
         paths = AttemptPaths.create(self.settings.work_dir, message)
         try:
             await self._run_and_report(message, heartbeat, stop, devices, paths, log)

@@ -127,6 +127,12 @@ class WorkerSettings(BaseSettings):
         default=False,
         description="Keep each attempt's directory (work dir, output, log) after it is reported.",
     )
+    max_deliveries: int = Field(
+        default=20,
+        ge=0,
+        description="A task message received more often than this (its workers kept dying or "
+        "being preempted) is reported failed instead of run again. 0: no limit.",
+    )
     max_output_bytes: int = Field(
         default=MAX_OUTPUT_BYTES,
         gt=0,

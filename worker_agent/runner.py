@@ -76,14 +76,40 @@ class RunResult:
     pid: int
 
 
+def _live_members_proc(pgid: int) -> bool | None:
+    """Whether /proc lists a live (non-zombie) process in group ``pgid``; None without /proc.
+
+    Zombies matter: a member whose parent died is re-parented to PID 1, and where PID 1 does not
+    reap (a container without an init) it stays a zombie that ``kill(0)`` still finds.
+    """
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # a member changed user (setuid): it still exists
-    return True
+        pass  # a member changed user (setuid): it exists
+    live = _live_members_proc(pgid)
+    return True if live is None else live
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -123,6 +149,10 @@ async def run_command(command: Command, stop: StopRequest, *, kill_grace_s: floa
 
 
 async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: float) -> RunResult:
+    # stderr goes through a pipe of our own rather than asyncio's PIPE: on Python 3.11 waiting for
+    # the process also waits for its pipes to close, which a leftover background process would
+    # hold off for as long as it lives.
+    read_fd, write_fd = os.pipe()
     started_at = time.time()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -133,33 +163,61 @@ async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: floa
             env=command.env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=write_fd,
             start_new_session=True,  # its own process group (pgid == pid): signal it as a whole
         )
     except (OSError, ValueError) as exc:
+        os.close(read_fd)
         raise StartError(f"cannot start the command in {command.cwd}: {exc}") from None
-    assert proc.stderr is not None
+    finally:
+        os.close(write_fd)
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
+    )
+    try:
+        return await _supervise(proc, command, stop, log, reader, started_at, kill_grace_s)
+    finally:
+        transport.close()
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    command: Command,
+    stop: StopRequest,
+    log: int,
+    reader: asyncio.StreamReader,
+    started_at: float,
+    kill_grace_s: float,
+) -> RunResult:
     tail = bytearray()
-    copier = asyncio.create_task(_copy_stderr(proc.stderr, log, tail))
+    copier = asyncio.create_task(_copy_stderr(reader, log, tail))
     exited = asyncio.create_task(proc.wait())
     stopping = asyncio.create_task(stop.wait())
     timeout = command.timeout_s
-    done, _ = await asyncio.wait(
-        {exited, stopping}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-    )
-    if exited not in done:
-        stop.request("timeout")  # no-op when a stop was already requested
-        await stop_group(proc.pid, kill_grace_s)
-        await exited
-    stopping.cancel()
-    # Background processes the shell left behind belong to the task: stop them too.
-    await stop_group(proc.pid, kill_grace_s)
     try:
-        # stderr reaches EOF once every holder of the pipe is gone; one that left the group
-        # (setsid) might keep it open, so do not wait for it forever.
-        await asyncio.wait_for(copier, timeout=2.0)
-    except TimeoutError:
-        copier.cancel()
+        done, _ = await asyncio.wait(
+            {exited, stopping}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if exited not in done:
+            stop.request("timeout")  # no-op when a stop was already requested
+            await stop_group(proc.pid, kill_grace_s)
+            await exited
+        stopping.cancel()
+        # Background processes the shell left behind belong to the task: stop them too.
+        await stop_group(proc.pid, kill_grace_s)
+        try:
+            # stderr reaches EOF once every holder of the pipe is gone; one that left the group
+            # (setsid) might keep it open, so do not wait for it forever.
+            await asyncio.wait_for(copier, timeout=2.0)
+        except TimeoutError:
+            copier.cancel()
+    except asyncio.CancelledError:
+        # The agent itself is being torn down: never leave the task running unsupervised.
+        _signal_group(proc.pid, signal.SIGKILL)
+        for task in (copier, exited, stopping):
+            task.cancel()
+        raise
     finished_at = time.time()
     returncode = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     if returncode < 0:
