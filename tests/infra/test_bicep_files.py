@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tree_sitter_bicep
 import yaml
+from tree_sitter import Language, Node, Parser
 
 from tests.infra.bicep_model import INFRA, REPO, Template, bicep_files, declarations, parse
 
@@ -72,3 +75,30 @@ def test_azure_yaml_deploys_the_function_app_from_the_repository_root() -> None:
     app = Template(INFRA / "modules/functionapp.bicep")
     assert app.default("azdServiceName") == service
     assert (REPO / spec["project"] / "function_app.py").is_file()
+
+
+@pytest.mark.parametrize("path", bicep_files(), ids=lambda p: str(p.relative_to(INFRA)))
+def test_file_parses_with_the_tree_sitter_grammar_too(path: Path) -> None:
+    # A second, independent Bicep grammar: pycep's is older and lenient in places.
+    tree = _tree_sitter().parse(path.read_bytes())
+    errors = [
+        f"line {node.start_point[0] + 1}: {node.type}"
+        for node in _walk(tree.root_node)
+        if node.type == "ERROR" or node.is_missing
+    ]
+    assert not errors, f"{path.name}: {errors}"
+
+
+def test_tree_sitter_check_catches_a_syntax_error() -> None:
+    tree = _tree_sitter().parse(b"resource r 'Microsoft.Storage/storageAccounts@2023-05-01' = {\n")
+    assert tree.root_node.has_error
+
+
+def _tree_sitter() -> Parser:
+    return Parser(Language(tree_sitter_bicep.language()))
+
+
+def _walk(node: Node) -> Iterator[Node]:
+    yield node
+    for child in node.children:
+        yield from _walk(child)
