@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -239,4 +241,23 @@ async def test_malformed_message_is_dead_lettered_and_the_loop_goes_on(
     assert len(letters) == 2
     assert any("malformed task message" in letter.reason for letter in letters)
     assert any("invalid workflow id" in letter.reason for letter in letters)
+    assert await queue.approximate_count() == 0
+
+
+async def test_a_message_delivered_too_often_is_reported_failed_not_run(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", f"touch {marker}")
+    # A first delivery whose worker "died": the message comes back after its visibility timeout.
+    queue = storage.queues.get(names.task_queue("cpu"))
+    assert len(await queue.receive(1, 1)) == 1
+    await asyncio.sleep(1.2)
+    async with running_agent(worker_settings(max_deliveries=1), storage):
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent)
+    assert event.reason == "error"
+    assert "delivered 2 times without finishing" in event.error
+    assert not marker.exists()
     assert await queue.approximate_count() == 0
