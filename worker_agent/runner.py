@@ -76,16 +76,13 @@ class RunResult:
     pid: int
 
 
-def _live_members_proc(pgid: int) -> bool | None:
-    """Whether /proc lists a live (non-zombie) process in group ``pgid``; None without /proc.
-
-    Zombies matter: a member whose parent died is re-parented to PID 1, and where PID 1 does not
-    reap (a container without an init) it stays a zombie that ``kill(0)`` still finds.
-    """
+def _group_members(pgid: int) -> list[tuple[int, bytes, int]] | None:
+    """``(pid, state, ppid)`` of every process in group ``pgid`` per /proc; None without /proc."""
     try:
         entries = os.listdir("/proc")
     except OSError:
         return None
+    members = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -96,20 +93,40 @@ def _live_members_proc(pgid: int) -> bool | None:
             continue
         # Fields after the parenthesised command name: state, ppid, pgrp, ...
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            members.append((int(entry), fields[0], int(fields[1])))
+    return members
 
 
 def _group_alive(pgid: int) -> bool:
+    """Whether a live process is left in the group.
+
+    Zombies do not count: a member whose parent died is re-parented to PID 1, and where PID 1
+    does not reap (a container without an init) it stays a zombie that ``kill(0)`` still finds.
+    """
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # a member changed user (setuid): it exists
-    live = _live_members_proc(pgid)
-    return True if live is None else live
+    members = _group_members(pgid)
+    if members is None:
+        return True
+    _reap_orphans(pgid, members)
+    return any(state != b"Z" for _, state, _ in members)
+
+
+def _reap_orphans(pgid: int, members: list[tuple[int, bytes, int]]) -> None:
+    """Reap the group's zombies re-parented to this process (it runs as PID 1 in a container).
+
+    Only those: the shell itself (pid == pgid) is asyncio's to reap.
+    """
+    me = os.getpid()
+    for pid, state, ppid in members:
+        if state == b"Z" and ppid == me and pid != pgid:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
