@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tree_sitter_bicep
 import yaml
-from tree_sitter import Language, Node, Parser
 
 from tests.infra.bicep_model import INFRA, REPO, Template, bicep_files, declarations, parse
+from tests.infra.bicep_symbols import FUNCTIONS, parse_tree, symbols, walk
 
 EXPECTED_FILES = {
     "main.bicep",
@@ -80,25 +78,44 @@ def test_azure_yaml_deploys_the_function_app_from_the_repository_root() -> None:
 @pytest.mark.parametrize("path", bicep_files(), ids=lambda p: str(p.relative_to(INFRA)))
 def test_file_parses_with_the_tree_sitter_grammar_too(path: Path) -> None:
     # A second, independent Bicep grammar: pycep's is older and lenient in places.
-    tree = _tree_sitter().parse(path.read_bytes())
     errors = [
         f"line {node.start_point[0] + 1}: {node.type}"
-        for node in _walk(tree.root_node)
+        for node in walk(parse_tree(path))
         if node.type == "ERROR" or node.is_missing
     ]
     assert not errors, f"{path.name}: {errors}"
 
 
-def test_tree_sitter_check_catches_a_syntax_error() -> None:
-    tree = _tree_sitter().parse(b"resource r 'Microsoft.Storage/storageAccounts@2023-05-01' = {\n")
-    assert tree.root_node.has_error
+def test_tree_sitter_check_catches_a_syntax_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.bicep"
+    bad.write_text("resource r 'Microsoft.Storage/storageAccounts@2023-05-01' = {\n")
+    assert parse_tree(bad).has_error
 
 
-def _tree_sitter() -> Parser:
-    return Parser(Language(tree_sitter_bicep.language()))
+@pytest.mark.parametrize("path", bicep_files(), ids=lambda p: str(p.relative_to(INFRA)))
+def test_every_reference_resolves(path: Path) -> None:
+    found = symbols(path)
+    assert not found.undefined, f"{path.name}: undeclared {found.undefined}"
+    unknown = found.calls - FUNCTIONS
+    assert not unknown, f"{path.name}: not Bicep functions: {sorted(unknown)}"
+    for module, output, line in found.module_outputs:
+        module_path = (path.parent / found.modules[module]).resolve()
+        assert output in parse(module_path).get("outputs", {}), (
+            f"{path.name} line {line}: {module}.outputs.{output} is not an output of "
+            f"{module_path.name}"
+        )
 
 
-def _walk(node: Node) -> Iterator[Node]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+def test_symbol_check_catches_typos(tmp_path: Path) -> None:
+    (tmp_path / "m.bicep").write_text("output real string = 'x'\n")
+    bad = tmp_path / "main.bicep"
+    bad.write_text(
+        "param prefix string = 'dagq'\n"
+        "var names = [for q in queues: '${prefx}-q-${tolower(q)}']\n"
+        "module m 'm.bicep' = {\n  name: 'm'\n}\n"
+        "output o string = m.outputs.missing\n"
+    )
+    found = symbols(bad)
+    assert [u.split()[0] for u in found.undefined] == ["queues", "prefx"]
+    assert "tolower" in found.calls - FUNCTIONS
+    assert found.module_outputs == [("m", "missing", 6)]
