@@ -238,16 +238,17 @@ def _list_params(req: func.HttpRequest) -> dict[str, Any]:
 
 async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
-    from shared.compiler import load_workflow
 
     settings = CONTEXT.settings
     text, fmt = parse_definition_body(req, settings.max_definition_bytes)
     workflow_id = _submit_id(req)
-    # Compiling a large definition takes a while: keep the event loop (and the coordinator
-    # trigger sharing it) responsive.
-    wf = await asyncio.to_thread(load_workflow, text, source="request body", fmt=fmt)
+    # Compiling and encoding a large definition takes a while: keep the event loop (and the
+    # coordinator trigger sharing it) responsive.
+    wf, encoded = await asyncio.to_thread(service.compile_definition, text, fmt)
     storage = await CONTEXT.storage()
-    result = await service.submit(storage, wf, now=time.time(), workflow_id=workflow_id)
+    result = await service.submit(
+        storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded
+    )
     url = workflow_url(req, result.workflow_id)
     body = {"id": result.workflow_id, "status": str(result.status), "url": url}
     return json_response(body, 201 if result.created else 200, headers={"Location": url})

@@ -15,7 +15,7 @@ import secrets
 import string
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from shared.errors import ConflictError, DagqError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
@@ -125,18 +125,36 @@ def same_definition(a: CompiledWorkflow, b: CompiledWorkflow) -> bool:
     return dataclasses.replace(a, source=None) == dataclasses.replace(b, source=None)
 
 
+def compile_definition(
+    text: str, fmt: Literal["json", "yaml"] | None = None
+) -> tuple[CompiledWorkflow, bytes]:
+    """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
+    runs it in a thread). Raises DefinitionError listing every problem."""
+    from shared.codec import encode_definition
+    from shared.compiler import load_workflow
+
+    wf = load_workflow(text, source="request body", fmt=fmt)
+    return wf, encode_definition(wf)
+
+
 async def submit(
-    storage: Storage, wf: CompiledWorkflow, *, now: float, workflow_id: str | None = None
+    storage: Storage,
+    wf: CompiledWorkflow,
+    *,
+    now: float,
+    workflow_id: str | None = None,
+    encoded: bytes | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
     Write order: definition blob (create-only), state blob (create-only), index row, activate
     event. Every step tolerates "already exists", so re-submitting the same id repairs a submit
-    that crashed half-way. Same id with a different definition: ConflictError.
+    that crashed half-way. Same id with a different definition: ConflictError. ``encoded`` is
+    the definition blob when the caller already has it (``compile_definition``).
     """
     from shared.codec import decode_definition, encode_definition
 
-    data = encode_definition(wf)
+    data = encode_definition(wf) if encoded is None else encoded
     if workflow_id is not None:
         check_workflow_id(workflow_id)
         created = await storage.workflows.create_definition(workflow_id, data)
