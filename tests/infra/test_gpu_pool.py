@@ -171,7 +171,7 @@ def test_worker_environment_is_what_the_agent_reads(monkeypatch: pytest.MonkeyPa
     assert settings.storage_account == SAMPLE_PARAMS["storageAccountName"]
     assert settings.storage_client_id == SAMPLE_PARAMS["workerIdentityClientId"]
     assert settings.prefix == SAMPLE_PARAMS["prefix"]
-    assert worker.gpus == ["auto"]
+    assert worker.shutdown_grace_s == _pool().default("shutdownGraceSeconds")
 
 
 def test_package_spec_reaches_pip_unquoted() -> None:
