@@ -305,7 +305,8 @@ class _Compiler:
     def plain(self, w: _Written) -> _Expansion:
         task, spec = w.spec, self.spec
         kwargs = task.kwargs
-        self.check_env_names(kwargs.env, f"{w.loc}.kwargs.env", task.name)
+        if kwargs.env:
+            self.check_env_names(kwargs.env, f"{w.loc}.kwargs.env", task.name)
         env = {**spec.env, **kwargs.env} if spec.env else kwargs.env
         queue = task.queue if task.queue is not None else spec.default_queue
         expansion = _Expansion(task.name, kwargs.cmd, env, kwargs.cwd, queue, None)

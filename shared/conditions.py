@@ -164,9 +164,13 @@ def _check_depth(tree: ast.AST) -> None:
 
 def _not_allowed(node: ast.AST) -> ConditionError:
     what = _FORBIDDEN_NAMES.get(type(node), type(node).__name__)
+    hint = ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
+        # `inputs.extract-a.rows` parses as a subtraction: the name needs brackets.
+        hint = '; for a task name with "-", write inputs["extract-a"]'
     return ConditionError(
         f"{what} are not allowed in a condition (allowed: comparisons, and/or/not, literals,"
-        " inputs.<task>..., state(...), all/any/count(...))"
+        f" inputs.<task>..., state(...), all/any/count(...)){hint}"
     )
 
 

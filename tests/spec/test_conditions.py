@@ -126,6 +126,7 @@ def test_compiled_condition_is_reusable_and_records_what_it_reads() -> None:
         ("[x for x in inputs.prep.tags] == []", "list comprehensions are not allowed"),
         ("any(x > 1 for x in [1])", "generator expressions are not allowed"),
         ("inputs.prep.rows + 1 > 2", "arithmetic"),
+        ("inputs.extract-a.rows > 2", 'for a task name with "-", write inputs["extract-a"]'),
         ("1 if true else 2", "'x if c else y' expressions are not allowed"),
         ("{'a': 1} == {}", "mapping literals are not allowed"),
         ("f'{inputs.prep}' == ''", "f-strings are not allowed"),
