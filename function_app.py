@@ -26,8 +26,19 @@ from shared.api import http as api
 from shared.api import triggers
 from shared.names import ResourceNames
 
+
+def _auth_level() -> func.AuthLevel:
+    value = (os.environ.get("DAGQ_API_AUTH_LEVEL") or "function").strip().lower()
+    try:
+        return func.AuthLevel(value)
+    except ValueError:
+        raise ValueError(
+            f"DAGQ_API_AUTH_LEVEL={value!r} is not an auth level: use function, admin or anonymous"
+        ) from None
+
+
 EVENT_QUEUE = ResourceNames(os.environ.get("DAGQ_PREFIX") or "dagq").event_queue
-AUTH_LEVEL = func.AuthLevel((os.environ.get("DAGQ_API_AUTH_LEVEL") or "function").strip().lower())
+AUTH_LEVEL = _auth_level()
 
 app = func.FunctionApp(http_auth_level=AUTH_LEVEL)
 
