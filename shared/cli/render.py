@@ -318,13 +318,16 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
 def list_table(items: Iterable[WorkflowSummary]) -> Table:
     """The table of ``dagq list``."""
     items = list(items)
-    table = Table(box=None, padding=(0, 2), header_style="bold")
+    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
     # Ids are what people copy into the next command: never cut them short.
     id_width = max((len(item.id) for item in items), default=2)
+    name_width = min(max((len(item.name) for item in items), default=4), 40)
     table.add_column("id", no_wrap=True, min_width=id_width)
-    table.add_column("name", overflow="ellipsis", no_wrap=True)
-    for column in ("status", "done", "created (UTC)", "took"):
-        table.add_column(column, no_wrap=True)
+    table.add_column("name", no_wrap=True, min_width=name_width, overflow="ellipsis")
+    table.add_column("status", no_wrap=True, min_width=10)
+    table.add_column("done", no_wrap=True, justify="right")
+    table.add_column("created (UTC)", no_wrap=True, min_width=16)
+    table.add_column("took", no_wrap=True, justify="right", min_width=6)
     for item in items:
         total = item.total or sum(item.counts.values())
         took = None
