@@ -1,0 +1,50 @@
+"""The README and the CLI reference stay true: their workflow examples validate and every `dagq`
+subcommand they mention exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from shared.cli import build_parser, main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCS = [REPO_ROOT / "README.md", REPO_ROOT / "docs" / "cli.md"]
+
+
+def _subcommands() -> set[str]:
+    parser = build_parser()
+    for action in parser._actions:
+        if hasattr(action, "choices") and isinstance(action.choices, dict):
+            return set(action.choices)
+    raise AssertionError("dagq has no subcommands")
+
+
+def test_readme_workflow_examples_validate(tmp_path: Path) -> None:
+    text = (REPO_ROOT / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert blocks
+    for i, block in enumerate(blocks):
+        path = tmp_path / f"readme-{i}.yaml"
+        path.write_text(block)
+        assert main(["validate", str(path)]) == 0
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_dagq_command_in_the_docs_exists(doc: Path) -> None:
+    text = doc.read_text()
+    code = re.findall(r"```.*?```", text, re.S) + re.findall(r"`[^`\n]+`", text)
+    mentioned = {m for snippet in code for m in re.findall(r"\bdagq ([a-z]+)\b", snippet)}
+    assert mentioned
+    assert mentioned <= _subcommands()
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    assert "usage: dagq " + command in capsys.readouterr().out
+
