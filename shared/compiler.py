@@ -272,7 +272,8 @@ class _Compiler:
         # A foreach task's written name is how others depend on it: it must not name a task.
         for w in self.written:
             clash = number_of.get(w.spec.name) if w.spec.foreach is not None else None
-            if clash is not None and owner[clash] is not w:
+            # (A task written with the same name was reported as a duplicate already.)
+            if clash is not None and owner[clash].spec.name != w.spec.name:
                 issues.add(
                     f"{w.loc}.name",
                     f"foreach task name {w.spec.name!r} is also the name of another task",

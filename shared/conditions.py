@@ -111,15 +111,17 @@ def compile_condition(expr: str, parents: Sequence[str]) -> Condition:
         raise ConditionError(
             f"condition is {len(expr)} characters long; the limit is {MAX_CONDITION_CHARS}"
         )
+    # YAML block scalars (`condition: |`) keep line breaks; an expression is one logical line.
+    text = " ".join(expr.split("\n")).strip()
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
+        tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         where = f" at column {exc.offset}" if exc.offset else ""
         raise ConditionError(f"condition syntax error{where}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ConditionError(f"condition cannot be parsed: {exc}") from None
     _check_depth(tree)
-    compiler = _Compiler(expr.strip(), parents)
+    compiler = _Compiler(text, parents)
     fn, many = compiler.compile(tree.body)
     if many:
         raise ConditionError(

@@ -176,6 +176,22 @@ def test_duplicate_created_by_foreach() -> None:
     assert issue.task == "t"
 
 
+def test_foreach_task_and_plain_task_with_the_same_name() -> None:
+    one_issue(
+        workflow(task("t", foreach={"i": [1, 2]}), task("t")),
+        location="tasks.t.name",
+        contains="duplicate task name 't' (also tasks[0])",
+    )
+
+
+def test_foreach_task_named_like_another_expansion() -> None:
+    one_issue(
+        workflow(task("a", foreach={"x": [1]}), task("a.x=1", foreach={"y": [2]})),
+        location="tasks.a.x=1.name",
+        contains="foreach task name 'a.x=1' is also the name of another task",
+    )
+
+
 def test_plain_task_named_like_an_expansion() -> None:
     one_issue(
         workflow(task("t", foreach={"i": [1, 2]}), task("t.i=2")),

@@ -92,6 +92,10 @@ def test_constructs(expr: str, expected: bool | None) -> None:
         assert ev(expr) is expected
 
 
+def test_multi_line_condition_from_a_yaml_block_scalar() -> None:
+    assert ev("inputs.prep.rows > 100\nand inputs.prep.split == 'val'\n") is True
+
+
 def test_glob_over_members_with_no_completed_parent_is_empty() -> None:
     views = {**VIEWS, "train.seed=1": ParentView("failed"), "train.seed=3": ParentView("cancelled")}
     assert ev('count(inputs["train*"]) == 0', views) is True
