@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -54,7 +55,15 @@ def report_errors(handler: Handler) -> Handler:
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
         # Imported here, not at module level: `dagq --help` stays fast.
-        from shared.client import ApiError, ApiUnreachableError, WaitTimeoutError
+        try:
+            from shared.client import ApiError, ApiUnreachableError, WaitTimeoutError
+        except ModuleNotFoundError as exc:
+            print(
+                f"dagq: this command needs the CLI's dependencies ({exc.name} is missing):"
+                " pip install 'dagq[cli]' (or `make install` in the repository)",
+                file=sys.stderr,
+            )
+            return ExitCode.USAGE
         from shared.errors import DagqError
 
         try:
@@ -80,7 +89,24 @@ def report_errors(handler: Handler) -> Handler:
             return ExitCode.INTERRUPTED
         except BrokenPipeError:
             # `dagq logs ... | head`: the reader left; that is not an error of ours.
-            sys.stderr.close()
+            _silence_stdout()
             return ExitCode.OK
+        except Exception as exc:
+            # A bug of ours or a surprise from a library: say so in one line; DAGQ_DEBUG=1
+            # shows the traceback.
+            if os.environ.get("DAGQ_DEBUG"):
+                raise
+            print(
+                f"dagq: unexpected error: {type(exc).__name__}: {exc}"
+                " (set DAGQ_DEBUG=1 to see the traceback, and please report it)",
+                file=sys.stderr,
+            )
+            return ExitCode.API_ERROR
 
     return run
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

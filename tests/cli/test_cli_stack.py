@@ -103,7 +103,10 @@ def test_cancel_stops_a_running_workflow(dagq: Dagq, stack: Stack) -> None:
         while client.get(workflow_id).tasks["sleeper"].state not in ("queued", "running"):
             assert time.monotonic() < deadline, stack.diagnostics()
             time.sleep(0.3)
-    cancelled = dagq("cancel", workflow_id, "--wait", "--timeout", "60")
+    gave_up = dagq("watch", workflow_id, "--timeout", "1", "--interval", "0.2")
+    assert gave_up.code == ExitCode.TIMEOUT
+    assert "still running" in gave_up.err or "still pending" in gave_up.err
+    cancelled = dagq("cancel", workflow_id, "--wait", "--timeout", "60", "--reason", "test")
     assert cancelled.code == ExitCode.CANCELLED, cancelled.err + stack.diagnostics()
     assert "cancel requested" in cancelled.out
     final = json.loads(dagq("status", workflow_id, "--json").out)
