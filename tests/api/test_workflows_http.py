@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +23,7 @@ import pytest
 
 from shared.settings import Settings
 from shared.storage.factory import open_storage
-from tests.support.api_host import HostProcess
+from tests.support.api_host import REPO_ROOT, HostProcess
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
@@ -289,3 +293,48 @@ async def test_health_and_openapi(api_host: HostProcess, host_settings: Settings
         assert spec.status_code == 200
         assert spec.json()["openapi"].startswith("3.")
         assert json.loads(spec.content)["paths"]["/workflows"]["post"]
+
+
+@pytest.fixture
+def real_worker(host_env: dict[str, str], tmp_path: Path) -> Iterator[Path]:
+    """A real worker agent (subprocess) serving the queue ``realq``; yields its log path."""
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "worker_agent", "realq", "--work-dir", str(tmp_path),
+             "--idle-timeout-s", "60"],
+            cwd=REPO_ROOT, env={**os.environ, **host_env}, stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+    try:
+        yield log_path
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+async def test_real_worker_output_and_log(api_host: HostProcess, real_worker: Path) -> None:
+    definition = {
+        "name": "real",
+        "tasks": [
+            {
+                "name": "hello",
+                "queue": "realq",
+                "kwargs": {"cmd": 'echo hello from dagq; echo \'{"answer": 42}\' > "$DAGQ_OUTPUT"'},
+            }
+        ],
+    }
+    async with client(api_host) as http:
+        response = await http.post("/workflows", json=definition)
+        assert response.status_code == 201
+        workflow_id = response.json()["id"]
+        body = await wait_status(http, workflow_id, "completed", "failed")
+        assert body["status"] == "completed", f"see {real_worker}"
+        detail = (await http.get(f"/workflows/{workflow_id}/tasks/hello")).json()
+        assert detail["exit_code"] == 0
+        assert detail["log"]["blob"].startswith(f"{workflow_id}/hello/1/")
+        log = await http.get(f"/workflows/{workflow_id}/tasks/hello/log")
+        assert log.status_code == 200
+        assert "hello from dagq" in log.text
+        assert log.headers["content-type"].startswith("text/plain")
+        output = await http.get(f"/workflows/{workflow_id}/tasks/hello/output")
+        assert output.json() == {"answer": 42}
