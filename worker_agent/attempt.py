@@ -28,6 +28,7 @@ from shared.errors import DagqError, MessageError, NotFoundError
 from shared.messages import (
     ERROR_TAIL_CHARS,
     INLINE_OUTPUT_BYTES,
+    FailureReason,
     OutputRef,
     TaskCompletedEvent,
     TaskEvent,
@@ -158,17 +159,10 @@ class AttemptRunner:
             return
         if await self._cancelled(message.workflow_id):
             log.info("workflow is cancelled: not running the task")
-            await self.reporter.post(
-                self._failed(
-                    message,
-                    None,
-                    "cancelled",
-                    None,
-                    "the workflow was cancelled before the task started",
-                ),
-                logger=log,
+            error = "the workflow was cancelled before the task started"
+            await self._report(
+                message, self._failed(message, None, "cancelled", None, error), heartbeat, log
             )
-            await self._finish(heartbeat, log)
             return
         limit = self.settings.max_deliveries
         if limit and received.dequeue_count > limit:
@@ -295,7 +289,7 @@ class AttemptRunner:
             log_blob, data, content_type="text/plain; charset=utf-8", logger=log
         )
 
-        def failed(reason: str, error: str) -> TaskFailedEvent:
+        def failed(reason: FailureReason, error: str) -> TaskFailedEvent:
             return self._failed(
                 message, result, reason, result.returncode, error, log_blob=log_blob
             )
@@ -340,25 +334,23 @@ class AttemptRunner:
         self,
         message: TaskMessage,
         result: RunResult | None,
-        reason: str,
+        reason: FailureReason,
         exit_code: int | None,
         error: str,
         *,
         log_blob: str | None = None,
     ) -> TaskFailedEvent:
-        return TaskFailedEvent.model_validate(
-            {
-                "workflow_id": message.workflow_id,
-                "task": message.task,
-                "attempt": message.attempt,
-                "worker": self.settings.worker_id,
-                "started_at": result.started_at if result else None,
-                "finished_at": result.finished_at if result else time.time(),
-                "reason": reason,
-                "exit_code": exit_code,
-                "error": _tail(error),
-                "log_blob": log_blob,
-            }
+        return TaskFailedEvent(
+            workflow_id=message.workflow_id,
+            task=message.task,
+            attempt=message.attempt,
+            worker=self.settings.worker_id,
+            started_at=result.started_at if result else None,
+            finished_at=result.finished_at if result else time.time(),
+            reason=reason,
+            exit_code=exit_code,
+            error=_tail(error),
+            log_blob=log_blob,
         )
 
     # -- the message ---------------------------------------------------------------------------
