@@ -258,10 +258,15 @@ def _error_message(error: Any, loc: tuple[Any, ...]) -> str:
         return str(error["msg"]).removeprefix("Value error, ")
     if kind.endswith("_type") or kind in ("literal_error", "enum"):
         expected = _A_VALID_RE.sub(_article, str(error["msg"]).removeprefix("Input should be "))
+        if kind in ("model_type", "dict_type"):
+            expected = "a mapping"  # not pydantic's "dictionary or instance of TaskSpec"
         hint = ""
         if kind == "string_type" and isinstance(given, int | float | bool):
             hint = " (quote it in YAML)"
-        return f"expected {expected}, got {_type_name(given)} {_short(given)}{hint}".rstrip()
+        elif loc[-1:] == ("kwargs",) and isinstance(given, str):
+            hint = " (write kwargs: {cmd: ...})"
+        got = f"{_type_name(given)} {_short(given)}".rstrip()
+        return f"expected {expected}, got {got}{hint}"
     message = str(error["msg"]).replace("Input should be", "must be")
     return f"{message}, got {_short(given)}" if _short(given) else message
 
@@ -298,7 +303,7 @@ def _type_name(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    if isinstance(value, dict | list):
+    if value is None or isinstance(value, dict | list):
         return ""
     text = json.dumps(value) if isinstance(value, str | int | float | bool) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -109,6 +109,18 @@ def test_wrong_types_name_the_task_field_and_value() -> None:
     assert got["tasks.b.depends_on"].message.startswith("expected a list")
 
 
+def test_mapping_expected() -> None:
+    got = {
+        i.location: i.message
+        for i in issues_of("name: x\ntasks:\n  -\n  - name: a\n    kwargs: echo hi\n    retry: 3\n")
+    }
+    assert got == {
+        "tasks[0]": "expected a mapping, got null",
+        "tasks.a.kwargs": 'expected a mapping, got a string "echo hi" (write kwargs: {cmd: ...})',
+        "tasks.a.retry": "expected a mapping, got a number 3",
+    }
+
+
 def test_missing_required_keys() -> None:
     issues = issues_of({"tasks": [{"name": "a", "kwargs": {}}]})
     assert {(i.location, i.message) for i in issues} == {
