@@ -87,20 +87,21 @@ def _unpack(typecode: str, data: bytes, n: int) -> array[int]:
     return column
 
 
-def _zz(x: int) -> int:
-    return x << 1 if x >= 0 else ((-x) << 1) - 1
-
-
-def _unzz(z: int) -> int:
-    return z >> 1 if not z & 1 else -((z + 1) >> 1)
-
-
 def _rel(values: list[int | None], refs: list[int]) -> list[int]:
-    return [0 if v is None else _zz(v - r) + 1 for v, r in zip(values, refs, strict=True)]
+    """Each value minus its reference, zigzag-encoded (small magnitudes -> small numbers), plus
+    one; 0 stands for None. Inlined arithmetic: this runs over every task of every flush."""
+    return [
+        0 if v is None else ((v - r) << 1 if v >= r else ((r - v) << 1) - 1) + 1
+        for v, r in zip(values, refs, strict=True)
+    ]
 
 
 def _unrel(stored: array[int], refs: list[int]) -> list[int | None]:
-    return [None if z == 0 else _unzz(z - 1) + r for z, r in zip(stored, refs, strict=True)]
+    """The inverse of ``_rel``."""
+    return [
+        None if z == 0 else (r + ((z - 1) >> 1) if z & 1 else r - (z >> 1))
+        for z, r in zip(stored, refs, strict=True)
+    ]
 
 
 def _refs(primary: list[int | None], fallback: list[int]) -> list[int]:
@@ -350,13 +351,14 @@ def _task_from_json(raw: dict[str, Any]) -> TaskDef:
         raise CodecError(
             f"definition blob is corrupt: task {raw['n']!r} has dep_policy {dep_policy!r}"
         )
+    env = raw.get("e")
     return TaskDef(
         name=str(raw["n"]),
         cmd=str(raw["c"]),
         queue=str(raw["q"]),
-        env={str(k): str(v) for k, v in raw.get("e", {}).items()},
+        env={str(k): str(v) for k, v in env.items()} if env else {},
         cwd=raw.get("w"),
-        parents=tuple(int(p) for p in raw.get("p", ())),
+        parents=tuple(raw.get("p", ())),  # checked in bulk by decode_definition
         dep_policy=dep_policy,
         timeout_s=raw.get("t"),
         queue_timeout_s=raw.get("qt"),
@@ -388,7 +390,7 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
         doc = json.loads(body)
         tasks = [_task_from_json(t) for t in doc["tasks"]]
         n = len(tasks)
-        if any(not 0 <= p < n for t in tasks for p in t.parents):
+        if not all(type(p) is int and 0 <= p < n for t in tasks for p in t.parents):
             raise CodecError("definition blob is corrupt: a task names an unknown parent")
         result_policy = doc.get("rp", "all_sinks_succeed")
         if result_policy not in ("all_sinks_succeed", "all_tasks_succeed"):

@@ -3,6 +3,8 @@ ahead-of-state attempts, result policies."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from shared.codec import encode_state
@@ -156,7 +158,7 @@ def test_failure_without_budget_fails_task_cascades_and_fails_workflow() -> None
 
 
 def test_upstream_failed_cascades_through_a_deep_chain_without_recursion() -> None:
-    n = 30_000
+    n = 3 * sys.getrecursionlimit()  # far deeper than any recursion could go
     h = History(chain(n))
     h.activate()
     commands = h.failed("t0")

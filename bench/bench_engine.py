@@ -1,0 +1,171 @@
+"""Engine and codec benchmark: drive fan-out/fan-in workflows in memory, measure the state blob.
+
+A fan-out/fan-in of N tasks is 1 root -> N-2 leaves -> 1 sink. It is driven from activation to
+completion with a simulated clock: every dispatched attempt completes after a random duration of
+1-600 s (seeded), and completions are applied in the order they finish, each as a
+TaskCompletedEvent built on the spot (building the events is part of the measured time).
+
+Prints progress lines, then ONE line of key=value pairs:
+  drive_s_10k, drive_s_100k      activate -> WorkflowFinished, wall time (targets: < 1 s, < 10 s)
+  state_bytes_1k/_10k/_100k      encoded state blob of the completed workflow (target 1k: <= 4 KB)
+  codec_ms_100k                  encode + decode of the 100k state (best of 3)
+  def_bytes_100k, def_ms_100k    definition blob size, encode + decode time
+  cascade_s_100k                 upstream_failed cascade down a 100,000-task chain
+  ratios against the targets and against ai4s-jobq's figures measured on this kind of machine
+  (10k drive ~55 s; state 1k ~8.7 KB, 10k ~92 KB).
+
+Usage: .venv/bin/python bench/bench_engine.py [--quick]   (--quick skips the 100k runs)
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import sys
+import time
+
+from shared.codec import decode_definition, decode_state, encode_definition, encode_state
+from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.engine import apply, new_state
+from shared.messages import ActivateEvent, TaskCompletedEvent, TaskFailedEvent
+from shared.state import RuntimeState
+from shared.states import WorkflowStatus
+from shared.workflow import CompiledWorkflow, TaskDef
+
+AI4S_DRIVE_S_10K = 55.0
+AI4S_STATE_BYTES_1K = 8700
+AI4S_STATE_BYTES_10K = 92000
+TARGET_DRIVE_S_10K = 1.0
+TARGET_DRIVE_S_100K = 10.0
+TARGET_STATE_BYTES_1K = 4096
+START = 1_767_225_600.0  # a fixed epoch second: results do not depend on the day
+
+
+def fan_workflow(n: int) -> CompiledWorkflow:
+    leaves = n - 2
+    tasks = [TaskDef(name="root", cmd="prep", queue="cpu")]
+    tasks += [
+        TaskDef(name=f"leaf-{i}", cmd="work", queue="gpu", parents=(0,)) for i in range(leaves)
+    ]
+    tasks.append(
+        TaskDef(name="sink", cmd="reduce", queue="cpu", parents=tuple(range(1, leaves + 1)))
+    )
+    return CompiledWorkflow.of(f"fan-{n}", tasks)
+
+
+def drive(wf: CompiledWorkflow, seed: int = 42) -> tuple[float, RuntimeState]:
+    """Activate and complete every dispatched attempt; return (seconds, final state)."""
+    rng = random.Random(seed)
+    finishing: list[tuple[float, int, Dispatch, float]] = []
+    sequence = 0
+
+    def schedule(commands: list[Command], now: float) -> bool:
+        nonlocal sequence
+        done = False
+        for command in commands:
+            if isinstance(command, Dispatch):
+                sequence += 1
+                end = now + rng.uniform(1.0, 600.0)
+                heapq.heappush(finishing, (end, sequence, command, now))
+            elif isinstance(command, WorkflowFinished):
+                done = command.status is WorkflowStatus.COMPLETED
+        return done
+
+    begin = time.perf_counter()
+    state = new_state(wf, "bench", START)
+    done = schedule(apply(wf, state, ActivateEvent(workflow_id="bench"), START), START)
+    while finishing:
+        end, _, command, started = heapq.heappop(finishing)
+        event = TaskCompletedEvent(
+            workflow_id="bench",
+            task=command.name,
+            attempt=command.attempt,
+            started_at=started,
+            finished_at=end,
+            worker="vm-1",
+        )
+        done = schedule(apply(wf, state, event, end), end) or done
+    elapsed = time.perf_counter() - begin
+    assert done, state.counts()
+    assert state.status is WorkflowStatus.COMPLETED
+    return elapsed, state
+
+
+def codec_ms(state: RuntimeState, wf: CompiledWorkflow) -> tuple[float, int]:
+    best = float("inf")
+    size = 0
+    for _ in range(3):
+        begin = time.perf_counter()
+        data = encode_state(state)
+        decode_state(data, wf)
+        best = min(best, time.perf_counter() - begin)
+        size = len(data)
+    return best * 1000.0, size
+
+
+def definition_ms(wf: CompiledWorkflow) -> tuple[float, int]:
+    begin = time.perf_counter()
+    data = encode_definition(wf)
+    decode_definition(data)
+    return (time.perf_counter() - begin) * 1000.0, len(data)
+
+
+def cascade_s(n: int) -> float:
+    tasks = [
+        TaskDef(name=f"t{i}", cmd="x", queue="cpu", parents=(i - 1,) if i else ()) for i in range(n)
+    ]
+    wf = CompiledWorkflow.of("chain", tasks)
+    state = new_state(wf, "bench", START)
+    apply(wf, state, ActivateEvent(workflow_id="bench"), START)
+    failure = TaskFailedEvent(workflow_id="bench", task="t0", attempt=1, finished_at=START + 1)
+    begin = time.perf_counter()
+    apply(wf, state, failure, START + 1)
+    elapsed = time.perf_counter() - begin
+    assert state.status is WorkflowStatus.FAILED
+    return elapsed
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    results: dict[str, str] = {}
+
+    _, state_1k = drive(fan_workflow(1_000))
+    results["state_bytes_1k"] = str(len(encode_state(state_1k)))
+    print(f"1k: state {results['state_bytes_1k']} B", flush=True)
+
+    wf_10k = fan_workflow(10_000)
+    drive_10k, state_10k = drive(wf_10k)
+    results["drive_s_10k"] = f"{drive_10k:.3f}"
+    results["state_bytes_10k"] = str(len(encode_state(state_10k)))
+    print(f"10k: drive {drive_10k:.3f} s, state {results['state_bytes_10k']} B", flush=True)
+
+    if not quick:
+        wf_100k = fan_workflow(100_000)
+        drive_100k, state_100k = drive(wf_100k)
+        ms, size = codec_ms(state_100k, wf_100k)
+        def_ms, def_size = definition_ms(wf_100k)
+        results["drive_s_100k"] = f"{drive_100k:.3f}"
+        results["state_bytes_100k"] = str(size)
+        results["codec_ms_100k"] = f"{ms:.1f}"
+        results["def_bytes_100k"] = str(def_size)
+        results["def_ms_100k"] = f"{def_ms:.1f}"
+        results["cascade_s_100k"] = f"{cascade_s(100_000):.3f}"
+        print(f"100k: drive {drive_100k:.3f} s, state {size} B, codec {ms:.1f} ms", flush=True)
+        results["target_ratio_drive_100k"] = f"{drive_100k / TARGET_DRIVE_S_100K:.3f}"
+
+    results["target_ratio_drive_10k"] = f"{drive_10k / TARGET_DRIVE_S_10K:.3f}"
+    results["target_ratio_state_1k"] = (
+        f"{int(results['state_bytes_1k']) / TARGET_STATE_BYTES_1K:.3f}"
+    )
+    results["speedup_vs_ai4s_10k"] = f"{AI4S_DRIVE_S_10K / drive_10k:.1f}"
+    results["state_shrink_vs_ai4s_1k"] = (
+        f"{AI4S_STATE_BYTES_1K / int(results['state_bytes_1k']):.2f}"
+    )
+    results["state_shrink_vs_ai4s_10k"] = (
+        f"{AI4S_STATE_BYTES_10K / int(results['state_bytes_10k']):.2f}"
+    )
+    print(" ".join(f"{key}={value}" for key, value in results.items()))
+
+
+if __name__ == "__main__":
+    main()

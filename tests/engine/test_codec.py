@@ -1,0 +1,200 @@
+"""The state and definition codecs: exact round trips, compactness, and clear errors."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import pytest
+
+from shared.codec import (
+    STATE_MAGIC,
+    decode_definition,
+    decode_state,
+    encode_definition,
+    encode_state,
+    state_metadata,
+)
+from shared.errors import CodecError
+from shared.state import RuntimeState
+from shared.states import WorkflowStatus
+from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+
+from .history import History, chain, fan, task, workflow
+
+
+def assert_same(a: RuntimeState, b: RuntimeState) -> None:
+    """Every observable field and the derived bookkeeping are equal."""
+    for name in (
+        "workflow_id", "status", "run", "created_at", "updated_at", "finished_at",
+        "cancel_requested", "cancel_requested_at", "error", "n_ok", "n_bad", "n_terminal",
+        "base_attempt", "sent_ms",
+    ):  # fmt: skip
+        assert getattr(a, name) == getattr(b, name), name
+    assert a.counts() == b.counts()
+    assert [a.task(i) for i in range(len(a))] == [b.task(i) for i in range(len(b))]
+    assert [t for t in a.ready if a.codes[t] == 1] == list(b.ready)
+
+
+def roundtrip(h: History) -> RuntimeState:
+    data = encode_state(h.st)
+    back = decode_state(data, h.wf)
+    assert_same(h.st, back)
+    assert encode_state(back) == data
+    return back
+
+
+def test_roundtrip_of_a_busy_state_is_exact() -> None:
+    wf = workflow(
+        task("a"),
+        task("b", 0, retries=2),
+        task("c", 0),
+        task("d", 1, 2, policy="any"),
+        task("e"),
+        task("f"),
+        task("g"),
+        max_parallelism=4,
+    )
+    h = History(wf)
+    h.now = 1234.5678  # timestamps below a millisecond are rounded, and then stay exact
+    h.st = History(wf, now=h.now).st
+    roundtrip(h)
+    h.activate()
+    roundtrip(h)
+    h.started("a", worker="gpu-7")
+    h.completed("a", output={"metrics": [1.5, None, "é"]}, worker="gpu-7")
+    h.failed("b", exit_code=-9, error="killed\nby OOM")
+    assert h.st.counts()["ready"] == 1  # c waits for a slot
+    roundtrip(h)
+    h.completed("e")
+    h.failed("c", reason="timeout", error="")
+    h.sweep(after_s=1000, lost_after_s=10)  # re-sends queued attempts: sent_ms entries
+    back = roundtrip(h)
+    assert back.task(0).output is not None
+    assert back.task(0).worker == "gpu-7"
+    h.cancel("enough")
+    roundtrip(h)
+
+
+def test_roundtrip_after_rerun_keeps_retry_bases() -> None:
+    h = History(chain(3))
+    h.activate()
+    h.completed("t0")
+    h.failed("t1", exit_code=2)
+    h.retry()
+    back = roundtrip(h)
+    assert back.base_attempt == {1: 1, 2: 0}
+    assert back.run == 2
+
+
+def test_worker_clock_skew_before_creation_roundtrips() -> None:
+    h = History(chain(1))
+    h.activate()
+    h.now -= 3600  # a worker whose clock runs an hour behind
+    h.completed("t0")
+    roundtrip(h)
+
+
+def completed_fan(leaves: int, seed: int = 7) -> History:
+    rng = random.Random(seed)
+    h = History(fan(leaves))
+    h.activate()
+    h.completed("root")
+    start = h.now
+    for i in range(leaves):
+        h.now = start + rng.uniform(1, 600)
+        h.completed(f"leaf{i}", worker=f"w{i % 4}")
+    h.completed("sink")
+    assert h.st.status is WorkflowStatus.COMPLETED
+    return h
+
+
+def test_completed_1000_task_state_is_at_most_4_kb() -> None:
+    h = completed_fan(998)
+    data = encode_state(h.st)
+    assert len(data) <= 4096
+    roundtrip(h)
+
+
+def test_state_metadata_tells_workers_the_status() -> None:
+    h = History(chain(1))
+    h.activate()
+    h.cancel()
+    assert state_metadata(h.st)["status"] == "cancelled"
+    assert state_metadata(h.st)["run"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: b"XYZ" + d[3:], "bad magic"),
+        (lambda d: d[:3] + bytes([9]) + d[4:], "version 9, newer"),
+        (lambda d: d[:-5], "corrupt"),
+        (lambda d: d[:4] + zlib.compress(zlib.decompress(d[4:])[:-3]), "corrupt"),
+        (lambda d: d[:4] + zlib.compress(b"\xff" * 40), "corrupt"),
+        (lambda d: b"", "bad magic"),
+    ],
+)
+def test_corrupt_or_newer_state_is_a_codec_error(mutate: object, message: str) -> None:
+    h = History(chain(3))
+    h.activate()
+    data = encode_state(h.st)
+    assert data.startswith(STATE_MAGIC)
+    with pytest.raises(CodecError, match=message):
+        decode_state(mutate(data), h.wf)  # type: ignore[operator]
+
+
+def test_state_of_another_definition_is_a_codec_error() -> None:
+    h = History(chain(3))
+    with pytest.raises(CodecError, match="3 tasks but workflow 'test' defines 2"):
+        decode_state(encode_state(h.st), chain(2))
+
+
+def test_definition_roundtrip_keeps_every_field() -> None:
+    wf = CompiledWorkflow.of(
+        "pipeline",
+        [
+            TaskDef(name="prep", cmd="python prep.py", queue="cpu", env={"A": "1"}, cwd="/w"),
+            TaskDef(
+                name="train.seed=1",
+                cmd="python train.py --seed 1",
+                queue="gpu",
+                parents=(0,),
+                dep_policy=1,
+                timeout_s=3600,
+                queue_timeout_s=600.5,
+                num_retries=2,
+                retry=RetryPolicy(5, 2, 60, 0.25, (75, 137)),
+                group="train",
+                params={"seed": 1, "lr": [0.1]},
+            ),
+            TaskDef(
+                name="eval",
+                cmd="python eval.py",
+                queue="cpu",
+                parents=(0, 1),
+                dep_policy="all_settled",
+                condition="inputs.prep.ok",
+            ),
+        ],
+        max_parallelism=4,
+        result_policy="all_tasks_succeed",
+        source="name: pipeline\n",
+    )
+    back = decode_definition(encode_definition(wf))
+    assert back == wf
+    assert back.children == ((1, 2), (2,), ())
+
+
+def test_definition_codec_errors() -> None:
+    data = encode_definition(chain(2))
+    with pytest.raises(CodecError, match="newer"):
+        decode_definition(data[:3] + bytes([2]) + data[4:])
+    with pytest.raises(CodecError, match="bad magic"):
+        decode_definition(b"DQS\x01" + data[4:])
+    with pytest.raises(CodecError, match="corrupt"):
+        decode_definition(data[:4] + zlib.compress(b'{"name": "x", "tasks": [{"n": "a"}]}'))
+    with pytest.raises(CodecError, match="unknown parent"):
+        decode_definition(
+            data[:4] + zlib.compress(b'{"name":"x","tasks":[{"n":"a","c":"x","q":"q","p":[5]}]}')
+        )

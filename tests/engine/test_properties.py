@@ -1,0 +1,265 @@
+"""Property-based tests: random DAGs driven by random event orders — with duplicates, stale
+attempts, sweeps, cancels, reruns and crash-and-replay (restore the last flushed encoding, replay
+the unflushed events in any order) — against the engine's invariants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as hs
+
+from shared.codec import decode_state, encode_state
+from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.engine import apply, new_state, sweep
+from shared.engine.policy import decide
+from shared.messages import (
+    ActivateEvent,
+    CancelEvent,
+    Event,
+    RetryEvent,
+    TaskCompletedEvent,
+    TaskFailedEvent,
+    TaskStartedEvent,
+)
+from shared.state import IS_OK, IS_TERMINAL, READY, RuntimeState
+from shared.workflow import CompiledWorkflow, TaskDef
+
+from .test_codec import assert_same
+
+WF = "wf-prop"
+
+
+@hs.composite
+def dags(draw: hs.DrawFn) -> CompiledWorkflow:
+    n = draw(hs.integers(1, 8))
+    tasks = []
+    for i in range(n):
+        parents = tuple(sorted(draw(hs.sets(hs.integers(0, i - 1), max_size=3)))) if i else ()
+        policies: list[object] = ["all"]
+        if parents:
+            policies += ["any", "all_settled", *range(1, len(parents) + 1)]
+        condition = None
+        if parents and draw(hs.integers(0, 4)) == 0:
+            condition = f'state("t{parents[0]}") != "failed"'
+        tasks.append(
+            TaskDef(
+                name=f"t{i}",
+                cmd="true",
+                queue=draw(hs.sampled_from(["cpu", "gpu"])),
+                parents=parents,
+                dep_policy=draw(hs.sampled_from(policies)),  # type: ignore[arg-type]
+                num_retries=draw(hs.integers(0, 2)),
+                timeout_s=draw(hs.sampled_from([None, 50.0])),
+                queue_timeout_s=draw(hs.sampled_from([None, 500.0])),
+                condition=condition,
+            )
+        )
+    return CompiledWorkflow.of(
+        "prop",
+        tasks,
+        max_parallelism=draw(hs.sampled_from([None, 1, 2])),
+        result_policy=draw(hs.sampled_from(["all_sinks_succeed", "all_tasks_succeed"])),
+    )
+
+
+@dataclass
+class World:
+    """The coordinator's surroundings: workers holding dispatched attempts, the events applied since
+    the last flush, the last flushed encoding, and the engine's state."""
+
+    wf: CompiledWorkflow
+    st: RuntimeState
+    now: float = 1000.0
+    outstanding: dict[tuple[int, int], bool] = field(default_factory=dict)
+    """(task, attempt) dispatched -> whether a started event was sent for it."""
+    history: list[Event] = field(default_factory=list)
+    unflushed: list[Event] = field(default_factory=list)
+    flushed: bytes = b""
+    crashed: bool = False
+    finishes: int = 0
+
+    def check_dispatch(self, command: Dispatch) -> None:
+        """A dispatched task's dependency policy is met by its parents' states right now.
+
+        After a crash, replayed events may arrive before the parent completions that made a task
+        ready in the lost timeline; the engine adopts such an attempt (it ran: that is proof it was
+        dispatched) and may retry it before the replay reaches the parents. So after a crash only
+        first dispatches of a run are checked."""
+        tdef = self.wf.tasks[command.task]
+        first = command.attempt == self.st.base_attempt.get(command.task, 0) + 1
+        if self.crashed and not first:
+            return
+        codes = self.st.codes
+        ok = sum(1 for p in tdef.parents if IS_OK[codes[p]])
+        bad = sum(1 for p in tdef.parents if IS_TERMINAL[codes[p]] and not IS_OK[codes[p]])
+        if tdef.parents:
+            assert decide(tdef.dep_policy, len(tdef.parents), ok, bad) == READY, command
+        assert not self.st.status.is_terminal
+
+    def take(self, commands: list[Command]) -> None:
+        for command in commands:
+            if isinstance(command, Dispatch):
+                self.check_dispatch(command)
+                self.outstanding.setdefault((command.task, command.attempt), False)
+            else:
+                assert isinstance(command, WorkflowFinished)
+                assert command.status is self.st.status
+                self.finishes += 1
+
+    def apply(self, event: Event, *, record: bool = True) -> None:
+        self.now += 7.0
+        before_codes = bytes(self.st.codes)
+        commands = apply(self.wf, self.st, event, self.now)
+        if not isinstance(event, RetryEvent):
+            for i, code in enumerate(before_codes):
+                if IS_TERMINAL[code]:
+                    assert self.st.codes[i] == code, "a terminal task changed state"
+        self.take(commands)
+        # Applying the same event again (later) changes nothing and commands nothing.
+        snapshot = encode_state(self.st)
+        assert apply(self.wf, self.st, event, self.now + 1.0) == []
+        assert encode_state(self.st) == snapshot
+        if record:
+            self.history.append(event)
+            self.unflushed.append(event)
+        self.check()
+
+    def check(self) -> None:
+        st = self.st
+        assert sum(st.counts().values()) == len(self.wf.tasks)
+        cap = self.wf.max_parallelism
+        if cap is not None and not self.crashed:
+            assert st.in_flight <= cap
+        if st.status.is_terminal:
+            assert st.all_terminal
+        data = encode_state(st)
+        back = decode_state(data, self.wf)
+        assert_same(st, back)
+        assert encode_state(back) == data
+
+    def report(self, key: tuple[int, int], outcome: str) -> None:
+        task, attempt = key
+        name = self.wf.tasks[task].name
+        if outcome == "started":
+            if self.outstanding.get(key):
+                outcome = "completed"
+            else:
+                self.outstanding[key] = True
+                self.apply(
+                    TaskStartedEvent(
+                        workflow_id=WF, task=name, attempt=attempt, started_at=self.now, worker="w"
+                    )
+                )
+                return
+        del self.outstanding[key]
+        if outcome == "completed":
+            event: Event = TaskCompletedEvent(
+                workflow_id=WF,
+                task=name,
+                attempt=attempt,
+                started_at=self.now,
+                finished_at=self.now + 1,
+            )
+        else:
+            event = TaskFailedEvent(
+                workflow_id=WF,
+                task=name,
+                attempt=attempt,
+                finished_at=self.now + 1,
+                reason=outcome,  # type: ignore[arg-type]
+                exit_code=1 if outcome == "exit" else None,
+            )
+        self.apply(event)
+
+    def sweep(self, advance: float) -> None:
+        self.now += advance
+        commands = sweep(
+            self.wf, self.st, self.now, lost_dispatch_after_s=100.0, cancel_grace_s=300.0
+        )
+        self.take(commands)
+        snapshot = encode_state(self.st)
+        again = sweep(self.wf, self.st, self.now, lost_dispatch_after_s=100.0, cancel_grace_s=300.0)
+        assert again == []
+        assert encode_state(self.st) == snapshot
+        self.check()
+
+    def crash_and_replay(self, order: list[int]) -> None:
+        """Lose the in-memory state; reload the last flush; the unflushed events come back (in any
+        order) and are applied again."""
+        self.crashed = True
+        self.st = decode_state(self.flushed, self.wf)
+        replay = [self.unflushed[i] for i in order]
+        # The API sends a retry only after it read a finished state, so a retry is the first event
+        # after a flush; a coordinator applies a batch's retry events before its task events.
+        replay.sort(key=lambda event: not isinstance(event, RetryEvent))
+        self.unflushed = []
+        for event in replay:
+            self.apply(event)
+
+    def flush(self) -> None:
+        self.flushed = encode_state(self.st)
+        self.unflushed = []
+
+
+OUTCOMES = ["started", "completed", "completed", "exit", "timeout", "error", "not_started"]
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+@given(wf=dags(), data=hs.data())
+def test_random_histories_keep_the_invariants(wf: CompiledWorkflow, data: hs.DataObject) -> None:
+    world = World(wf, new_state(wf, WF, 1000.0))
+    world.flush()
+    world.apply(ActivateEvent(workflow_id=WF))
+    for _ in range(data.draw(hs.integers(0, 40), label="steps")):
+        action = data.draw(
+            hs.sampled_from(
+                ["report"] * 6
+                + ["duplicate", "stale", "sweep", "flush", "crash", "cancel", "rerun"]
+            ),
+            label="action",
+        )
+        if action == "report" and world.outstanding:
+            key = data.draw(hs.sampled_from(sorted(world.outstanding)), label="attempt")
+            world.report(key, data.draw(hs.sampled_from(OUTCOMES), label="outcome"))
+        elif action == "duplicate" and world.history:
+            world.apply(data.draw(hs.sampled_from(world.history), label="dup"), record=False)
+        elif action == "stale":
+            touched = [i for i in range(len(wf.tasks)) if world.st.attempt[i] > 1]
+            if touched:
+                i = data.draw(hs.sampled_from(touched), label="stale task")
+                before = encode_state(world.st)
+                event = TaskCompletedEvent(
+                    workflow_id=WF, task=wf.tasks[i].name, attempt=world.st.attempt[i] - 1,
+                    started_at=world.now, finished_at=world.now,
+                )  # fmt: skip
+                assert apply(wf, world.st, event, world.now + 1) == []
+                assert encode_state(world.st) == before
+        elif action == "sweep":
+            world.sweep(data.draw(hs.sampled_from([1.0, 60.0, 200.0, 1000.0]), label="advance"))
+        elif action == "flush":
+            world.flush()
+        elif action == "crash" and world.unflushed:
+            order = data.draw(hs.permutations(range(len(world.unflushed))), label="replay order")
+            world.crash_and_replay(order)
+        elif action == "cancel":
+            world.apply(CancelEvent(workflow_id=WF))
+        elif action == "rerun" and world.st.status.is_terminal:
+            world.flush()  # the API reads the finished state from the blob
+            world.apply(RetryEvent(workflow_id=WF, run=world.st.run))
+
+    # Every dispatched attempt eventually reports: the workflow ends, and the counts add up.
+    for _ in range(10_000):
+        if not world.outstanding:
+            break
+        key = data.draw(hs.sampled_from(sorted(world.outstanding)), label="drain attempt")
+        world.report(key, data.draw(hs.sampled_from(OUTCOMES[:-1]), label="drain outcome"))
+    assert world.st.status.is_terminal, world.st.counts()
+    assert world.st.all_terminal
+    assert sum(world.st.counts().values()) == len(wf.tasks)
+    assert world.finishes >= 1
