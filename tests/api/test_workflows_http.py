@@ -338,3 +338,27 @@ async def test_real_worker_output_and_log(api_host: HostProcess, real_worker: Pa
         assert log.headers["content-type"].startswith("text/plain")
         output = await http.get(f"/workflows/{workflow_id}/tasks/hello/output")
         assert output.json() == {"answer": 42}
+
+
+async def test_events_wait_while_another_coordinator_holds_the_lease(
+    api_host: HostProcess, host_settings: Settings
+) -> None:
+    async with open_storage(host_settings) as storage, client(api_host) as http:
+        assert (await http.get("/health")).status_code == 200  # the app has created its resources
+        deadline = time.monotonic() + WAIT_S
+        lease_id = None
+        while lease_id is None:  # the app's coordinator holds it during its passes
+            assert time.monotonic() < deadline
+            lease_id = await storage.lease.acquire(60)
+            await asyncio.sleep(0.05)
+        try:
+            workflow_id = (await submit(http, diamond(name="leased", queue="nobody"))).json()["id"]
+            await asyncio.sleep(4)  # several trigger invocations and sweeps find the lease taken
+            body = (await http.get(f"/workflows/{workflow_id}", params={"tasks": "false"})).json()
+            assert body["status"] == "pending"
+            health = (await http.get("/health")).json()
+            assert health["coordinator"]["lease_held"] is True
+            assert health["poison_queue"]["depth"] == 0  # not pushed toward the poison queue
+        finally:
+            await storage.lease.release(lease_id)
+        await wait_status(http, workflow_id, "running")  # the event was not lost
