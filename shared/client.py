@@ -540,17 +540,37 @@ class Client:
         timeout_s: float | None = None,
         tasks: bool = False,
         min_run: int = 1,
+        max_failures: int = 5,
     ) -> Workflow:
         """Poll until the workflow is completed, failed or cancelled and return it.
 
         ``on_update`` is called with every snapshot (a progress callback). ``min_run`` waits for
         that run to finish (after ``retry``, pass ``accepted.run``: until the coordinator applies
-        the rerun, the workflow still shows the previous run's end). Raises
-        :class:`WaitTimeoutError` after ``timeout_s`` seconds.
+        the rerun, the workflow still shows the previous run's end). Up to ``max_failures``
+        transient errors in a row (no answer, 429, 5xx) are waited out with a growing pause, so
+        a long wait survives a restart of the app. Raises :class:`WaitTimeoutError` after
+        ``timeout_s`` seconds.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        failures = 0
         while True:
-            workflow = self.get(workflow_id, tasks=tasks)
+            try:
+                workflow = self.get(workflow_id, tasks=tasks)
+            except (ApiUnreachableError, ApiError) as exc:
+                transient = isinstance(exc, ApiUnreachableError) or (
+                    exc.status == 429 or exc.status >= 500
+                )
+                failures += 1
+                if not transient or failures > max_failures:
+                    raise
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise WaitTimeoutError(
+                        f"workflow {workflow_id}: no answer from the API for the last"
+                        f" {failures} tries, and {timeout_s:g} s have passed"
+                    ) from exc
+                time.sleep(min(interval_s * 2**failures, 15.0))
+                continue
+            failures = 0
             if on_update is not None:
                 on_update(workflow)
             if workflow.is_terminal and workflow.run >= min_run:

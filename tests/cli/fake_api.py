@@ -25,7 +25,8 @@ class Canned:
 @dataclass
 class FakeApi:
     url: str
-    routes: dict[tuple[str, str], Canned] = field(default_factory=dict)
+    routes: dict[tuple[str, str], list[Canned]] = field(default_factory=dict)
+    """Answers per route, in order; the last one repeats."""
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def on(
@@ -45,7 +46,7 @@ class FakeApi:
             ctype = content_type or (
                 "application/problem+json" if status >= 400 else "application/json"
             )
-        self.routes[(method, path)] = Canned(status, raw, ctype)
+        self.routes.setdefault((method, path), []).append(Canned(status, raw, ctype))
 
 
 @contextmanager
@@ -66,12 +67,17 @@ def fake_api() -> Iterator[FakeApi]:
                     "body": body,
                 }
             )
-            canned = api.routes.get((self.command, path)) or Canned(
-                404,
-                json.dumps(
-                    {"title": "Not Found", "status": 404, "detail": f"no fake for {path}"}
-                ).encode(),
-                "application/problem+json",
+            answers = api.routes.get((self.command, path), [])
+            canned = (
+                (answers.pop(0) if len(answers) > 1 else answers[0])
+                if answers
+                else Canned(
+                    404,
+                    json.dumps(
+                        {"title": "Not Found", "status": 404, "detail": f"no fake for {path}"}
+                    ).encode(),
+                    "application/problem+json",
+                )
             )
             self.send_response(canned.status)
             self.send_header("content-type", canned.content_type)

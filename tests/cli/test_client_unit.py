@@ -124,3 +124,27 @@ def test_unreachable_api_says_what_to_do() -> None:
         client.get("wf")
     assert "make up" in str(caught.value)
     assert "DAGQ_API_URL" in str(caught.value)
+
+
+def test_wait_rides_out_transient_errors_and_reports_progress() -> None:
+    running = {"id": "wf", "status": "running", "counts": {"running": 1}}
+    done = {"id": "wf", "status": "completed", "counts": {"completed": 1}}
+    with fake_api() as api:
+        api.on("GET", "/api/workflows/wf", 200, running)
+        api.on("GET", "/api/workflows/wf", 503, {"title": "Service Unavailable", "status": 503})
+        api.on("GET", "/api/workflows/wf", 502, b"bad gateway")
+        api.on("GET", "/api/workflows/wf", 200, done)
+        seen: list[str] = []
+        with Client(api.url) as client:
+            final = client.wait("wf", on_update=lambda w: seen.append(w.status), interval_s=0.01)
+    assert final.status == "completed"
+    assert seen == ["running", "completed"]
+
+
+def test_wait_gives_up_on_errors_that_are_not_transient() -> None:
+    with fake_api() as api:
+        api.on("GET", "/api/workflows/wf", 404, {"title": "Not Found", "status": 404})
+        with Client(api.url) as client, pytest.raises(ApiError) as caught:
+            client.wait("wf", interval_s=0.01)
+    assert caught.value.is_not_found
+    assert len(api.requests) == 1
