@@ -29,7 +29,7 @@ from shared.foreach import (
     expansion_name,
     parse_template,
 )
-from shared.names import queue_name_problem, safe_name_problem
+from shared.names import TASK_NAME_RE, queue_name_problem, safe_name_problem
 from shared.parsing import MAX_DEFINITION_BYTES, Format, did_you_mean, parse_definition
 from shared.spec import RetrySpec, TaskSpec, WorkflowSpec
 from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
@@ -240,7 +240,8 @@ class _Compiler:
         issues, number_of, owner = self.issues, self.number_of, self.owner
         first_index: dict[str, int] = {}
         for i, task in enumerate(self.spec.tasks):
-            problem = safe_name_problem(task.name)
+            name_ok = TASK_NAME_RE.match(task.name) is not None and ".." not in task.name
+            problem = None if name_ok else safe_name_problem(task.name)
             if problem:
                 issues.add(f"tasks[{i}].name", problem, task.name or None)
             w = _Written(i, task, f"tasks[{i}]" if problem else f"tasks.{task.name}")
@@ -580,14 +581,14 @@ class _Compiler:
         )
 
     # -- output ----------------------------------------------------------------------------
-    def task_defs(self, w: _Written) -> Iterator[TaskDef]:
+    def task_defs(self, w: _Written) -> list[TaskDef]:
         task, spec = w.spec, self.spec
         parents = tuple(w.deps)
         retry = _retry_policy(task.retry)
         timeout = task.timeout_s if task.timeout_s is not None else spec.default_task_timeout_s
         group = task.name if task.foreach is not None else None
-        for e in w.expansions:
-            yield TaskDef(
+        return [
+            TaskDef(
                 name=e.name,
                 cmd=e.cmd,
                 queue=e.queue,
@@ -603,6 +604,8 @@ class _Compiler:
                 group=group,
                 params=e.params,
             )
+            for e in w.expansions
+        ]
 
 
 def _listed_twice(entry: str, earlier: str, dep_name: str) -> str:
