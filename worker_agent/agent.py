@@ -65,6 +65,11 @@ class Agent:
         self._stopper: asyncio.Task[None] | None = None
         self._stop_at: float | None = None
 
+    @property
+    def busy(self) -> int:
+        """How many slots are running a task now."""
+        return len(self._running)
+
     # -- life cycle ----------------------------------------------------------------------------
 
     async def run(self, *, handle_signals: bool = False) -> int:
