@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import string
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -56,7 +57,11 @@ class ControlResult:
 
 # -- loading -------------------------------------------------------------------------------------
 
-_definitions: OrderedDict[tuple[int, str], CompiledWorkflow] = OrderedDict()
+_definitions: weakref.WeakKeyDictionary[Storage, OrderedDict[str, CompiledWorkflow]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Compiled definitions per storage bundle, least recently used first (definition blobs never
+change, so a cached one is never stale)."""
 
 
 def check_workflow_id(workflow_id: str) -> None:
@@ -78,19 +83,19 @@ async def load_definition(storage: Storage, workflow_id: str) -> CompiledWorkflo
     from shared.codec import decode_definition
 
     check_workflow_id(workflow_id)
-    key = (id(storage), workflow_id)
-    cached = _definitions.get(key)
+    cache = _definitions.setdefault(storage, OrderedDict())
+    cached = cache.get(workflow_id)
     if cached is not None:
-        _definitions.move_to_end(key)
+        cache.move_to_end(workflow_id)
         return cached
     try:
         data = await storage.workflows.read_definition(workflow_id)
     except NotFoundError:
         raise NotFoundError(f"workflow {workflow_id!r} not found") from None
     wf = decode_definition(data)
-    _definitions[key] = wf
-    while len(_definitions) > _DEFINITION_CACHE_SIZE:
-        _definitions.popitem(last=False)
+    cache[workflow_id] = wf
+    while len(cache) > _DEFINITION_CACHE_SIZE:
+        cache.popitem(last=False)
     return wf
 
 
