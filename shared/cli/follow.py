@@ -16,6 +16,10 @@ from shared.cli import render
 from shared.cli.exitcodes import for_status
 from shared.client import Client, Workflow
 
+MAX_TASKS_FOR_QUEUE_VIEW = 2000
+"""Larger workflows are watched without their task table (no per-queue counts): polling a
+table of tens of thousands of tasks every second would cost more than the view is worth."""
+
 
 class PaceMeter:
     """Completions per second over a sliding window, and the ETA that follows from it."""
@@ -54,6 +58,8 @@ def follow(
     Raises WaitTimeoutError after ``timeout_s``."""
     meter = PaceMeter()
     if console.is_terminal:
+        # Per-queue counts need the task table: fetch it while it is small enough to poll.
+        with_tasks = client.get(workflow_id, tasks=False).total <= MAX_TASKS_FOR_QUEUE_VIEW
         with Live(console=console, refresh_per_second=4, transient=False) as live:
 
             def show(wf: Workflow) -> None:
@@ -65,7 +71,7 @@ def follow(
                 on_update=show,
                 interval_s=interval_s,
                 timeout_s=timeout_s,
-                tasks=True,
+                tasks=with_tasks,
                 min_run=min_run,
             )
 

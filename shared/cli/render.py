@@ -182,6 +182,9 @@ def live_view(wf: Workflow, pace: Pace) -> RenderableType:
     parts: list[RenderableType] = [header(wf, pace), state_bars(wf.counts, total_of(wf))]
     if wf.tasks:
         parts += [Text(""), queue_table(wf.tasks)]
+    elif total_of(wf) > 0:
+        parts.append(Text("(per-queue counts are shown for workflows of up to 2,000 tasks)",
+                          style="grey62"))  # fmt: skip
     if wf.error:
         parts.append(Text(f"error: {wf.error}", style="red"))
     return Group(*parts)
