@@ -106,6 +106,7 @@ def _accept(step: Step, task: int, attempt: int) -> bool:
     if attempt > current:
         step.changed = True
         st.attempt[task] = attempt
+        st.started_ms[task] = st.finished_ms[task] = st.exit_code[task] = None
         if code != QUEUED and code != RUNNING:
             st.set_code(task, QUEUED)  # a stale ready-queue entry is dropped when popped
             st.queued_ms[task] = step.now_ms

@@ -113,6 +113,15 @@ def test_attempt_ahead_of_state_is_adopted() -> None:
     assert dispatched(commands) == [("t1", 1)]
 
 
+def test_start_of_an_attempt_ahead_replaces_the_running_one() -> None:
+    h = History(chain(1))
+    h.activate()
+    h.started("t0", attempt=1, worker="old")
+    h.started("t0", attempt=2, worker="new")
+    view = h.st.task(0)
+    assert (view.attempt, view.worker, view.started_at) == (2, "new", h.now)
+
+
 def test_task_event_before_activation_activates_and_adopts() -> None:
     h = History(chain(2))
     commands = h.completed("t0", attempt=1)  # activation was applied, then lost with a crash
