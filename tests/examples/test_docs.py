@@ -47,4 +47,3 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
         main([command, "--help"])
     assert exited.value.code == 0
     assert "usage: dagq " + command in capsys.readouterr().out
-
