@@ -70,10 +70,13 @@ def problem_response(problem: ApiProblem, instance: str | None = None) -> func.H
 
 
 def _to_problem(exc: BaseException) -> ApiProblem:
-    from shared.api.service import InvalidIdError
+    from shared.api.service import IncompleteSubmitError, InvalidIdError
 
     if isinstance(exc, InvalidIdError):
         return bad_request(str(exc), slug="invalid-name")
+    if isinstance(exc, IncompleteSubmitError):
+        # The client may not know a generated id: give it, so it can complete the submit.
+        return ApiProblem(503, str(exc), slug="incomplete-submit", extra={"id": exc.workflow_id})
     return problem_for(exc)
 
 

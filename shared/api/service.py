@@ -36,6 +36,22 @@ class InvalidIdError(DagqError):
     """A workflow id or task name in a request is not even well-formed (answered with 400)."""
 
 
+class IncompleteSubmitError(DagqError):
+    """A submit wrote its definition but failed at a later step (storage hiccup, timeout).
+
+    Submitting the same definition again with ``?id={workflow_id}`` completes it: every step
+    tolerates what the failed attempt already wrote.
+    """
+
+    def __init__(self, workflow_id: str, cause: BaseException) -> None:
+        self.workflow_id = workflow_id
+        self.cause = cause
+        super().__init__(
+            f"workflow {workflow_id!r} was only partly created ({type(cause).__name__}): submit"
+            f" the same definition again with ?id={workflow_id} to complete it"
+        )
+
+
 @dataclass(frozen=True)
 class Submission:
     """What submit did: ``created`` is False when an identical workflow already had this id."""
@@ -179,10 +195,13 @@ async def submit(
                 break
         else:  # pragma: no cover - five collisions of 36**6 random ids
             raise ConflictError("could not generate a unique workflow id; submit again")
-    state = await _create_state(storage, wf, workflow_id, now)
-    await storage.index.create(_index_row(wf, state))
-    if state.status is WorkflowStatus.PENDING:
-        await storage.event_queue.send(encode(ActivateEvent(workflow_id=workflow_id)))
+    try:
+        state = await _create_state(storage, wf, workflow_id, now)
+        await storage.index.create(_index_row(wf, state))
+        if state.status is WorkflowStatus.PENDING:
+            await storage.event_queue.send(encode(ActivateEvent(workflow_id=workflow_id)))
+    except Exception as exc:
+        raise IncompleteSubmitError(workflow_id, exc) from exc
     return Submission(workflow_id=workflow_id, status=state.status, created=created)
 
 

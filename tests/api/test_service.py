@@ -133,3 +133,35 @@ async def test_health_reports_depths_and_lease() -> None:
     lease = await storage.lease.acquire(30)
     assert lease is not None
     assert (await service.health(storage))["coordinator"]["lease_held"] is True
+
+
+class _FailingIndex:
+    """The memory index, except that ``create`` fails (a storage hiccup mid-submit)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    async def create(self, row: object) -> None:
+        raise ConnectionError("index unreachable")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> None:
+    import dataclasses
+
+    storage = memory_storage("api")
+    broken = dataclasses.replace(storage, index=_FailingIndex(storage.index))
+    wf = load_workflow(DEFINITION)
+    with pytest.raises(service.IncompleteSubmitError) as caught:
+        await service.submit(broken, wf, now=NOW)
+    workflow_id = caught.value.workflow_id
+    assert f"?id={workflow_id}" in str(caught.value)
+    assert await events(storage) == []  # nothing was activated
+
+    again = await service.submit(storage, wf, now=NOW, workflow_id=workflow_id)
+    assert not again.created
+    listing = await service.list_workflows(storage)
+    assert [item["id"] for item in listing["items"]] == [workflow_id]
+    assert await events(storage) == [ActivateEvent(workflow_id=workflow_id)]
