@@ -56,6 +56,9 @@ from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import Command, RunResult, StartError, StopRequest, run_command
 from worker_agent.telemetry import TaskLogger
 
+ERROR_RETRY_S = 5
+"""After an unexpected error (storage outage, bug) the message comes back this much later."""
+
 CANCELLED_STATUSES = frozenset({"cancelling", "cancelled"})
 
 SECRET_ENV_PREFIXES = (
@@ -128,9 +131,11 @@ class AttemptRunner:
         except BaseException as exc:
             # A storage outage or a bug, not the task's doing: hand the message back so the
             # attempt is retried (by this worker or another) instead of being reported.
-            if not isinstance(exc, asyncio.CancelledError):
+            if isinstance(exc, asyncio.CancelledError):
+                await self._release(heartbeat, log)
+            else:
                 log.exception("could not process the task message; releasing it for a retry")
-            await self._release(heartbeat, log)
+                await self._release(heartbeat, log, after_s=ERROR_RETRY_S)
             if not isinstance(exc, Exception):
                 raise
 
@@ -378,13 +383,14 @@ class AttemptRunner:
         if not deleted:
             log.warning("task message was already gone or taken by another worker")
 
-    async def _release(self, heartbeat: Heartbeat, log: TaskLogger) -> None:
-        """Make the message visible again at once (best effort: else it reappears at timeout)."""
+    async def _release(self, heartbeat: Heartbeat, log: TaskLogger, after_s: int = 0) -> None:
+        """Make the message visible again after ``after_s`` (best effort: else it reappears when
+        its visibility timeout ends)."""
         current = await heartbeat.stop()
         if current is None:
             return
         try:
-            await heartbeat.queue.extend(current, 0)
+            await heartbeat.queue.extend(current, after_s)
         except Exception as exc:
             log.warning("could not release the task message (%s); it reappears later", exc)
 

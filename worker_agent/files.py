@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,9 +103,13 @@ def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     Raises AttemptError when the file is too large or is not valid JSON.
     """
     try:
-        size = path.stat().st_size
+        info = path.lstat()
     except FileNotFoundError:
         return None
+    if not stat.S_ISREG(info.st_mode):
+        # A FIFO would block the worker and a symlink could point anywhere: refuse both.
+        raise AttemptError("output $DAGQ_OUTPUT must be a regular file (not a link, FIFO...)")
+    size = info.st_size
     if size > max_bytes:
         raise AttemptError(
             f"output file $DAGQ_OUTPUT is {size} bytes, over the worker's limit of {max_bytes} "

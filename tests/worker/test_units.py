@@ -4,6 +4,7 @@ cwd containment, output and log files. No storage."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,15 @@ def test_task_environment_drops_storage_secrets(tmp_path: Path) -> None:
     assert env["DAGQ_ATTEMPT"] == "3"
     assert env["DAGQ_OUTPUT"] == str(paths.output)
     assert env["CUDA_VISIBLE_DEVICES"] == "2"
+
+
+def test_output_must_be_a_regular_file(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    (tmp_path / "secret").write_text('"s"')
+    path.symlink_to(tmp_path / "secret")
+    with pytest.raises(AttemptError, match="must be a regular file"):
+        read_output(path, 100)
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(AttemptError, match="must be a regular file"):
+        read_output(path, 100)
