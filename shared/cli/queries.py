@@ -78,6 +78,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     outputs.add_argument("--json", action="store_true", help="compact JSON on one line")
     outputs.set_defaults(handler=run_outputs)
 
+    health = commands.add_parser(
+        "health",
+        parents=[api],
+        help="check the API: storage, coordinator lease, event queue depths",
+        description="Ask the API whether it reaches its storage, whether a coordinator holds the"
+        " lease, and how deep the event and poison queues are. Exit 0 when healthy, 4 when not.",
+    )
+    health.add_argument("--json", action="store_true", help="print the API's JSON")
+    health.set_defaults(handler=run_health)
+
 
 @report_errors
 def run_list(args: argparse.Namespace) -> int:
@@ -157,3 +167,32 @@ def run_outputs(args: argparse.Namespace) -> int:
     else:
         print(render.dumps(value))
     return 0
+
+
+@report_errors
+def run_health(args: argparse.Namespace) -> int:
+    from shared.cli import render
+    from shared.cli.exitcodes import ExitCode
+
+    with open_client(args) as client:
+        report = client.health()
+        url = client.base_url
+    ok = report.get("status") == "ok"
+    if args.json:
+        print(render.dumps(report))
+    else:
+        coordinator = report.get("coordinator") or {}
+        events = report.get("event_queue") or {}
+        poison = report.get("poison_queue") or {}
+        print(f"API {url}: {report.get('status', 'unknown')}")
+        print(f"  storage: {report.get('storage', '?')}")
+        if report.get("error"):
+            print(f"  error: {report['error']}")
+        if coordinator:
+            held = coordinator.get("lease_held")
+            print(f"  coordinator lease: {'held' if held else 'free'}")
+        if events:
+            print(f"  event queue {events.get('name')}: {events.get('depth')} messages")
+        if poison:
+            print(f"  poison queue {poison.get('name')}: {poison.get('depth')} messages")
+    return ExitCode.OK if ok else ExitCode.API_ERROR

@@ -160,6 +160,17 @@ def test_idempotent_submit_and_conflict(dagq: Dagq, tmp_path: object) -> None:
     assert "different definition" in other.err
 
 
+def test_health(dagq: Dagq) -> None:
+    report = dagq("health", "--json")
+    assert report.code == 0, report.err
+    body = json.loads(report.out)
+    assert body["status"] == "ok"
+    assert {"coordinator", "event_queue", "poison_queue"} <= set(body)
+    text = dagq("health")
+    assert "storage: reachable" in text.out
+    assert "poison queue" in text.out
+
+
 def test_errors_map_to_documented_exit_codes(dagq: Dagq) -> None:
     missing = dagq("status", "no-such-workflow")
     assert missing.code == ExitCode.NOT_FOUND
