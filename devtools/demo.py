@@ -98,6 +98,8 @@ class DemoStack:
                 "DAGQ_WORKER_WORK_DIR": str(self.run_dir / "work" / queue),
                 "DAGQ_WORKER_METADATA_URL": "",
                 "DAGQ_WORKER_MAX_POLL_S": "0.5",
+                # Report starts early, so the live view shows the 2-second runs as running.
+                "DAGQ_WORKER_STARTED_AFTER_S": "0.5",
             }
             self._spawn(f"worker-{queue}", [sys.executable, "-m", "worker_agent", queue, *extra],
                         worker_env)  # fmt: skip
@@ -234,7 +236,7 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float) -> int:
                 f" (Azurite data under {run_dir / 'azurite'})",
                 soft_wrap=True,
             )
-            say("next: `make up`, then `dagq submit examples/diamond.yaml --wait` (see README)")
+            say("next: README.md's Quickstart runs the other examples with the dagq CLI (make up)")
             return 0 if final.status == "completed" else 1
     except KeyboardInterrupt:
         say("interrupted: stopping the demo stack ...")
