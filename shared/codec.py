@@ -1,7 +1,8 @@
 """The compact, versioned codecs of the two workflow blobs.
 
 Definition blob (``{id}.def``, written once): ``b"DQD" + version byte + zlib(JSON)``, the JSON being
-the CompiledWorkflow with short keys, defaults omitted and parents as index lists.
+the CompiledWorkflow in columns (names, parents as index lists, one column per task field with
+defaults omitted and repeated values tabled).
 
 State blob (``{id}.state``, rewritten by the coordinator): ``b"DQS" + version byte +
 zlib(body)``; the body is a fixed header followed by length-prefixed sections:
@@ -297,86 +298,123 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
 
 
 # -- definition ----------------------------------------------------------------------------------
+#
+# Columnar JSON: one entry per TaskDef field. A field whose every task has the default is left out;
+# a field with few distinct values (queue, env, policies...) is a table of values plus one index per
+# task; a field with mostly distinct values (cmd of a foreach) is the plain list. Lists of numbers
+# and strings parse far faster than a list of objects, and zlib sees the repeats.
 
 _RETRY_DEFAULT = RetryPolicy()
 
 
-def _task_to_json(task: TaskDef) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": task.name, "c": task.cmd, "q": task.queue}
-    if task.env:
-        out["e"] = task.env
-    if task.cwd is not None:
-        out["w"] = task.cwd
-    if task.parents:
-        out["p"] = list(task.parents)
-    if task.dep_policy != "all":
-        out["dp"] = task.dep_policy
-    if task.timeout_s is not None:
-        out["t"] = task.timeout_s
-    if task.queue_timeout_s is not None:
-        out["qt"] = task.queue_timeout_s
-    if task.num_retries:
-        out["r"] = task.num_retries
-    if task.retry != _RETRY_DEFAULT:
-        retry = task.retry
-        out["rp"] = [
-            retry.initial_delay_s,
-            retry.multiplier,
-            retry.max_delay_s,
-            retry.jitter,
-            None if retry.retry_on_exit_codes is None else list(retry.retry_on_exit_codes),
-        ]
-    if task.condition is not None:
-        out["if"] = task.condition
-    if task.group is not None:
-        out["g"] = task.group
-    if task.params is not None:
-        out["pa"] = task.params
-    return out
+def _retry_to_json(retry: RetryPolicy) -> list[Any]:
+    codes = retry.retry_on_exit_codes
+    return [
+        retry.initial_delay_s,
+        retry.multiplier,
+        retry.max_delay_s,
+        retry.jitter,
+        None if codes is None else list(codes),
+    ]
 
 
-def _task_from_json(raw: dict[str, Any]) -> TaskDef:
-    retry = _RETRY_DEFAULT
-    if "rp" in raw:
-        initial, multiplier, max_delay, jitter, codes = raw["rp"]
-        retry = RetryPolicy(
-            initial_delay_s=float(initial),
-            multiplier=float(multiplier),
-            max_delay_s=float(max_delay),
-            jitter=float(jitter),
-            retry_on_exit_codes=None if codes is None else tuple(int(c) for c in codes),
-        )
-    dep_policy = raw.get("dp", "all")
-    if not isinstance(dep_policy, int) and dep_policy not in ("all", "any", "all_settled"):
-        raise CodecError(
-            f"definition blob is corrupt: task {raw['n']!r} has dep_policy {dep_policy!r}"
-        )
-    env = raw.get("e")
-    return TaskDef(
-        name=str(raw["n"]),
-        cmd=str(raw["c"]),
-        queue=str(raw["q"]),
-        env={str(k): str(v) for k, v in env.items()} if env else {},
-        cwd=raw.get("w"),
-        parents=tuple(raw.get("p", ())),  # checked in bulk by decode_definition
-        dep_policy=dep_policy,
-        timeout_s=raw.get("t"),
-        queue_timeout_s=raw.get("qt"),
-        num_retries=int(raw.get("r", 0)),
-        retry=retry,
-        condition=raw.get("if"),
-        group=raw.get("g"),
-        params=raw.get("pa"),
+def _retry_from_json(raw: Any) -> RetryPolicy:
+    initial, multiplier, max_delay, jitter, codes = raw
+    return RetryPolicy(
+        initial_delay_s=float(initial),
+        multiplier=float(multiplier),
+        max_delay_s=float(max_delay),
+        jitter=float(jitter),
+        retry_on_exit_codes=None if codes is None else tuple(int(c) for c in codes),
     )
+
+
+def _dep_policy(raw: Any) -> Any:
+    if isinstance(raw, bool) or not (isinstance(raw, int) or raw in ("all", "any", "all_settled")):
+        raise CodecError(f"definition blob is corrupt: dep_policy {raw!r}")
+    return raw
+
+
+def _str_dict(raw: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _optional_str(raw: Any) -> str | None:
+    return None if raw is None else str(raw)
+
+
+def _optional_float(raw: Any) -> float | None:
+    return None if raw is None else float(raw)
+
+
+# (key in the blob, TaskDef field, default, to JSON, from JSON), in TaskDef's field order after
+# ``name``; ``parents`` is stored apart.
+_FIELDS: tuple[tuple[str, str, Any, Any, Any], ...] = (
+    ("c", "cmd", None, None, str),
+    ("q", "queue", None, None, str),
+    ("e", "env", {}, None, _str_dict),
+    ("w", "cwd", None, None, _optional_str),
+    ("dp", "dep_policy", "all", None, _dep_policy),
+    ("t", "timeout_s", None, None, _optional_float),
+    ("qt", "queue_timeout_s", None, None, _optional_float),
+    ("r", "num_retries", 0, None, int),
+    ("rp", "retry", _RETRY_DEFAULT, _retry_to_json, _retry_from_json),
+    ("if", "condition", None, None, _optional_str),
+    ("g", "group", None, None, _optional_str),
+    ("pa", "params", None, None, lambda raw: raw),
+)
+
+
+_REQUIRED = frozenset({"cmd", "queue"})
+"""Fields without a default: always stored."""
+
+
+def _encode_column(values: list[Any], to_json: Any) -> dict[str, Any]:
+    table: dict[str, int] = {}
+    column: list[Any] = []
+    indices: list[int] = []
+    for value in values:
+        raw = value if to_json is None else to_json(value)
+        key = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+        at = table.get(key)
+        if at is None:
+            at = table[key] = len(column)
+            column.append(raw)
+        indices.append(at)
+    if len(column) * 2 > len(values):  # mostly distinct: the plain list is smaller
+        return {
+            "v": [values[i] if to_json is None else to_json(values[i]) for i in range(len(values))]
+        }
+    return {"t": column, "i": indices}
+
+
+def _decode_column(raw: dict[str, Any], n: int, from_json: Any, key: str) -> list[Any]:
+    if "v" in raw:
+        values = [from_json(v) for v in raw["v"]]
+    else:
+        table = [from_json(v) for v in raw["t"]]
+        values = [table[i] for i in raw["i"]]
+    if len(values) != n:
+        raise CodecError(f"definition blob is corrupt: column {key!r} has {len(values)} values")
+    return values
 
 
 def encode_definition(wf: CompiledWorkflow) -> bytes:
     """The definition blob bytes of a compiled workflow."""
-    doc: dict[str, Any] = {"name": wf.name, "tasks": [_task_to_json(t) for t in wf.tasks]}
+    tasks = wf.tasks
+    doc: dict[str, Any] = {
+        "name": wf.name,
+        "n": [t.name for t in tasks],
+        "p": [list(t.parents) for t in tasks],
+    }
+    for key, attr, default, to_json, _ in _FIELDS:
+        values = [getattr(t, attr) for t in tasks]
+        if attr in _REQUIRED or any(v != default for v in values):
+            doc[key] = _encode_column(values, to_json)
     if wf.max_parallelism is not None:
         doc["mp"] = wf.max_parallelism
     if wf.result_policy != "all_sinks_succeed":
-        doc["rp"] = wf.result_policy
+        doc["res"] = wf.result_policy
     if wf.source is not None:
         doc["src"] = wf.source
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
@@ -388,11 +426,25 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
     body = _open(data, DEFINITION_MAGIC, DEFINITION_VERSION, "definition")
     try:
         doc = json.loads(body)
-        tasks = [_task_from_json(t) for t in doc["tasks"]]
-        n = len(tasks)
-        if not all(type(p) is int and 0 <= p < n for t in tasks for p in t.parents):
+        names = [str(name) for name in doc["n"]]
+        n = len(names)
+        parents = [tuple(p) for p in doc["p"]]
+        if len(parents) != n or not all(
+            type(p) is int and 0 <= p < n for ps in parents for p in ps
+        ):
             raise CodecError("definition blob is corrupt: a task names an unknown parent")
-        result_policy = doc.get("rp", "all_sinks_succeed")
+        columns: list[list[Any]] = [names]
+        for key, attr, default, _, from_json in _FIELDS:
+            if key in doc:
+                columns.append(_decode_column(doc[key], n, from_json, key))
+            elif attr in _REQUIRED:
+                raise CodecError(f"definition blob is corrupt: no {attr} column")
+            else:
+                columns.append([default] * n)
+            if attr == "cwd":
+                columns.append(parents)  # TaskDef's field order: ..., cwd, parents, dep_policy...
+        tasks = [TaskDef(*row) for row in zip(*columns, strict=True)]
+        result_policy = doc.get("res", "all_sinks_succeed")
         if result_policy not in ("all_sinks_succeed", "all_tasks_succeed"):
             raise CodecError(f"definition blob is corrupt: result_policy {result_policy!r}")
         return CompiledWorkflow.of(
@@ -404,5 +456,5 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
         )
     except CodecError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise CodecError(f"definition blob is corrupt: {type(exc).__name__}: {exc}") from None

@@ -166,6 +166,11 @@ class History:
             ticked=True,
         )
 
+    @property
+    def status(self) -> WorkflowStatus:
+        """The workflow status (a fresh read: type checkers do not carry narrowing across it)."""
+        return self.st.status
+
     def state(self, name: str) -> TaskState:
         return self.st.state_of(self.wf.index[name])
 

@@ -193,8 +193,9 @@ def test_definition_codec_errors() -> None:
     with pytest.raises(CodecError, match="bad magic"):
         decode_definition(b"DQS\x01" + data[4:])
     with pytest.raises(CodecError, match="corrupt"):
-        decode_definition(data[:4] + zlib.compress(b'{"name": "x", "tasks": [{"n": "a"}]}'))
+        decode_definition(data[:4] + zlib.compress(b'{"name": "x", "n": ["a"], "p": [[]]}'))
     with pytest.raises(CodecError, match="unknown parent"):
         decode_definition(
-            data[:4] + zlib.compress(b'{"name":"x","tasks":[{"n":"a","c":"x","q":"q","p":[5]}]}')
+            data[:4]
+            + zlib.compress(b'{"name":"x","n":["a"],"p":[[5]],"c":{"v":["x"]},"q":{"v":["q"]}}')
         )

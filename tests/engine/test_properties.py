@@ -48,7 +48,7 @@ def dags(draw: hs.DrawFn) -> CompiledWorkflow:
                 cmd="true",
                 queue=draw(hs.sampled_from(["cpu", "gpu"])),
                 parents=parents,
-                dep_policy=draw(hs.sampled_from(policies)),  # type: ignore[arg-type]
+                dep_policy=draw(hs.sampled_from(policies)),
                 num_retries=draw(hs.integers(0, 2)),
                 timeout_s=draw(hs.sampled_from([None, 50.0])),
                 queue_timeout_s=draw(hs.sampled_from([None, 500.0])),

@@ -148,7 +148,7 @@ def test_rerun_reopens_failures_and_descendants_keeps_completed_outputs() -> Non
     assert h.retry(run=2) == []  # a stale run number: no-op
     commands = h.retry(run=1)
     assert h.st.run == 2
-    assert h.st.status is W.RUNNING
+    assert h.status is W.RUNNING
     assert h.st.error is None
     assert dispatched(commands) == [("b", 3)]  # attempt numbers keep growing
     assert h.states()["c"] is S.PENDING
