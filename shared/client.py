@@ -412,7 +412,7 @@ class Client:
         else:
             body = bytes(definition)
         if fmt is None:
-            fmt = "json" if body.lstrip()[:1] in (b"{", b"[") else "yaml"
+            fmt = "json" if _is_json(body) else "yaml"
         content_type = "application/json" if fmt == "json" else "application/yaml"
         params = {"id": workflow_id} if workflow_id else None
         response = self._request(
@@ -594,6 +594,17 @@ class Client:
 
 class WaitTimeoutError(DagqError):
     """``wait`` gave up before the workflow reached a terminal status."""
+
+
+def _is_json(body: bytes) -> bool:
+    """JSON is also YAML, but a YAML flow mapping (``{name: x}``) is not JSON: look closer."""
+    if body.lstrip()[:1] not in (b"{", b"["):
+        return False
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
 
 
 def _seg(value: str) -> str:

@@ -148,3 +148,14 @@ def test_wait_gives_up_on_errors_that_are_not_transient() -> None:
             client.wait("wf", interval_s=0.01)
     assert caught.value.is_not_found
     assert len(api.requests) == 1
+
+
+def test_submit_detects_json_and_yaml_flow_style() -> None:
+    with fake_api() as api:
+        api.on("POST", "/api/workflows", 201, {"id": "a", "status": "pending"})
+        with Client(api.url) as client:
+            client.submit('{"name": "x", "tasks": []}')
+            client.submit("{name: x, tasks: [{name: a, kwargs: {cmd: 'true'}}]}")
+            client.submit(b"name: x\n")
+    types = [r["headers"]["content-type"] for r in api.requests]
+    assert types == ["application/json", "application/yaml", "application/yaml"]
