@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from shared.cli import render
-    from shared.cli.exitcodes import for_status
+    from shared.cli.exitcodes import ExitCode, for_status
     from shared.cli.follow import conclude, follow
     from shared.errors import DagqError
 
@@ -90,13 +90,21 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(submitted.id, flush=True)
         console = err if args.json else Console()
-        wf = follow(
-            client,
-            submitted.id,
-            console=console,
-            interval_s=args.interval,
-            timeout_s=args.timeout,
-        )
+        try:
+            wf = follow(
+                client,
+                submitted.id,
+                console=console,
+                interval_s=args.interval,
+                timeout_s=args.timeout,
+            )
+        except KeyboardInterrupt:
+            err.print(
+                f"stopped following {submitted.id}; it keeps running. Follow it again with"
+                f" `dagq watch {submitted.id}`, stop it with `dagq cancel {submitted.id}`.",
+                highlight=False,
+            )
+            return ExitCode.INTERRUPTED
         final = client.get(submitted.id)
         if args.json:
             print(render.dumps(final.model_dump(mode="json")))
