@@ -128,6 +128,13 @@ class World:
     def check(self) -> None:
         st = self.st
         assert sum(st.counts().values()) == len(self.wf.tasks)
+        for task, tdef in enumerate(self.wf.tasks):
+            if st.codes[task] == READY and tdef.parents:  # ready only once the policy is met
+                ok = sum(1 for p in tdef.parents if IS_OK[st.codes[p]])
+                bad = sum(
+                    1 for p in tdef.parents if IS_TERMINAL[st.codes[p]] and not IS_OK[st.codes[p]]
+                )
+                assert decide(tdef.dep_policy, len(tdef.parents), ok, bad) == READY
         cap = self.wf.max_parallelism
         if cap is not None and not self.crashed:
             assert st.in_flight <= cap
