@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 
@@ -116,6 +121,28 @@ def test_cancel_stops_a_running_workflow(dagq: Dagq, stack: Stack) -> None:
     # Cancelling again is harmless, and watch on a cancelled workflow reports it.
     assert dagq("cancel", workflow_id).code == 0
     assert dagq("watch", workflow_id).code == ExitCode.CANCELLED
+
+
+def test_ctrl_c_stops_following_not_the_workflow(stack: Stack, tmp_path: Path) -> None:
+    flow = tmp_path / "long.yaml"
+    flow.write_text(LONG)
+    env = {**os.environ, "DAGQ_API_URL": stack.url, "DAGQ_CONFIG": str(tmp_path / "none.toml")}
+    (tmp_path / "none.toml").write_text("")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "shared.cli", "submit", str(flow), "--wait"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    workflow_id = process.stdout.readline().strip()
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert f"dagq watch {workflow_id}" in err
+    assert "Traceback" not in err
+    with Client(stack.url) as client:
+        assert not client.get(workflow_id).is_terminal  # the workflow kept running
+        client.cancel(workflow_id)
 
 
 def test_flaky_task_succeeds_on_retry(dagq: Dagq, stack: Stack) -> None:
