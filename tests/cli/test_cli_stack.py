@@ -174,6 +174,10 @@ def test_list_pages_and_filters(dagq: Dagq) -> None:
     table = dagq("list")
     assert ids[0] in table.out
 
+    # The plain ai4s-jobq file runs unchanged.
+    finished = dagq("watch", ids[0], "--timeout", "90")
+    assert finished.code == ExitCode.OK, finished.err
+
 
 def test_idempotent_submit_and_conflict(dagq: Dagq, tmp_path: object) -> None:
     diamond = str(EXAMPLES / "diamond.yaml")
