@@ -100,7 +100,7 @@ def conclude(wf: Workflow, console: Console) -> int:
     took = render.duration(render.elapsed_of(wf, time.time()))
     console.print(
         f"workflow {wf.id} [bold]{wf.status}[/bold] after {took}"
-        f" ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks done)",
+        f" ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks finished)",
         highlight=False,
     )
     if wf.status == "failed":

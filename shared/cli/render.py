@@ -119,7 +119,7 @@ def header(wf: Workflow, pace: Pace | None = None) -> Text:
     )
     if wf.run > 1:
         line.append(f"  run {wf.run}", style="grey62")
-    line.append(f"  {done}/{total} tasks done")
+    line.append(f"  {done}/{total} tasks finished")
     if pace is not None:
         line.append(f"  elapsed {duration(pace.elapsed_s)}")
         if pace.rate is not None:
@@ -130,7 +130,7 @@ def header(wf: Workflow, pace: Pace | None = None) -> Text:
 
 
 def state_bars(counts: dict[str, int], total: int, width: int = 40) -> Table:
-    """One progress bar per task state that has tasks (every state when all are zero)."""
+    """One progress bar per task state that has tasks (just pending while there are none)."""
     table = Table.grid(padding=(0, 1))
     table.add_column(justify="right", min_width=15)
     table.add_column(width=width)
@@ -194,7 +194,7 @@ def plain_progress(wf: Workflow, pace: Pace) -> str:
     """One line of progress for logs and non-terminals."""
     counts = wf.counts
     states = ", ".join(f"{s} {counts[s]}" for s in STATE_ORDER if counts.get(s))
-    line = f"{wf.id} {wf.status}: {finished_count(counts)}/{total_of(wf)} done"
+    line = f"{wf.id} {wf.status}: {finished_count(counts)}/{total_of(wf)} finished"
     if states:
         line += f" ({states})"
     line += f"; elapsed {duration(pace.elapsed_s)}"

@@ -233,6 +233,6 @@ def test_watch_renders_the_live_view(stack: Stack) -> None:
         final = follow(client, submitted.id, console=console, interval_s=0.3, timeout_s=120)
     assert final.status == "completed", stack.diagnostics()
     text = screen.getvalue()
-    for expected in ("diamond", submitted.id, "completed", "4/4 tasks done", "queue", "cpu",
+    for expected in ("diamond", submitted.id, "completed", "4/4 tasks finished", "queue", "cpu",
                      "waiting", "running", "elapsed"):  # fmt: skip
         assert expected in text, expected

@@ -51,7 +51,7 @@ def test_live_view_shows_states_queues_rate_and_eta() -> None:
         "demo",
         "wf-1",
         "running",
-        "6/10 tasks done",
+        "6/10 tasks finished",
         "2.0 tasks/s",
         "ETA 2s",
         "elapsed 12s",
@@ -83,7 +83,7 @@ def test_status_view_lists_failed_tasks_first_when_truncated() -> None:
 def test_plain_progress_is_one_line() -> None:
     wf = _workflow({"completed": 3, "queued": 1})
     line = render.plain_progress(wf, render.Pace(elapsed_s=65, rate=None, eta_s=None))
-    assert line == "wf-1 running: 3/4 done (completed 3, queued 1); elapsed 1m05s"
+    assert line == "wf-1 running: 3/4 finished (completed 3, queued 1); elapsed 1m05s"
 
 
 def test_exit_codes_for_terminal_states() -> None:
