@@ -238,7 +238,15 @@ def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
         return _decode_state_body(body, wf)
     except CodecError:
         raise
-    except (struct.error, ValueError, KeyError, TypeError, IndexError, ValidationError) as exc:
+    except (
+        struct.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        ValidationError,
+        RecursionError,
+    ) as exc:
         raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
 
 
@@ -456,5 +464,5 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
         )
     except CodecError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
         raise CodecError(f"definition blob is corrupt: {type(exc).__name__}: {exc}") from None

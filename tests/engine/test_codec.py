@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from shared.codec import (
     STATE_MAGIC,
@@ -199,3 +202,34 @@ def test_definition_codec_errors() -> None:
             data[:4]
             + zlib.compress(b'{"name":"x","n":["a"],"p":[[5]],"c":{"v":["x"]},"q":{"v":["q"]}}')
         )
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=hs.data())
+def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject) -> None:
+    """Decoding never fails with anything but CodecError, whatever the bytes (blobs are input)."""
+    wf = workflow(
+        task("a"), task("b", 0), task("c", retries=1), task("d"), task("e"), max_parallelism=3
+    )
+    h = History(wf)
+    h.activate()
+    h.completed("a", output={"k": [1, 2]}, worker="w9")
+    h.failed("c", exit_code=4, error="x")
+    assert h.st.counts()["ready"] == 1
+    good = encode_state(h.st)
+    body = bytearray(zlib.decompress(good[4:]))
+    for _ in range(data.draw(hs.integers(1, 4))):
+        at = data.draw(hs.integers(0, len(body) - 1))
+        body[at] = data.draw(hs.integers(0, 255))
+    cut = data.draw(hs.integers(0, len(body)))
+    for blob in (
+        good[:4] + zlib.compress(bytes(body)),
+        good[:4] + zlib.compress(bytes(body[:cut])),
+    ):
+        with contextlib.suppress(CodecError):
+            decode_state(blob, h.wf)
+    definition = bytearray(zlib.decompress(encode_definition(h.wf)[4:]))
+    at = data.draw(hs.integers(0, len(definition) - 1))
+    definition[at] = data.draw(hs.integers(0, 255))
+    with contextlib.suppress(CodecError):
+        decode_definition(b"DQD\x01" + zlib.compress(bytes(definition)))
