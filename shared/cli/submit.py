@@ -16,9 +16,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         parents=[api_options()],
         help="submit a workflow (YAML or JSON) and print its id",
         description=(
-            "Submit a workflow definition and print its id on stdout. With --wait, follow it"
-            " to the end; the exit code then says how it ended (0 completed, 1 failed,"
-            " 5 cancelled). An invalid definition exits 2 with every problem listed."
+            "Submit a workflow definition and print its id on stdout. With --wait, follow it\n"
+            "to the end; the exit code then says how it ended (0 completed, 1 failed,\n"
+            "5 cancelled). An invalid definition exits 2 with every problem listed."
         ),
         epilog="examples:\n  dagq submit examples/pipeline.yaml --wait\n"
         "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
