@@ -378,12 +378,17 @@ _REQUIRED = frozenset({"cmd", "queue"})
 
 
 def _encode_column(values: list[Any], to_json: Any) -> dict[str, Any]:
-    table: dict[str, int] = {}
+    table: dict[Any, int] = {}
     column: list[Any] = []
     indices: list[int] = []
     for value in values:
         raw = value if to_json is None else to_json(value)
-        key = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+        # Scalars key by (type, value): 1, 1.0 and True must stay apart. Others by their JSON.
+        key: Any = (
+            (type(raw), raw)
+            if raw is None or isinstance(raw, str | int | float)
+            else json.dumps(raw, sort_keys=True, separators=(",", ":"))
+        )
         at = table.get(key)
         if at is None:
             at = table[key] = len(column)
