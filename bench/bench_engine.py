@@ -3,7 +3,8 @@
 A fan-out/fan-in of N tasks is 1 root -> N-2 leaves -> 1 sink. It is driven from activation to
 completion with a simulated clock: every dispatched attempt completes after a random duration of
 1-600 s (seeded), and completions are applied in the order they finish, each as a
-TaskCompletedEvent built on the spot (building the events is part of the measured time).
+TaskCompletedEvent built on the spot (building the events is part of the measured time), with a
+worker name (one of 8) and the worker's conventional log blob name, as real workers report them.
 
 Prints progress lines, then ONE line of key=value pairs:
   drive_s_10k, drive_s_100k      activate -> WorkflowFinished, wall time (targets: < 1 s, < 10 s)
@@ -28,6 +29,7 @@ from shared.codec import decode_definition, decode_state, encode_definition, enc
 from shared.commands import Command, Dispatch, WorkflowFinished
 from shared.engine import apply, new_state
 from shared.messages import ActivateEvent, TaskCompletedEvent, TaskFailedEvent
+from shared.names import ResourceNames
 from shared.state import RuntimeState
 from shared.states import WorkflowStatus
 from shared.workflow import CompiledWorkflow, TaskDef
@@ -82,7 +84,8 @@ def drive(wf: CompiledWorkflow, seed: int = 42) -> tuple[float, RuntimeState]:
             attempt=command.attempt,
             started_at=started,
             finished_at=end,
-            worker="vm-1",
+            worker=f"vm-{sequence % 8}",
+            log_blob=ResourceNames.log_blob("bench", command.name, command.attempt),
         )
         done = schedule(apply(wf, state, event, end), end) or done
     elapsed = time.perf_counter() - begin

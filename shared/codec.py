@@ -12,6 +12,8 @@ zlib(body)``; the body is a fixed header followed by length-prefixed sections:
 - ``codes``: one byte per task (the state code, see ``shared.state.TASK_STATES``);
 - ``attempt``: uint32 per task; ``worker``: uint32 per task (1 + index into the worker table, 0 =
   none); ``ready``: uint32 per entry of the ready queue;
+- ``logs``: one byte per task, 1 = its log blob has the worker's conventional name (rebuilt from
+  workflow id, task name and attempt); other log blob names are in ``meta``;
 - ``queued``/``started``/``finished``: uint64 per task, integer milliseconds stored relative to a
   reference (queued to the workflow's creation, started to queued, finished to started), zigzag
   encoded, plus one (0 = no value).
@@ -39,6 +41,7 @@ from pydantic import ValidationError
 
 from shared.errors import CodecError
 from shared.messages import OutputRef
+from shared.names import ResourceNames
 from shared.state import COMPLETED, READY, TASK_STATES, RuntimeState, to_ms
 from shared.states import WorkflowStatus
 from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
@@ -123,8 +126,18 @@ def encode_state(state: RuntimeState) -> bytes:
     created = to_ms(state.created_at)
     worker_table: dict[str, int] = {}
     worker_column = [0] * n
-    for task, name in state.workers.items():
+    for task, name in sorted(state.workers.items()):
         worker_column[task] = worker_table.setdefault(name, len(worker_table) + 1)
+    # A log blob under the worker's conventional name ({workflow}/{task}/{attempt}/log.txt) is one
+    # flag byte instead of a string: every task has one, and the names would dominate the blob.
+    log_flags = bytearray(n)
+    odd_logs: dict[int, str] = {}
+    names, attempt = state.names, state.attempt
+    for task, blob in state.log_blob.items():
+        if names and blob == ResourceNames.log_blob(state.workflow_id, names[task], attempt[task]):
+            log_flags[task] = 1
+        else:
+            odd_logs[task] = blob
     codes = state.codes
     odd_exits = {
         str(t): code
@@ -136,17 +149,17 @@ def encode_state(state: RuntimeState) -> bytes:
         meta["error"] = state.error
     sparse: dict[str, dict[int, Any]] = {
         "errors": state.errors,
-        "logs": state.log_blob,
+        "logs": odd_logs,
         "base": state.base_attempt,
         "sent": state.sent_ms,
     }
     for key, mapping in sparse.items():
         if mapping:
-            meta[key] = {str(t): v for t, v in mapping.items()}
+            meta[key] = {str(t): v for t, v in sorted(mapping.items())}  # canonical order
     if state.outputs:
         meta["outputs"] = {
             str(t): ref.model_dump(mode="json", exclude_defaults=True)
-            for t, ref in state.outputs.items()
+            for t, ref in sorted(state.outputs.items())
         }
     if odd_exits:
         meta["exits"] = odd_exits
@@ -171,6 +184,7 @@ def encode_state(state: RuntimeState) -> bytes:
         _pack("Q", _rel(state.finished_ms, started_refs)),
         _pack("I", worker_column),
         _pack("I", ready),
+        bytes(log_flags),
     ]
     body = [
         _HEADER.pack(
@@ -259,8 +273,8 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
             f"state blob has {n} tasks but workflow {wf.name!r} defines {len(wf.tasks)}: "
             "the state does not belong to this definition"
         )
-    meta_raw, codes, attempt, queued, started, finished, worker_col, ready = _sections(
-        body, _HEADER.size, 8
+    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = _sections(
+        body, _HEADER.size, 9
     )
     meta = json.loads(meta_raw)
     if not isinstance(meta, dict):
@@ -288,7 +302,16 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     for task, code in _task_keys(meta.get("exits", {}), n, "exits").items():
         st.exit_code[task] = None if code is None else int(code)
     st.errors = {t: str(v) for t, v in _task_keys(meta.get("errors", {}), n, "errors").items()}
-    st.log_blob = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
+    if len(log_flags) != n:
+        raise CodecError("state blob is corrupt: bad log flags")
+    st.names = tuple(wf.index)
+    logs = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
+    wid = st.workflow_id
+    st.log_blob = {
+        t: logs.get(t) or ResourceNames.log_blob(wid, st.names[t], st.attempt[t])
+        for t in range(n)
+        if log_flags[t] or t in logs
+    }
     st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
     st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
     st.outputs = {

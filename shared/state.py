@@ -96,6 +96,7 @@ class RuntimeState:
         "n_bad",
         "n_ok",
         "n_terminal",
+        "names",
         "outputs",
         "queued_ms",
         "ready",
@@ -121,6 +122,9 @@ class RuntimeState:
         """When the cancel was applied (the sweep's cancel grace counts from here)."""
         self.error: str | None = None
         """Why the workflow failed or was cancelled (a short summary)."""
+        self.names: tuple[str, ...] = ()
+        """Task names, from the definition (lets the codec store conventional blob names as
+        flags); empty if unknown."""
 
         # -- per task columns (index = task number) --
         self.codes = bytearray(n_tasks)

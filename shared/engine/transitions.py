@@ -35,7 +35,9 @@ _CANCEL_BEFORE_RUN = "cancelled: the workflow was cancelled before this task fin
 
 def new_state(wf: CompiledWorkflow, workflow_id: str, now: float) -> RuntimeState:
     """The initial state of a submitted workflow: PENDING, every task pending, run 1."""
-    return RuntimeState(workflow_id, len(wf.tasks), now)
+    state = RuntimeState(workflow_id, len(wf.tasks), now)
+    state.names = tuple(wf.index)  # index keys are the task names, in task order
+    return state
 
 
 def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -> list[Command]:

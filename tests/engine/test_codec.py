@@ -19,11 +19,13 @@ from shared.codec import (
     state_metadata,
 )
 from shared.errors import CodecError
+from shared.messages import TaskCompletedEvent, TaskFailedEvent
+from shared.names import ResourceNames
 from shared.state import RuntimeState
 from shared.states import WorkflowStatus
 from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 
-from .history import History, chain, fan, task, workflow
+from .history import WF_ID, History, chain, fan, task, workflow
 
 
 def assert_same(a: RuntimeState, b: RuntimeState) -> None:
@@ -117,6 +119,26 @@ def test_completed_1000_task_state_is_at_most_4_kb() -> None:
     data = encode_state(h.st)
     assert len(data) <= 4096
     roundtrip(h)
+
+
+def test_conventional_log_names_are_flags_and_others_are_kept() -> None:
+    h = History(chain(3))
+    h.activate()
+    h.apply(
+        TaskCompletedEvent(
+            workflow_id=WF_ID, task="t0", attempt=1, started_at=h.now, finished_at=h.now,
+            log_blob=ResourceNames.log_blob(WF_ID, "t0", 1),
+        )
+    )  # fmt: skip
+    h.apply(
+        TaskFailedEvent(
+            workflow_id=WF_ID, task="t1", attempt=1, finished_at=h.now, log_blob="elsewhere/log"
+        )
+    )
+    back = roundtrip(h)
+    assert back.task(0).log_blob == f"{WF_ID}/t0/1/log.txt"
+    assert back.task(1).log_blob == "elsewhere/log"
+    assert "log.txt" not in zlib.decompress(encode_state(h.st)[4:]).decode("latin-1")
 
 
 def test_state_metadata_tells_workers_the_status() -> None:
