@@ -7,10 +7,8 @@ Conditions are compiled once per ``CompiledWorkflow`` and evaluated once, when t
 
 from __future__ import annotations
 
-import importlib
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING
 
 from shared.errors import ConditionError, DagqError
 from shared.state import READY, UPSTREAM_FAILED, RuntimeState
@@ -41,46 +39,36 @@ def decide(policy: DepPolicy, n_parents: int, n_ok: int, n_bad: int) -> int | No
 
 # -- conditions ----------------------------------------------------------------------------------
 
+if TYPE_CHECKING:
+    from shared.conditions import Condition
 
-class _Condition(Protocol):
-    def evaluate(self, inputs: Mapping[str, Any]) -> bool: ...
-
-
-class _ConditionsModule(Protocol):
-    ParentView: Any
-
-    def compile_condition(self, expr: str, parent_names: Sequence[str]) -> _Condition: ...
-
-
-_compiled: dict[int, tuple[weakref.ref[CompiledWorkflow], dict[int, _Condition | ConditionError]]]
+_compiled: dict[int, tuple[weakref.ref[CompiledWorkflow], dict[int, Condition | ConditionError]]]
 _compiled = {}
 
 
-def _conditions_module() -> _ConditionsModule:
-    # Imported lazily: only workflows that use conditions pay for the expression language.
-    return cast(_ConditionsModule, importlib.import_module("shared.conditions"))
-
-
-def _cache_for(wf: CompiledWorkflow) -> dict[int, _Condition | ConditionError]:
+def _cache_for(wf: CompiledWorkflow) -> dict[int, Condition | ConditionError]:
+    """The compiled conditions of ``wf`` (keyed by id: CompiledWorkflow is not hashable)."""
     key = id(wf)
     entry = _compiled.get(key)
     if entry is not None and entry[0]() is wf:
         return entry[1]
-    cache: dict[int, _Condition | ConditionError] = {}
+    cache: dict[int, Condition | ConditionError] = {}
     _compiled[key] = (weakref.ref(wf), cache)
     weakref.finalize(wf, _compiled.pop, key, None)
     return cache
 
 
-def _compile(wf: CompiledWorkflow, task: int) -> _Condition | ConditionError:
+def _compile(wf: CompiledWorkflow, task: int) -> Condition | ConditionError:
+    # Imported lazily: only workflows that use conditions pay for the expression language.
+    from shared.conditions import compile_condition
+
     cache = _cache_for(wf)
     found = cache.get(task)
     if found is None:
         tdef = wf.tasks[task]
         assert tdef.condition is not None
-        names = [wf.tasks[p].name for p in tdef.parents]
         try:
-            found = _conditions_module().compile_condition(tdef.condition, names)
+            found = compile_condition(tdef.condition, [wf.tasks[p].name for p in tdef.parents])
         except ConditionError as exc:
             found = exc
         cache[task] = found
@@ -89,19 +77,21 @@ def _compile(wf: CompiledWorkflow, task: int) -> _Condition | ConditionError:
 
 def condition_skip_reason(wf: CompiledWorkflow, state: RuntimeState, task: int) -> str | None:
     """None if task ``task`` has no condition or its condition holds; otherwise why it is skipped
-    (the condition was false, or could not be compiled or evaluated)."""
+    (the condition was false, or could not be compiled or evaluated). Blob outputs are not read:
+    a condition sees inline outputs only."""
     expr = wf.tasks[task].condition
     if expr is None:
         return None
     condition = _compile(wf, task)
     if isinstance(condition, ConditionError):
         return f"condition error: {condition}"
-    module = _conditions_module()
-    inputs: dict[str, Any] = {}
+    from shared.conditions import ParentView
+
+    inputs: dict[str, ParentView] = {}
     for p in wf.tasks[task].parents:
         ref = state.outputs.get(p)
-        inputs[wf.tasks[p].name] = module.ParentView(
-            state.state_of(p), None if ref is None else ref.inline
+        inputs[wf.tasks[p].name] = ParentView(
+            state.state_of(p).value, None if ref is None else ref.inline
         )
     try:
         holds = condition.evaluate(inputs)
