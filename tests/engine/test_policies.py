@@ -170,3 +170,34 @@ def test_retry_keeps_its_slot_under_max_parallelism() -> None:
     assert dispatched(h.completed("a")) == [("b", 1)]
     h.completed("b")
     assert h.st.status is WorkflowStatus.COMPLETED
+
+
+def test_ready_task_adopted_by_a_replayed_event_is_not_dispatched_again() -> None:
+    wf = workflow(task("a"), task("b"), task("c"), max_parallelism=1)
+    h = History(wf)
+    assert dispatched(h.activate()) == [("a", 1)]
+    # b's attempt 1 was dispatched by a pass whose flush was lost; its start arrives now.
+    h.started("b", attempt=1)
+    assert h.state("b") is S.RUNNING
+    # The slot frees up twice; b's stale ready-queue entry must not cause a second dispatch.
+    assert dispatched(h.completed("a")) == []  # a and b were both in flight: still at the cap
+    assert dispatched(h.completed("b")) == [("c", 1)]
+    h.completed("c")
+    assert h.st.status is WorkflowStatus.COMPLETED
+
+
+def test_completed_child_of_a_reopened_task_keeps_its_result() -> None:
+    # a, b -> c (any); a -> d. a fails: c still completes (any), d is upstream_failed.
+    wf = workflow(task("a"), task("b"), task("c", 0, 1, policy="any"), task("d", 0))
+    h = History(wf)
+    h.activate()
+    h.failed("a")  # d: upstream_failed
+    h.completed("b")
+    h.completed("c", output="kept")
+    assert h.st.status is WorkflowStatus.FAILED
+    assert dispatched(h.retry()) == [("a", 2)]
+    assert h.state("c") is S.COMPLETED
+    assert h.st.task(2).output is not None
+    h.completed("a")
+    h.completed("d")
+    assert h.st.status is WorkflowStatus.COMPLETED

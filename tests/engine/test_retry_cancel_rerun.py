@@ -189,3 +189,14 @@ def test_rerun_when_a_reopened_task_is_immediately_ready_via_any() -> None:
     assert h.st.status is W.FAILED
     commands = h.retry()
     assert sorted(dispatched(commands)) == [("a", 2), ("c", 2)]
+
+
+def test_cancel_during_a_delayed_retry_cancels_the_queued_attempt() -> None:
+    h = History(workflow(task("a", retries=1, retry=RetryPolicy(initial_delay_s=60))))
+    h.activate()
+    (command,) = h.failed("a")
+    assert isinstance(command, Dispatch)
+    assert command.delay_s == 60
+    assert finished(h.cancel()) == [W.CANCELLED]
+    assert h.state("a") is S.CANCELLED
+    assert h.completed("a", attempt=2) == []  # the delayed message ran anyway: ignored
