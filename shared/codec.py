@@ -115,6 +115,19 @@ def _refs(primary: list[int | None], fallback: list[int]) -> list[int]:
 # -- state ---------------------------------------------------------------------------------------
 
 
+def _fast_log_blob(workflow_id: str, task: str, attempt: int) -> str:
+    return f"{workflow_id}/{task}/{attempt}/log.txt"
+
+
+# The worker's conventional log blob name, inlined when it has the expected shape (it is computed
+# for every task of every flush); ResourceNames stays the authority.
+_log_blob = (
+    _fast_log_blob
+    if ResourceNames.log_blob("w", "t", 1) == _fast_log_blob("w", "t", 1)
+    else ResourceNames.log_blob
+)
+
+
 def state_metadata(state: RuntimeState) -> dict[str, str]:
     """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
     return {"status": state.status.value, "run": str(state.run), "codec": str(STATE_VERSION)}
@@ -124,17 +137,21 @@ def encode_state(state: RuntimeState) -> bytes:
     """The state blob bytes of ``state`` (exactly what ``decode_state`` reads back)."""
     n = len(state)
     created = to_ms(state.created_at)
-    worker_table: dict[str, int] = {}
-    worker_column = [0] * n
-    for task, name in sorted(state.workers.items()):
-        worker_column[task] = worker_table.setdefault(name, len(worker_table) + 1)
+    worker_names: list[str | None] = [None] * n
+    for task, name in state.workers.items():
+        worker_names[task] = name
+    worker_table: dict[str, int] = {}  # in order of first use by task number: canonical
+    worker_column = [
+        0 if name is None else worker_table.setdefault(name, len(worker_table) + 1)
+        for name in worker_names
+    ]
     # A log blob under the worker's conventional name ({workflow}/{task}/{attempt}/log.txt) is one
     # flag byte instead of a string: every task has one, and the names would dominate the blob.
     log_flags = bytearray(n)
     odd_logs: dict[int, str] = {}
     names, attempt = state.names, state.attempt
     for task, blob in state.log_blob.items():
-        if names and blob == ResourceNames.log_blob(state.workflow_id, names[task], attempt[task]):
+        if names and blob == _log_blob(state.workflow_id, names[task], attempt[task]):
             log_flags[task] = 1
         else:
             odd_logs[task] = blob
@@ -306,12 +323,11 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
         raise CodecError("state blob is corrupt: bad log flags")
     st.names = tuple(wf.index)
     logs = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
-    wid = st.workflow_id
+    wid, task_names, attempts = st.workflow_id, st.names, st.attempt
     st.log_blob = {
-        t: logs.get(t) or ResourceNames.log_blob(wid, st.names[t], st.attempt[t])
-        for t in range(n)
-        if log_flags[t] or t in logs
+        t: _log_blob(wid, task_names[t], attempts[t]) for t, f in enumerate(log_flags) if f
     }
+    st.log_blob.update(logs)
     st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
     st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
     st.outputs = {
