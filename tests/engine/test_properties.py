@@ -167,6 +167,8 @@ class World:
                 attempt=attempt,
                 started_at=self.now,
                 finished_at=self.now + 1,
+                log_blob=f"{WF}/{name}/{attempt}/log.txt",
+                worker=f"w{attempt % 3}",
             )
         else:
             event = TaskFailedEvent(
