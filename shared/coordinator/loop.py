@@ -125,6 +125,8 @@ class Coordinator:
         self._renewed_at = 0.0
         self._lease_lost = False
         self._pending_rows: dict[str, IndexRow] = {}
+        self._fanout: dict[str, int] = {}
+        self._delete_slots = asyncio.Semaphore(self.options.delete_concurrency)
         self._projected: dict[str, tuple[WorkflowStatus, float]] = {}
 
     # -- entry points ------------------------------------------------------------------------
@@ -252,43 +254,52 @@ class Coordinator:
     async def _drain(
         self, deadline: float, stats: PassStats, result: PassResult, trigger: Envelope | None
     ) -> None:
+        """Receive -> process -> ack, pipelined: the next receive is in flight while a cycle is
+        applied and flushed, and deletes of flushed cycles run in the background (one shared
+        bound), so the queue is never idle waiting for us."""
         sent: set[SentKey] = set()
-        acking: asyncio.Task[None] | None = None
+        acks: list[asyncio.Task[None]] = []
+        self._delete_slots = asyncio.Semaphore(self.options.delete_concurrency)
+        queue = self.storage.event_queue
         first = [trigger] if trigger else []
         if trigger is not None:
             stats.events_received += 1
+        receiving: asyncio.Task[list[Envelope]] | None = asyncio.create_task(
+            self._receive(queue, stats)
+        )
         try:
-            while self._lease_ok():
-                received = await self._receive(self.storage.event_queue, stats)
-                envelopes = first + received
+            while receiving is not None:
+                envelopes = first + await receiving
                 first = []
-                if not envelopes:
+                receiving = None
+                if not envelopes or not self._lease_ok():
                     break
+                if time.monotonic() < deadline:
+                    receiving = asyncio.create_task(self._receive(queue, stats))
                 done = await self._process(envelopes, stats, sent)
                 if trigger is not None and result.trigger_applied is None:
                     result.trigger_applied = any(env is trigger for env in done)
-                if acking is not None:
-                    await acking
-                acking = asyncio.create_task(self._ack(done, stats))
-                if time.monotonic() >= deadline or len(received) == 0:
-                    break
+                acks.append(asyncio.create_task(self._ack(done, stats)))
         finally:
-            if acking is not None:
-                await acking
+            if receiving is not None:  # only after a failure: the events come back on their own
+                with contextlib.suppress(Exception):
+                    await receiving
+            await asyncio.gather(*acks, return_exceptions=True)
             if trigger is not None and result.trigger_applied is None:
                 result.trigger_applied = False
 
     async def _receive(self, queue: Queue, stats: PassStats) -> list[Envelope]:
         opts = self.options
+        fanout = self._fanout.get(queue.name, 1)
         batches = await asyncio.gather(
-            *(
-                queue.receive(opts.batch_size, opts.event_visibility_s)
-                for _ in range(opts.receives_per_cycle)
-            ),
+            *(queue.receive(opts.batch_size, opts.event_visibility_s) for _ in range(fanout)),
             return_exceptions=True,
         )
         stats.receives += len(batches)
         envelopes: list[Envelope] = []
+        # A deep queue earns more concurrent receives per cycle; a shallow one just one.
+        full = all(not isinstance(b, BaseException) and len(b) >= opts.batch_size for b in batches)
+        self._fanout[queue.name] = min(fanout * 2, opts.receives_per_cycle) if full else 1
         for batch in batches:
             if isinstance(batch, BaseException):
                 log.warning("receive from %s failed: %r", queue.name, batch)
@@ -529,7 +540,7 @@ class Coordinator:
     # -- acknowledgements, dead letters, projections ------------------------------------------
 
     async def _ack(self, envelopes: list[Envelope], stats: PassStats) -> None:
-        slots = asyncio.Semaphore(self.options.delete_concurrency)
+        slots = self._delete_slots
 
         async def delete(env: Envelope) -> None:
             assert env.message is not None
@@ -695,13 +706,14 @@ class _SendFailed(Exception):
 
 
 def _fingerprint(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> tuple[object, ...]:
-    """A cheap summary that changes whenever an event changes something (to count no-ops)."""
-    key: tuple[object, ...] = (state.status, state.run, tuple(state.counts().items()))
+    """A cheap summary that changes whenever an event changes something (to count no-ops): an
+    effective task event always changes its task's state or attempt; a control event changes the
+    workflow's status, run or per-state counts."""
     task = getattr(event, "task", None)
     if isinstance(task, str) and task in wf.index:
         view = state.task(wf.index[task])
-        key += (view.state, view.attempt, view.started_at)
-    return key
+        return (state.status, view.state, view.attempt, view.started_at)
+    return (state.status, state.run, tuple(state.counts().items()))
 
 
 async def _sleep_until(stop: asyncio.Event, seconds: float) -> None:
