@@ -268,3 +268,45 @@ async def test_second_coordinator_process_is_refused(
     assert proc.returncode == 3, proc.stderr
     assert "another coordinator holds the lease" in proc.stderr
     assert "--wait-for-lease" in proc.stderr
+
+
+async def test_coordinator_process_runs_and_stops_gracefully(
+    settings: Settings, storage_env: dict[str, str]
+) -> None:
+    wf = diamond()
+    w = worker(settings)
+    env = {**os.environ, **storage_env, "DAGQ_LEASE_S": "15"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "shared.coordinator", "--ensure-resources", "--sweep-every", "1",
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with open_storage(settings) as storage:
+            await ensure_resources(storage)
+            w.storage = storage
+            stop = asyncio.Event()
+            job = asyncio.create_task(w.run(stop))
+            await submit(storage, wf, "proc", time.time())
+            state = await finish(storage, wf, "proc")
+            stop.set()
+            await job
+            assert state.status is WorkflowStatus.COMPLETED
+            assert await storage.lease.is_held()
+            proc.terminate()  # SIGTERM: finish the pass, release the lease, exit 0
+            _, err = await asyncio.wait_for(proc.communicate(), 30)
+            assert proc.returncode == 0, err.decode()
+            assert not await storage.lease.is_held()
+            assert b'"event": "coordinator_pass"' in err  # one structured record per busy pass
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_coordinator_help_explains_the_options() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "shared.coordinator", "--help"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    for option in ("--wait-for-lease", "--sweep-every", "--once", "DAGQ_STORAGE"):
+        assert option in out
