@@ -154,7 +154,11 @@ class Coordinator:
         queue for that. Only if even the re-send fails does this raise, so the host retries.
         """
         trigger = Envelope(text=text, message_id=message_id, dequeue_count=dequeue_count)
-        result = await self._pass(budget_s, sweep=False, trigger=trigger)
+        try:
+            result = await self._pass(budget_s, sweep=False, trigger=trigger)
+        except Exception as exc:  # e.g. the lease blob unreachable: hand the event back
+            log.warning("pass for trigger message %s failed: %r", message_id, exc)
+            result = PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
         if not result.trigger_applied:
             await self.storage.event_queue.send(text, delay_s=self.options.requeue_delay_s)
             result.trigger_requeued = True
@@ -181,7 +185,12 @@ class Coordinator:
         try:
             while not stop.is_set():
                 sweep = time.monotonic() >= next_sweep
-                result = await self._pass(None, sweep=sweep, trigger=None)
+                try:
+                    result = await self._pass(None, sweep=sweep, trigger=None)
+                except Exception:  # transient storage trouble: keep the process alive
+                    log.exception("coordinator pass failed; retrying shortly")
+                    await _sleep_until(stop, idle_max_s)
+                    continue
                 if result.stats.lease is not LeaseState.HELD:
                     if not wait_for_lease and result.stats.lease is LeaseState.NOT_LEADER:
                         raise LeaseError(

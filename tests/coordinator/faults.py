@@ -34,6 +34,8 @@ class FaultPlan:
     """Count only calls whose name is in this set (e.g. {"workflows.write_state"})."""
     hooks: dict[int, Hook] = field(default_factory=dict)
     """Call number -> coroutine run just before that call (it gets the call's name)."""
+    error: type[BaseException] = Crash
+    """What the faulty call raises; only a Crash kills the process (every later call fails)."""
     calls: list[str] = field(default_factory=list)
     dead: bool = False
 
@@ -48,12 +50,12 @@ class FaultPlan:
         if hook is not None:
             await hook(name)
         if number == self.crash_at and self.mode == "before":
-            self.dead = True
-            raise Crash(f"crash before call {number}: {name}")
+            self.dead = self.error is Crash
+            raise self.error(f"fault before call {number}: {name}")
         result = await fn(*a, **kw)
         if number == self.crash_at and self.mode == "after":
-            self.dead = True
-            raise Crash(f"crash after call {number}: {name}")
+            self.dead = self.error is Crash
+            raise self.error(f"fault after call {number}: {name}")
         return result
 
 

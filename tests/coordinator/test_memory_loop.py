@@ -9,6 +9,7 @@ from shared.messages import TaskCompletedEvent, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
+from tests.coordinator.faults import FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
@@ -132,3 +133,32 @@ async def test_second_coordinator_is_refused(storage: MemoryStorage, clock: Fake
     assert applied.stats.duplicates == 1  # the re-sent copy, drained in the same pass
     state = await load(storage, wf, "wf1")
     assert state.task(0).state is TaskState.COMPLETED
+
+
+async def test_trigger_message_is_handed_back_when_storage_fails(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    plan = FaultPlan(crash_at=1, only={"lease.acquire"}, error=ConnectionError)
+    coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
+    result = await coord.handle_trigger_message('{"kind": "activate", "workflow_id": "x"}', "m", 1)
+    assert result.trigger_requeued
+    assert storage.event_queue.peek_texts() == ['{"kind": "activate", "workflow_id": "x"}']
+
+
+async def test_failed_send_leaves_events_unacked_then_recovers(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf1", clock())
+    plan = FaultPlan(crash_at=1, only={"queue.send"}, error=ConnectionError)
+    coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
+    result = await coord.run_once()
+    assert result.stats.send_failures == 1
+    assert result.stats.events_unacked == 1
+    assert result.stats.flushes == 0
+    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.PENDING
+    clock.advance(61)  # the activate event is visible again
+    result = await coord.run_once()
+    assert result.stats.tasks_dispatched == 1
+    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.RUNNING
+    assert storage.event_queue.peek_texts() == []
