@@ -29,9 +29,10 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -41,12 +42,14 @@ from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.messages import ActivateEvent, TaskCompletedEvent, decode_task_message, encode
 from shared.projection import index_row
 from shared.settings import Settings
+from shared.state import RuntimeState
 from shared.storage.factory import ensure_resources, open_storage
-from shared.storage.ports import Queue, Storage
+from shared.storage.ports import Queue, ReceivedMessage, Storage
 from shared.workflow import CompiledWorkflow, TaskDef
 from tests.support.synthetic_worker import SyntheticWorker
 
 CONCURRENCY = 32
+T = TypeVar("T")
 
 
 def fan(n_leaves: int, queue: str, max_parallelism: int | None = None) -> CompiledWorkflow:
@@ -77,17 +80,17 @@ async def submit(storage: Storage, wf: CompiledWorkflow, wid: str, activate: boo
         await storage.event_queue.send(encode(ActivateEvent(workflow_id=wid)))
 
 
-async def bounded(coros: list, limit: int = CONCURRENCY) -> list:  # type: ignore[type-arg]
+async def bounded(coros: list[Coroutine[Any, Any, T]], limit: int = CONCURRENCY) -> list[T]:
     slots = asyncio.Semaphore(limit)
 
-    async def one(c):  # type: ignore[no-untyped-def]
+    async def one(c: Coroutine[Any, Any, T]) -> T:
         async with slots:
             return await c
 
     return await asyncio.gather(*(one(c) for c in coros))
 
 
-async def state_of(storage: Storage, wf: CompiledWorkflow, wid: str):  # type: ignore[no-untyped-def]
+async def state_of(storage: Storage, wf: CompiledWorkflow, wid: str) -> RuntimeState:
     data, _ = await storage.workflows.read_state(wid)
     return codec.decode_state(data, wf)
 
@@ -106,7 +109,7 @@ async def raw_receive_delete(queue: Queue, n: int) -> float:
     done = 0
     start = time.perf_counter()
 
-    async def delete(m):  # type: ignore[no-untyped-def]
+    async def delete(m: ReceivedMessage) -> None:
         async with slots:
             await queue.delete(m)
 
@@ -133,7 +136,7 @@ async def raw_e2e_ceiling(storage: Storage, n: int) -> float:
     reported = 0
     start = time.perf_counter()
 
-    async def guarded(c):  # type: ignore[no-untyped-def]
+    async def guarded(c: Coroutine[Any, Any, Any]) -> None:
         async with slots:
             await c
 
@@ -146,7 +149,7 @@ async def raw_e2e_ceiling(storage: Storage, n: int) -> float:
             taken += len(batch)
             await asyncio.gather(*(guarded(handle(m)) for m in batch))
 
-    async def handle(m):  # type: ignore[no-untyped-def]
+    async def handle(m: ReceivedMessage) -> None:
         await events_q.send(m.text)
         await tasks_q.delete(m)
 

@@ -82,12 +82,12 @@ class _Proxy:
 def faulty(storage: Storage, plan: FaultPlan) -> Storage:
     """``storage`` with every port call going through ``plan``."""
     return Storage(
-        workflows=_Proxy(storage.workflows, plan, "workflows"),  # type: ignore[arg-type]
-        outputs=_Proxy(storage.outputs, plan, "outputs"),  # type: ignore[arg-type]
-        deadletters=_Proxy(storage.deadletters, plan, "deadletters"),  # type: ignore[arg-type]
-        lease=_Proxy(storage.lease, plan, "lease"),  # type: ignore[arg-type]
-        queues=_Proxy(storage.queues, plan, "queues"),  # type: ignore[arg-type]
-        index=_Proxy(storage.index, plan, "index"),  # type: ignore[arg-type]
-        event_queue=_Proxy(storage.event_queue, plan, "events"),  # type: ignore[arg-type]
-        event_poison_queue=_Proxy(storage.event_poison_queue, plan, "poison"),  # type: ignore[arg-type]
+        workflows=_Proxy(storage.workflows, plan, "workflows"),
+        outputs=_Proxy(storage.outputs, plan, "outputs"),
+        deadletters=_Proxy(storage.deadletters, plan, "deadletters"),
+        lease=_Proxy(storage.lease, plan, "lease"),
+        queues=_Proxy(storage.queues, plan, "queues"),
+        index=_Proxy(storage.index, plan, "index"),
+        event_queue=_Proxy(storage.event_queue, plan, "events"),
+        event_poison_queue=_Proxy(storage.event_poison_queue, plan, "poison"),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
@@ -29,12 +30,11 @@ class FakeClock:
         self.now += seconds
 
 
-def task(name: str, parents: tuple[int, ...] = (), **kw: object) -> TaskDef:
-    return TaskDef(name=name, cmd=f"echo {name}", queue=str(kw.pop("queue", "cpu")),
-                   parents=parents, **kw)  # type: ignore[arg-type]  # fmt: skip
+def task(name: str, parents: tuple[int, ...] = (), *, queue: str = "cpu", **kw: Any) -> TaskDef:
+    return TaskDef(name=name, cmd=f"echo {name}", queue=queue, parents=parents, **kw)
 
 
-def diamond(**kw: object) -> CompiledWorkflow:
+def diamond(**kw: Any) -> CompiledWorkflow:
     """a -> (b, c) -> d."""
     return CompiledWorkflow.of(
         "diamond",
@@ -42,7 +42,7 @@ def diamond(**kw: object) -> CompiledWorkflow:
     )
 
 
-def fan(n: int, *, name: str = "fan", **kw: object) -> CompiledWorkflow:
+def fan(n: int, *, name: str = "fan", **kw: Any) -> CompiledWorkflow:
     """1 root -> n leaves -> 1 sink (n + 2 tasks)."""
     tasks = [task("root", **kw)]
     tasks += [task(f"leaf{i:05d}", (0,), **kw) for i in range(n)]
@@ -50,8 +50,8 @@ def fan(n: int, *, name: str = "fan", **kw: object) -> CompiledWorkflow:
     return CompiledWorkflow.of(name, tasks)
 
 
-def retrying(retries: int, **policy: float) -> dict[str, object]:
-    return {"num_retries": retries, "retry": RetryPolicy(**policy)}  # type: ignore[arg-type]
+def retrying(retries: int, **policy: Any) -> dict[str, Any]:
+    return {"num_retries": retries, "retry": RetryPolicy(**policy)}
 
 
 async def submit(storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float) -> None:
@@ -70,10 +70,10 @@ async def load(storage: Storage, wf: CompiledWorkflow, workflow_id: str) -> Runt
     return codec.decode_state(data, wf)
 
 
-def fast_options(**kw: object) -> CoordinatorOptions:
-    base: dict[str, object] = {"lease_s": 15, "activate_repair_after_s": 5.0}
+def fast_options(**kw: Any) -> CoordinatorOptions:
+    base: dict[str, Any] = {"lease_s": 15, "activate_repair_after_s": 5.0}
     base.update(kw)
-    return CoordinatorOptions(**base)  # type: ignore[arg-type]
+    return CoordinatorOptions(**base)
 
 
 async def drive(

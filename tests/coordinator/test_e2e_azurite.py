@@ -12,10 +12,11 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import pytest
+from pydantic import JsonValue
 
 from shared import codec
 from shared.coordinator import Coordinator, CoordinatorOptions
-from shared.messages import CancelEvent, RetryEvent, encode
+from shared.messages import CancelEvent, RetryEvent, TaskMessage, encode
 from shared.settings import Settings
 from shared.state import RuntimeState
 from shared.states import TaskState, WorkflowStatus
@@ -85,15 +86,20 @@ def worker(settings: Settings, script: dict[str, Behavior] | None = None, **kw: 
     return SyntheticWorker(None, settings.names, ["cpu"], script or {}, **kw)  # type: ignore[arg-type]
 
 
+def task_and_parents(message: TaskMessage, upstream: dict[str, JsonValue]) -> JsonValue:
+    return {"task": message.task, "seen": list(sorted(upstream))}
+
+
 async def test_diamond(settings: Settings) -> None:
     wf = diamond()
-    w = worker(settings, {"*": Behavior(output=lambda m, up: {"task": m.task, "seen": sorted(up)})})
+    w = worker(settings, {"*": Behavior(output=task_and_parents)})
     async with running(settings, w) as (storage, _):
         await submit(storage, wf, "dia", time.time())
         state = await finish(storage, wf, "dia")
         assert state.status is WorkflowStatus.COMPLETED
-        assert state.task(3).output is not None
-        assert state.task(3).output.inline == {"task": "d", "seen": ["b", "c"]}
+        output = state.task(3).output
+        assert output is not None
+        assert output.inline == {"task": "d", "seen": ["b", "c"]}
         row = (await storage.index.list()).rows[0]
         assert row.status is WorkflowStatus.COMPLETED
         assert row.counts == {"completed": 4}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Literal
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -117,12 +118,13 @@ async def test_crash_before_and_after_every_storage_call() -> None:
 
 async def test_crash_around_flushes_dispatches_and_deletes() -> None:
     # The named windows: after dispatch before the flush, before/after the flush, before deletes.
-    for only, mode in [
+    windows: list[tuple[str, Literal["before", "after"]]] = [
         ("queue.send", "after"),
         ("workflows.write_state", "before"),
         ("workflows.write_state", "after"),
         ("events.delete", "before"),
-    ]:
+    ]
+    for only, mode in windows:
         for number in range(1, 6):
             await crash_then_recover(FaultPlan(crash_at=number, mode=mode, only={only}))
 
@@ -214,10 +216,12 @@ async def test_every_event_delivered_twice() -> None:
     mode=st.sampled_from(["before", "after"]),
     second_crash=st.integers(min_value=1, max_value=60),
 )
-async def test_random_double_crash(crash_at: int, mode: str, second_crash: int) -> None:
+async def test_random_double_crash(
+    crash_at: int, mode: Literal["before", "after"], second_crash: int
+) -> None:
     """Two crashes in a row (the second in the recovering coordinator), then a clean one."""
     storage, clock, worker = await setup()
-    for plan in (FaultPlan(crash_at=crash_at, mode=mode),  # type: ignore[arg-type]
+    for plan in (FaultPlan(crash_at=crash_at, mode=mode),
                  FaultPlan(crash_at=second_crash, mode="after")):  # fmt: skip
         doomed = Coordinator(faulty(storage, plan), NAMES, OPTIONS, clock=clock)
         with contextlib.suppress(Crash):

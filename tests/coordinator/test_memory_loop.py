@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import JsonValue
 
 from shared.coordinator import Coordinator, LeaseState
-from shared.messages import TaskCompletedEvent, encode
+from shared.messages import TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
@@ -30,6 +31,10 @@ def worker_for(storage: MemoryStorage, clock: FakeClock, **kw: object) -> Synthe
     return SyntheticWorker(storage, NAMES, ["cpu"], clock=clock, **kw)  # type: ignore[arg-type]
 
 
+def parent_names(message: TaskMessage, upstream: dict[str, JsonValue]) -> JsonValue:
+    return list(sorted(upstream))
+
+
 async def test_diamond_completes_and_outputs_flow_downstream(
     storage: MemoryStorage, clock: FakeClock
 ) -> None:
@@ -38,7 +43,7 @@ async def test_diamond_completes_and_outputs_flow_downstream(
     worker = worker_for(
         storage, clock,
         script={"b": Behavior(output={"b": 1}), "c": Behavior(output="c-out"),
-                "d": Behavior(output=lambda msg, up: sorted(up))},
+                "d": Behavior(output=parent_names)},
     )  # fmt: skip
 
     async def done() -> bool:
