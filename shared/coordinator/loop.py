@@ -430,7 +430,8 @@ class Coordinator:
                 return _StepResult()
 
             data = codec.encode_state(cached.state)
-            if data != cached.data:
+            changed = data != cached.data
+            if changed:
                 if not self._lease_ok():
                     continue  # the top of the loop gives up without writing
                 try:
@@ -465,7 +466,8 @@ class Coordinator:
         stats.upstream_blobs += tally.upstream_blobs
         stats.workflows_finished += tally.finished
         row = index_row(wf, cached.state)
-        await self._project(row, stats, urgent=tally.finished > 0)
+        if changed:  # an unchanged state has nothing new to project (index-repair mends drift)
+            await self._project(row, stats, urgent=tally.finished > 0)
         dead_ids = {id(env) for env, _ in tally.dead}
         done = [env for env in envelopes if id(env) not in dead_ids]
         done += await self._dead_letter(tally.dead, stats)

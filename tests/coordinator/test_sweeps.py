@@ -63,6 +63,8 @@ async def test_activate_repair_activates_old_pending_workflows(
     result = await coord.run_sweeps()  # level-triggered: nothing more to do
     assert "activate_repair" not in result.stats.sweep
     assert len(cpu_texts(storage)) == 1
+    assert result.stats.flushes == 0  # an unchanged state is neither rewritten
+    assert result.stats.projections == 0  # nor re-projected
 
 
 async def test_cancel_poll_applies_a_lost_cancel(storage: MemoryStorage, clock: FakeClock) -> None:
