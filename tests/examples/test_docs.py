@@ -1,5 +1,5 @@
-"""The README and the CLI reference stay true: their workflow examples validate and every `dagq`
-subcommand they mention exists."""
+"""The README and the CLI reference stay true: their workflow examples validate, every `dagq`
+subcommand they mention exists, and their links to files in the repository resolve."""
 
 from __future__ import annotations
 
@@ -47,3 +47,14 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
         main([command, "--help"])
     assert exited.value.code == 0
     assert "usage: dagq " + command in capsys.readouterr().out
+
+
+def test_every_linked_file_exists() -> None:
+    missing = []
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", doc.read_text()):
+            if "://" in target:
+                continue
+            if not (doc.parent / target).exists():
+                missing.append(f"{doc.name} -> {target}")
+    assert not missing, missing
