@@ -7,6 +7,7 @@ Used by the test session, the benchmarks and ``make up``. Flags follow ../shared
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -20,7 +21,9 @@ from pathlib import Path
 from shared.settings import azurite_connection_string
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-_LISTENING = re.compile(r"Azurite (Blob|Queue|Table) service is successfully listening at http://[^:]+:(\d+)")
+_LISTENING = re.compile(
+    r"Azurite (Blob|Queue|Table) service is successfully listening at http://[^:]+:(\d+)"
+)
 
 
 class AzuriteError(RuntimeError):
@@ -85,7 +88,8 @@ class Azurite:
         return self
 
     def _drain(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
+        if self.process is None or self.process.stdout is None:
+            return
         for _line in self.process.stdout:
             pass
 
@@ -102,10 +106,8 @@ class Azurite:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=10)
         except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.process.wait(timeout=10)
 
     def __enter__(self) -> Azurite:

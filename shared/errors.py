@@ -40,11 +40,12 @@ class DefinitionError(DagqError):
         self.issues = list(issues)
         self.source = source
         lines = "\n".join(f"  - {issue}" for issue in self.issues)
-        super().__init__(f"{source}: {len(self.issues)} problem(s) in the workflow definition:\n{lines}")
+        count = len(self.issues)
+        super().__init__(f"{source}: {count} problem(s) in the workflow definition:\n{lines}")
 
 
 class ConditionError(DagqError):
-    """A task condition cannot be parsed or evaluated (the task is then skipped, with this reason)."""
+    """A task condition cannot be parsed or evaluated (the task is skipped with this reason)."""
 
 
 class CodecError(DagqError):
@@ -60,7 +61,8 @@ class NotFoundError(DagqError):
 
 
 class ConflictError(DagqError):
-    """The request conflicts with the current state (same id, different definition; retry while running)."""
+    """The request conflicts with the current state (same id but another definition; retry of a
+    running workflow)."""
 
 
 class StaleStateError(DagqError):
@@ -76,7 +78,7 @@ class LeaseError(DagqError):
 
 
 class ConfigError(DagqError):
-    """Settings are missing or contradictory (for example neither a connection string nor an account)."""
+    """Settings are missing or contradictory (say, neither a connection string nor an account)."""
 
 
 class InvalidContinuationError(DagqError, ValueError):

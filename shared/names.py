@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{1,19}$")
-"""A prefix: 2-20 lowercase letters/digits starting with a letter (it must also be a valid table name
-start, which rules out hyphens)."""
+"""A prefix: 2-20 lowercase letters/digits starting with a letter (it must also be a valid table
+name start, which rules out hyphens)."""
 
 QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$")
 """A queue name as written in a definition (``gpu``, ``cpu-large``, ``A100_80GB``)."""
@@ -40,7 +40,8 @@ def check_prefix(prefix: str) -> str:
     """Return ``prefix`` if it is valid, else raise ValueError saying what a prefix may be."""
     if not PREFIX_RE.match(prefix):
         raise ValueError(
-            f"invalid prefix {prefix!r}: use 2-20 lowercase letters and digits, starting with a letter"
+            f"invalid prefix {prefix!r}: use 2-20 lowercase letters and digits, starting with a"
+            " letter"
         )
     return prefix
 
@@ -73,8 +74,10 @@ def safe_name_problem(name: str, what: str = "task name") -> str | None:
 
 def workflow_id_problem(workflow_id: str) -> str | None:
     """Why ``workflow_id`` is not a valid workflow id, or None if it is."""
-    if not isinstance(workflow_id, str) or not WORKFLOW_ID_RE.match(workflow_id) or (
-        ".." in workflow_id
+    if (
+        not isinstance(workflow_id, str)
+        or not WORKFLOW_ID_RE.match(workflow_id)
+        or (".." in workflow_id)
     ):
         return (
             "invalid workflow id: use 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit,"
@@ -138,7 +141,7 @@ class ResourceNames:
 
     @property
     def event_poison_queue(self) -> str:
-        """Where the Functions host moves events after maxDequeueCount failures (host convention)."""
+        """Where the Functions host moves events after maxDequeueCount failures (its convention)."""
         return f"{self.event_queue}-poison"
 
     def task_queue(self, queue: str) -> str:
@@ -187,12 +190,12 @@ class ResourceNames:
 
     @classmethod
     def upstream_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
-        """Parent output refs of a task attempt whose fan-in is too large to inline in its message."""
+        """Parent output refs of an attempt whose fan-in is too large to inline in its message."""
         return cls.attempt_prefix(workflow_id, task, attempt) + "upstream.json"
 
     @classmethod
     def claim_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
-        """Created by the first worker to run an attempt; duplicate dispatches of it find it taken."""
+        """Created by the first worker to run an attempt; duplicate dispatches find it taken."""
         return cls.attempt_prefix(workflow_id, task, attempt) + "claim"
 
     @staticmethod

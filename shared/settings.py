@@ -1,13 +1,13 @@
 """dagq's settings, read once from the environment (pydantic-settings).
 
-Storage is addressed the way the Functions host addresses a binding connection named ``DAGQ_STORAGE``,
-so the queue trigger and dagq's own clients always talk to the same account:
+Storage is addressed the way the Functions host addresses a binding connection named
+``DAGQ_STORAGE``, so the queue trigger and dagq's own clients always talk to the same account:
 
-- ``DAGQ_STORAGE`` (or ``DAGQ_STORAGE_CONNECTION_STRING``): a connection string (Azurite or real), or
-- ``DAGQ_STORAGE__accountName`` (or ``DAGQ_STORAGE_ACCOUNT``), or the three service URIs
-  ``DAGQ_STORAGE__blobServiceUri`` / ``__queueServiceUri`` / ``__tableServiceUri``, authenticated with
-  azure-identity's DefaultAzureCredential (managed identity in Azure; ``DAGQ_STORAGE__clientId``
-  selects a user-assigned identity).
+- ``DAGQ_STORAGE`` (or ``DAGQ_STORAGE_CONNECTION_STRING``): a connection string (Azurite or real);
+- or ``DAGQ_STORAGE__accountName`` (or ``DAGQ_STORAGE_ACCOUNT``), or the three service URIs
+  ``DAGQ_STORAGE__blobServiceUri`` / ``__queueServiceUri`` / ``__tableServiceUri``, authenticated
+  with azure-identity's DefaultAzureCredential (managed identity in Azure;
+  ``DAGQ_STORAGE__clientId`` selects a user-assigned identity).
 
 Everything else has a ``DAGQ_`` name, listed on the fields below.
 """
@@ -28,8 +28,9 @@ AZURITE_KEY = (
 )
 
 
-def azurite_connection_string(host: str = "127.0.0.1", blob: int = 10000, queue: int = 10001,
-                              table: int = 10002) -> str:
+def azurite_connection_string(
+    host: str = "127.0.0.1", blob: int = 10000, queue: int = 10001, table: int = 10002
+) -> str:
     """The well-known Azurite connection string for the given host and ports."""
     return (
         "DefaultEndpointsProtocol=http;"
@@ -78,33 +79,47 @@ class Settings(BaseSettings):
 
     # -- coordinator --------------------------------------------------------------------------
     lease_s: int = Field(
-        default=30, ge=15, le=60, validation_alias=AliasChoices("DAGQ_LEASE_S"),
+        default=30,
+        ge=15,
+        le=60,
+        validation_alias=AliasChoices("DAGQ_LEASE_S"),
         description="Coordinator lease duration; renewed while a pass runs.",
     )
     pass_budget_s: float = Field(
-        default=20.0, gt=0, validation_alias=AliasChoices("DAGQ_PASS_BUDGET_S"),
+        default=20.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_PASS_BUDGET_S"),
         description="How long one coordinator pass keeps draining the event queue.",
     )
     event_visibility_s: int = Field(
-        default=60, ge=5, validation_alias=AliasChoices("DAGQ_EVENT_VISIBILITY_S"),
+        default=60,
+        ge=5,
+        validation_alias=AliasChoices("DAGQ_EVENT_VISIBILITY_S"),
         description="Visibility timeout of events received by a pass; well above pass_budget_s.",
     )
     lost_dispatch_after_s: float = Field(
-        default=24 * 3600.0, gt=0, validation_alias=AliasChoices("DAGQ_LOST_DISPATCH_AFTER_S"),
+        default=24 * 3600.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_LOST_DISPATCH_AFTER_S"),
         description="A task queued this long without a start is re-sent (ready-repair).",
     )
     activate_repair_after_s: float = Field(
-        default=30.0, gt=0, validation_alias=AliasChoices("DAGQ_ACTIVATE_REPAIR_AFTER_S"),
+        default=30.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_ACTIVATE_REPAIR_AFTER_S"),
         description="A pending workflow this old is activated by the sweep (its event was lost).",
     )
     sweep_schedule: str = Field(
-        default="*/5 * * * * *", validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),
+        default="*/5 * * * * *",
+        validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),
         description="NCRONTAB (seconds first) of the timer trigger that runs the sweeps.",
     )
 
     # -- API ----------------------------------------------------------------------------------
     max_definition_bytes: int = Field(
-        default=4 * 1024 * 1024, gt=0, validation_alias=AliasChoices("DAGQ_MAX_DEFINITION_BYTES"),
+        default=4 * 1024 * 1024,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_MAX_DEFINITION_BYTES"),
         description="Largest accepted workflow definition body.",
     )
 
@@ -119,8 +134,8 @@ class Settings(BaseSettings):
         if not (self.storage_connection_string or self.storage_account or has_uris):
             raise ConfigError(
                 "no storage configured: set DAGQ_STORAGE to a connection string, or "
-                "DAGQ_STORAGE__accountName (or the three DAGQ_STORAGE__*ServiceUri settings) to use "
-                "a managed identity"
+                "DAGQ_STORAGE__accountName (or the three DAGQ_STORAGE__*ServiceUri settings) to "
+                "use a managed identity"
             )
         return self
 

@@ -4,8 +4,8 @@ This is what the engine runs and what the definition blob stores. Tasks are numb
 order (expansions of a ``foreach`` task take consecutive numbers in their declared order), and every
 cross-reference is an index, so the engine's per-event work touches only the task and its children.
 
-Built by ``shared.compiler.compile_workflow`` from a parsed ``shared.spec.WorkflowSpec``; round-trips
-through ``to_dict`` / ``from_dict`` (JSON-safe) for the definition blob.
+Built by ``shared.compiler.compile_workflow`` from a parsed ``shared.spec.WorkflowSpec``; stored in
+the definition blob by ``shared.codec.encode_definition``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 DepPolicy = Literal["all", "any", "all_settled"] | int
 """``all``: every parent succeeded (completed or skipped). ``any``: at least one succeeded.
-``all_settled``: every parent is terminal and at least one succeeded. ``N``: at least N succeeded."""
+``all_settled``: every parent is terminal and at least one succeeded. ``N``: at least N
+succeeded."""
 
 ResultPolicy = Literal["all_sinks_succeed", "all_tasks_succeed"]
 

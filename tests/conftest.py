@@ -1,7 +1,7 @@
 """Test session fixtures: one Azurite for the whole session, a fresh resource prefix per test.
 
-Tests that need storage take the ``storage_env`` or ``settings`` fixture (or ``azurite``). Azurite is
-a real dependency: when it cannot start, those tests fail; they are never skipped.
+Tests that need storage take the ``storage_env`` or ``settings`` fixture (or ``azurite``). Azurite
+is a real dependency: when it cannot start, those tests fail; they are never skipped.
 """
 
 from __future__ import annotations
