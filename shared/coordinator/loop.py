@@ -236,9 +236,12 @@ class Coordinator:
                 return result
             renewer = asyncio.create_task(self._renew_while_working())
             try:
-                await self._drain(
-                    started + (budget_s or self.options.pass_budget_s), stats, result, trigger
+                # Events received late in the pass must still be flushed and deleted before
+                # their visibility runs out, or they are redelivered while we hold them.
+                budget = min(
+                    budget_s or self.options.pass_budget_s, self.options.event_visibility_s / 2
                 )
+                await self._drain(started + budget, stats, result, trigger)
                 if sweep and self._lease_ok():
                     await self._sweeps(stats)
                 if self._lease_ok():
