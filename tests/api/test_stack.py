@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from devtools.stack import read_env
+from tests.support.processes import alive
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -25,15 +26,6 @@ def stack(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "devtools.stack", *args],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 def test_up_twice_then_down(tmp_path: Path) -> None:

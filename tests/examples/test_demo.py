@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import alive
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
@@ -25,15 +27,6 @@ def _demo(run_dir: Path) -> subprocess.Popen[str]:
          "--timeout", "100"],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 def _started_pids(run_dir: Path) -> list[int]:
@@ -61,7 +54,7 @@ def test_demo_runs_the_pipeline_and_cleans_up(tmp_path: Path) -> None:
 
     pids = _started_pids(run_dir)
     assert len(pids) == 4  # Azurite, the host, two workers
-    assert not [pid for pid in pids if _alive(pid)]
+    assert not [pid for pid in pids if alive(pid)]
 
 
 def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
@@ -79,4 +72,4 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     rest, _ = demo.communicate(timeout=60)
     assert demo.returncode == 130, "".join(seen) + rest
     assert "stopped everything" in rest
-    assert not [pid for pid in _started_pids(run_dir) if _alive(pid)]
+    assert not [pid for pid in _started_pids(run_dir) if alive(pid)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.test_stopping import alive
+from tests.support.processes import alive
 from worker_agent.runner import Command, StartError, StopRequest, run_command
 
 pytestmark = [pytest.mark.subprocess]

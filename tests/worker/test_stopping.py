@@ -17,6 +17,7 @@ import pytest
 from shared.messages import TaskCompletedEvent, TaskFailedEvent, decode_task_message
 from shared.names import ResourceNames
 from shared.storage.factory import AzureStorage
+from tests.support.processes import alive
 from tests.worker.conftest import (
     create_workflow,
     drain_events,
@@ -32,15 +33,6 @@ from worker_agent.config import WorkerSettings
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 
 Make = Callable[..., WorkerSettings]
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def group_task(tmp_path: Path) -> tuple[str, Path, Path]:
