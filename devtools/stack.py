@@ -267,6 +267,9 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False) -> Stack:
         api_url = f"http://127.0.0.1:{port}/api"
         wait_healthy(api_url, host)
         if (REPO_ROOT / "worker_agent" / "__main__.py").exists():
+            # The example pipeline's tasks find their scripts through this variable.
+            examples = os.environ.get("DAGQ_EXAMPLES_DIR") or str(REPO_ROOT / "examples")
+            worker_env = {**env, "DAGQ_EXAMPLES_DIR": examples}
             for queue, slots in WORKER_QUEUES.items():
                 work_dir = RUN_DIR / "work" / queue
                 work_dir.mkdir(parents=True, exist_ok=True)
@@ -274,7 +277,7 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False) -> Stack:
                     sys.executable, "-m", "worker_agent", queue, "--concurrency", str(slots),
                     "--work-dir", str(work_dir), "--worker-id", f"local-{queue}",
                 ]  # fmt: skip
-                started.append(spawn(f"worker-{queue}", command, "worker_agent", env))
+                started.append(spawn(f"worker-{queue}", command, "worker_agent", worker_env))
         stack = Stack(api_url=api_url, connection_string=conn, prefix=prefix, processes=started)
         time.sleep(0.5)
         dead = [p.name for p in started if not is_running(p)]
