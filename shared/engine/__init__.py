@@ -10,6 +10,6 @@ both are made of), ``policy`` (dependency policies and conditions).
 """
 
 from shared.engine.sweep import TIMEOUT_GRACE_S, sweep
-from shared.engine.transitions import apply, new_state
+from shared.engine.transitions import apply, new_state, premature
 
-__all__ = ["TIMEOUT_GRACE_S", "apply", "new_state", "sweep"]
+__all__ = ["TIMEOUT_GRACE_S", "apply", "new_state", "premature", "sweep"]

@@ -77,6 +77,22 @@ def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -
     return step.done()
 
 
+def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
+    """Whether ``event`` reports an attempt AHEAD of a task that this state has as terminal.
+
+    Only a rerun dispatches an attempt past a terminal one, so such an event comes from a rerun this
+    state has not seen: the coordinator crashed after dispatching the rerun but before flushing it,
+    and the redelivered retry event is still on its way. Applying the event now would lose it (the
+    task is terminal); the coordinator keeps it on the queue until the retry has been applied.
+    """
+    if not isinstance(event, TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent):
+        return False
+    task = wf.index.get(event.task)
+    if task is None or event.workflow_id != state.workflow_id:
+        return False
+    return bool(IS_TERMINAL[state.codes[task]]) and event.attempt > state.attempt[task]
+
+
 def _task_number(
     wf: CompiledWorkflow, event: TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent
 ) -> int:

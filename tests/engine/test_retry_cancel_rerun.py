@@ -7,6 +7,8 @@ import pytest
 from shared.backoff import retry_delay_s
 from shared.codec import encode_state
 from shared.commands import Dispatch
+from shared.engine import premature
+from shared.messages import RetryEvent, TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent
 from shared.states import TaskState, WorkflowStatus
 from shared.workflow import RetryPolicy
 
@@ -200,3 +202,37 @@ def test_cancel_during_a_delayed_retry_cancels_the_queued_attempt() -> None:
     assert finished(h.cancel()) == [W.CANCELLED]
     assert h.state("a") is S.CANCELLED
     assert h.completed("a", attempt=2) == []  # the delayed message ran anyway: ignored
+
+
+def test_an_event_from_a_rerun_the_state_has_not_seen_is_premature_until_the_retry() -> None:
+    # The coordinator applied the retry and dispatched attempt 2, then crashed before flushing:
+    # the stored state still has "a" failed at attempt 1 when attempt 2's completion arrives first.
+    h = History(workflow(task("a")))
+    h.activate()
+    h.failed("a")
+    assert h.status is W.FAILED
+    early = TaskCompletedEvent(
+        workflow_id=WF_ID, task="a", attempt=2, started_at=h.now, finished_at=h.now + 1
+    )
+    assert premature(h.wf, h.st, early)
+    before = encode_state(h.st)
+    assert h.apply(early) == []  # applied now it would be lost: the task is terminal
+    assert encode_state(h.st) == before
+    # Once the redelivered retry is applied, the same event is current and completes the workflow.
+    assert dispatched(h.retry()) == [("a", 2)]
+    assert not premature(h.wf, h.st, early)
+    h.apply(early)
+    assert h.status is W.COMPLETED
+
+
+def test_stale_current_and_control_events_are_never_premature() -> None:
+    h = History(workflow(task("a", retries=1)))
+    h.activate()
+    h.failed("a")  # attempt 2 dispatched; the task is not terminal
+    for attempt in (1, 2, 3):
+        event = TaskStartedEvent(workflow_id=WF_ID, task="a", attempt=attempt, started_at=h.now)
+        assert not premature(h.wf, h.st, event)
+    h.completed("a")
+    stale = TaskFailedEvent(workflow_id=WF_ID, task="a", attempt=1, finished_at=h.now)
+    assert not premature(h.wf, h.st, stale)
+    assert not premature(h.wf, h.st, RetryEvent(workflow_id=WF_ID, run=1))
