@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import JsonValue
 
 from shared.coordinator import Coordinator, LeaseState
+from shared.errors import LeaseError
 from shared.messages import TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
@@ -167,3 +170,32 @@ async def test_failed_send_leaves_events_unacked_then_recovers(
     assert result.stats.tasks_dispatched == 1
     assert (await load(storage, wf, "wf1")).status is WorkflowStatus.RUNNING
     assert storage.event_queue.peek_texts() == []
+
+
+async def test_run_forever_refuses_or_waits_for_the_lease(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = diamond()
+    await submit(storage, wf, "wf1", clock())
+    holder = Coordinator(storage, NAMES, fast_options(), clock=clock, hold_lease=True)
+    assert (await holder.run_once()).leader
+    stop = asyncio.Event()
+    refused = Coordinator(storage, NAMES, fast_options(renew_every_s=0.02), clock=clock)
+    with pytest.raises(LeaseError, match="--wait-for-lease"):
+        await refused.run_forever(stop)
+    standby = Coordinator(storage, NAMES, fast_options(renew_every_s=0.02), clock=clock)
+    job = asyncio.create_task(standby.run_forever(stop, wait_for_lease=True))
+    await asyncio.sleep(0.1)
+    assert not job.done()  # waiting, not failing
+    await holder.release_lease()  # the first coordinator stops
+    text = encode(TaskCompletedEvent(workflow_id="wf1", task="a", attempt=1, started_at=1.0,
+                                     finished_at=2.0))  # fmt: skip
+    await storage.event_queue.send(text)
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if (await load(storage, wf, "wf1")).task(0).state is TaskState.COMPLETED:
+            break
+    stop.set()
+    await job
+    assert (await load(storage, wf, "wf1")).task(0).state is TaskState.COMPLETED
+    assert not await storage.lease.is_held()  # released on stop
