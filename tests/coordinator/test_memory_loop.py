@@ -13,6 +13,7 @@ from shared.messages import TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
+from shared.workflow import CompiledWorkflow, TaskDef
 from tests.coordinator.faults import FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
@@ -199,3 +200,19 @@ async def test_run_forever_refuses_or_waits_for_the_lease(
     await job
     assert (await load(storage, wf, "wf1")).task(0).state is TaskState.COMPLETED
     assert not await storage.lease.is_held()  # released on stop
+
+
+async def test_a_message_that_cannot_fit_fails_its_attempt(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    huge = CompiledWorkflow.of(
+        "huge", [TaskDef(name="big", cmd="echo " + "x" * 60_000, queue="cpu", num_retries=1)]
+    )
+    await submit(storage, huge, "huge", clock())
+    result = await Coordinator(storage, NAMES, fast_options(), clock=clock).run_once()
+    state = await load(storage, huge, "huge")
+    assert state.status is WorkflowStatus.FAILED
+    assert state.task(0).attempt == 2  # the retry could not be sent either
+    assert "too large" in (state.task(0).error or "")
+    assert result.stats.tasks_dispatched == 0
+    assert storage.queues.get(NAMES.task_queue("cpu")).peek_texts() == []
