@@ -53,6 +53,9 @@ class Envelope:
     """None for the Functions trigger message (the host deletes it) and for sweep events."""
     source: Queue | None = None
     event: Event | None = None
+    deferred: bool = False
+    """Left unacknowledged because it reports an attempt of a rerun the state has not applied
+    yet (``engine.premature``): it comes back after its visibility timeout."""
 
 
 @dataclass
@@ -81,6 +84,7 @@ class _Tally:
     upstream_blobs: int = 0
     finished: int = 0
     dead: list[tuple[Envelope, str]] = field(default_factory=list)
+    deferred: list[Envelope] = field(default_factory=list)
 
 
 @dataclass
@@ -160,7 +164,10 @@ class Coordinator:
             log.warning("pass for trigger message %s failed: %r", message_id, exc)
             result = PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
         if not result.trigger_applied:
-            await self.storage.event_queue.send(text, delay_s=self.options.requeue_delay_s)
+            # A premature event waits for its rerun's retry event, which may be invisible for up
+            # to a visibility timeout; anything else is retried soon.
+            delay = self.options.event_visibility_s if trigger.deferred else None
+            await self.storage.event_queue.send(text, delay_s=delay or self.options.requeue_delay_s)
             result.trigger_requeued = True
         return result
 
@@ -463,6 +470,8 @@ class Coordinator:
             break
 
         tally.dead += [(env, excluded[id(env)]) for env in envelopes if id(env) in excluded]
+        waiting = self._defer(tally)
+        stats.deferred += len(waiting)
         stats.events_applied += tally.applied
         stats.duplicates += tally.duplicates
         stats.tasks_dispatched += tally.dispatched
@@ -471,7 +480,7 @@ class Coordinator:
         row = index_row(wf, cached.state)
         if changed:  # an unchanged state has nothing new to project (index-repair mends drift)
             await self._project(row, stats, urgent=tally.finished > 0)
-        dead_ids = {id(env) for env, _ in tally.dead}
+        dead_ids = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting}
         done = [env for env in envelopes if id(env) not in dead_ids]
         done += await self._dead_letter(tally.dead, stats)
         return _StepResult(done=done, row=row)
@@ -488,21 +497,37 @@ class Coordinator:
     ) -> None:
         now = self.clock()
         commands: list[Dispatch | WorkflowFinished] = []
-        for env in envelopes:
+
+        def apply(env: Envelope) -> None:
             assert env.event is not None
             before = _fingerprint(wf, state, env.event)
             try:
                 out = engine.apply(wf, state, env.event, now)
             except MessageError as exc:
                 tally.dead.append((env, str(exc)))
-                continue
+                return
             except Exception as exc:
                 log.exception("workflow %s: applying %s failed", workflow_id, env.message_id)
                 raise _ApplyCrashed(env, repr(exc)) from exc
             tally.applied += 1
             if not out and _fingerprint(wf, state, env.event) == before:
                 tally.duplicates += 1
-            commands += out
+            commands.extend(out)
+
+        for env in envelopes:
+            assert env.event is not None
+            if engine.premature(wf, state, env.event):
+                tally.deferred.append(env)
+            else:
+                apply(env)
+        # The rerun they belong to may have been in this very batch, after them.
+        early, tally.deferred = tally.deferred, []
+        for env in early:
+            assert env.event is not None
+            if engine.premature(wf, state, env.event):
+                tally.deferred.append(env)
+            else:
+                apply(env)
         if sweep:
             commands += engine.sweep(
                 wf,
@@ -536,6 +561,22 @@ class Coordinator:
                     error=reason[:ERROR_TAIL_CHARS],
                 )
                 commands += engine.apply(wf, state, failure, now)
+
+    def _defer(self, tally: _Tally) -> list[Envelope]:
+        """The premature events to leave on the queue; those that have waited too many deliveries
+        for their rerun go to the dead letters instead (never dropped silently)."""
+        waiting = []
+        for env in tally.deferred:
+            if env.dequeue_count >= self.options.max_defer_deliveries:
+                reason = (
+                    "event for an attempt ahead of a finished task: the rerun it belongs to never"
+                    f" arrived in {env.dequeue_count} deliveries"
+                )
+                tally.dead.append((env, reason))
+            else:
+                env.deferred = True
+                waiting.append(env)
+        return waiting
 
     async def _definition(self, workflow_id: str) -> CompiledWorkflow:
         wf = self.cache.definitions.get(workflow_id)

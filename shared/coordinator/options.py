@@ -42,6 +42,10 @@ class CoordinatorOptions:
     max_dequeue_count: int = 5
     """An event whose application keeps raising an unexpected error is dead-lettered once it has
     been delivered this many times (a malformed event is dead-lettered at once)."""
+    max_defer_deliveries: int = 30
+    """An event for an attempt of a rerun the state has not applied yet (``engine.premature``:
+    the coordinator crashed after dispatching the rerun, before flushing it) stays on the queue
+    until the redelivered retry event is applied; after this many deliveries it is dead-lettered."""
     requeue_delay_s: float = 1.0
     """Delay of a trigger message re-sent to the event queue when this instance could not apply it
     (not the leader, lease lost), so it is not bounced in a hot loop."""

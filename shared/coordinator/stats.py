@@ -33,6 +33,8 @@ class PassStats:
     """Events that changed nothing (redeliveries, stale attempts, no-op controls)."""
     events_unacked: int = 0
     """Events left on the queue for redelivery (send failure, flush conflicts, lost lease)."""
+    deferred: int = 0
+    """Events for an attempt of a rerun the state has not applied yet, left on the queue for it."""
     orphans: int = 0
     """Events for a workflow without a state blob: acknowledged and counted."""
     dead_lettered: int = 0

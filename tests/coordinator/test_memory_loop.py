@@ -9,12 +9,12 @@ from pydantic import JsonValue
 
 from shared.coordinator import Coordinator, LeaseState
 from shared.errors import LeaseError
-from shared.messages import TaskCompletedEvent, TaskMessage, encode
+from shared.messages import RetryEvent, TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
 from shared.workflow import CompiledWorkflow, TaskDef
-from tests.coordinator.faults import FaultPlan, faulty
+from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
@@ -216,3 +216,43 @@ async def test_a_message_that_cannot_fit_fails_its_attempt(
     assert "too large" in (state.task(0).error or "")
     assert result.stats.tasks_dispatched == 0
     assert storage.queues.get(NAMES.task_queue("cpu")).peek_texts() == []
+
+
+async def test_a_rerun_lost_in_a_crash_does_not_lose_the_rerun_s_completion(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    # The coordinator applies a retry, dispatches attempt 2, and dies before flushing: the stored
+    # state still says "a" failed at attempt 1 when attempt 2's completion arrives, while the
+    # retry event waits out its visibility timeout. The completion must wait for it, not vanish.
+    wf = CompiledWorkflow.of("one", [TaskDef(name="a", cmd="false", queue="cpu")])
+    await submit(storage, wf, "wf1", clock())
+    failing = worker_for(storage, clock, script={"a": Behavior(fail_times=1)})
+
+    async def failed() -> bool:
+        return (await load(storage, wf, "wf1")).status is WorkflowStatus.FAILED
+
+    await drive(storage, NAMES, failing, failed, clock=clock)
+    await storage.event_queue.send(encode(RetryEvent(workflow_id="wf1", run=1)))
+    crashing = Coordinator(
+        faulty(storage, FaultPlan(crash_at=1, only={"workflows.write_state"})),
+        NAMES, fast_options(), clock=clock,
+    )  # fmt: skip
+    with pytest.raises(Crash):
+        await crashing.run_once()
+    assert await failing.step() == 1  # attempt 2 runs and reports its completion
+    assert failing.executions["wf1/a/2"] == 1
+
+    clock.advance(fast_options().lease_s + 1)  # the dead coordinator's lease runs out
+    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    early = await coordinator.run_once()
+    assert early.stats.deferred == 1
+    assert early.stats.events_applied == 0
+    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.FAILED
+
+    clock.advance(fast_options().event_visibility_s + 1)  # the retry and the completion return
+    late = await coordinator.run_once()
+    assert late.stats.events_applied == 2
+    assert late.stats.deferred == 0
+    state = await load(storage, wf, "wf1")
+    assert state.status is WorkflowStatus.COMPLETED
+    assert (state.task(0).state, state.task(0).attempt, state.run) == (TaskState.COMPLETED, 2, 2)
