@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from shared.errors import DefinitionError, Issue
 from shared.names import safe_name_problem
-from shared.spec import RetrySpec, TaskKwargs, TaskSpec, WorkflowSpec
+from shared.spec import RetrySpec, TaskKwargs, TaskSpec, WorkflowSpec, type_word
 
 MAX_DEFINITION_BYTES = 16 * 1024 * 1024
 """Largest definition accepted, in bytes of UTF-8 (a 100,000-task JSON definition written out
@@ -45,7 +45,7 @@ def parse_definition(
                 Issue(
                     "(top level)",
                     "a workflow definition is a mapping with 'name' and 'tasks', got"
-                    f" {_type_name(raw)}",
+                    f" {type_word(raw)}",
                 )
             ],
             source,
@@ -265,7 +265,7 @@ def _error_message(error: Any, loc: tuple[Any, ...]) -> str:
             hint = " (quote it in YAML)"
         elif loc[-1:] == ("kwargs",) and isinstance(given, str):
             hint = " (write kwargs: {cmd: ...})"
-        got = f"{_type_name(given)} {_short(given)}".rstrip()
+        got = f"{type_word(given)} {_short(given)}".rstrip()
         return f"expected {expected}, got {got}{hint}"
     message = str(error["msg"]).replace("Input should be", "must be")
     return f"{message}, got {_short(given)}" if _short(given) else message
@@ -284,22 +284,6 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     pool = list(candidates)
     close = difflib.get_close_matches(word, pool, n=1, cutoff=0.6) if len(pool) < 20_000 else []
     return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
 
 
 def _short(value: Any) -> str:

@@ -119,7 +119,7 @@ class TaskSpec(_Spec):
                 if not isinstance(item, dict):
                     raise ValueError(
                         f"foreach[{i}] must be a mapping of parameter -> value,"
-                        f" got {_type_name(item)}"
+                        f" got {type_word(item)}"
                     )
                 if not item:
                     raise ValueError(f"foreach[{i}] is empty: give at least one parameter")
@@ -130,14 +130,14 @@ class TaskSpec(_Spec):
             for key, values in value.items():
                 if not isinstance(values, list):
                     raise ValueError(
-                        f"foreach.{key} must be a list of values, got {_type_name(values)}"
+                        f"foreach.{key} must be a list of values, got {type_word(values)}"
                     )
                 for j, val in enumerate(values):
                     _check_param(key, val, f"foreach.{key}[{j}]")
             return value
         raise ValueError(
             "foreach must be a list of parameter mappings or a mapping of parameter -> list of"
-            f" values, got {_type_name(value)}"
+            f" values, got {type_word(value)}"
         )
 
 
@@ -172,11 +172,11 @@ def _check_param(key: Any, value: Any, where: str) -> None:
     if not isinstance(value, str | int | float | bool):
         raise ValueError(
             f"{where}: parameter values must be strings, numbers or booleans,"
-            f" got {_type_name(value)}"
+            f" got {type_word(value)}"
         )
 
 
-def _type_name(value: Any) -> str:
+def type_word(value: Any) -> str:
     """A user's word for a parsed YAML/JSON value's type."""
     if value is None:
         return "null"
