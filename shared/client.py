@@ -35,7 +35,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from shared.errors import DagqError
-from shared.states import WorkflowStatus
+from shared.states import TERMINAL_TASK_STATES, WorkflowStatus
 
 DEFAULT_API_URL = "http://127.0.0.1:7071"
 """Where ``make up`` serves the API when nothing else is configured."""
@@ -212,8 +212,8 @@ class TaskInfo(_Result):
     error: str | None = None
 
 
-class Workflow(_Result):
-    """A workflow as the state blob has it (authoritative)."""
+class WorkflowSummary(_Result):
+    """One row of ``list`` (from the index: may lag the state blob by a moment)."""
 
     id: str
     name: str = ""
@@ -223,13 +223,12 @@ class Workflow(_Result):
     created_at: float | None = None
     updated_at: float | None = None
     finished_at: float | None = None
-    cancel_requested: bool = False
-    error: str | None = None
     total: int = 0
     counts: dict[str, int] = Field(default_factory=dict)
     """Task state -> number of tasks in it."""
-    tasks: dict[str, TaskInfo] = Field(default_factory=dict)
-    """Task name -> its state; empty when fetched with ``tasks=False``."""
+    queues: list[str] = Field(default_factory=list)
+    cancel_requested: bool = False
+    error: str | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -238,29 +237,14 @@ class Workflow(_Result):
     @property
     def finished(self) -> int:
         """Tasks in a terminal state."""
-        return sum(n for state, n in self.counts.items() if state in _TERMINAL_TASK_STATES)
+        return sum(n for state, n in self.counts.items() if state in TERMINAL_TASK_STATES)
 
 
-_TERMINAL_TASK_STATES = frozenset(
-    {"completed", "failed", "skipped", "upstream_failed", "cancelled"}
-)
+class Workflow(WorkflowSummary):
+    """A workflow as the state blob has it (authoritative), with its tasks."""
 
-
-class WorkflowSummary(_Result):
-    """One row of ``list`` (from the index: may lag the state blob by a moment)."""
-
-    id: str
-    name: str = ""
-    status: str
-    run: int = 1
-    created_at: float | None = None
-    updated_at: float | None = None
-    finished_at: float | None = None
-    total: int = 0
-    counts: dict[str, int] = Field(default_factory=dict)
-    queues: list[str] = Field(default_factory=list)
-    cancel_requested: bool = False
-    error: str | None = None
+    tasks: dict[str, TaskInfo] = Field(default_factory=dict)
+    """Task name -> its state; empty when fetched with ``tasks=False``."""
 
 
 class WorkflowPage(_Result):
