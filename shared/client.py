@@ -254,17 +254,10 @@ class WorkflowPage(_Result):
     next: str | None = None
 
 
-class TaskDetail(_Result):
+class TaskDetail(TaskInfo):
     """One task in detail: its command, output reference and where its log is."""
 
     name: str
-    state: str
-    attempt: int = 0
-    queue: str | None = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    exit_code: int | None = None
-    error: str | None = None
     cmd: str | None = None
     depends_on: list[str] = Field(default_factory=list)
     output: dict[str, Any] | None = None
