@@ -25,7 +25,9 @@ from shared import codec, engine
 from shared.commands import Dispatch, WorkflowFinished
 from shared.coordinator.cache import CachedState, WorkflowCache
 from shared.coordinator.dispatch import Dispatcher, SentKey
+from shared.coordinator.leadership import Leadership
 from shared.coordinator.options import CoordinatorOptions
+from shared.coordinator.projector import Projector
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.errors import CodecError, LeaseError, MessageError, NotFoundError, StaleStateError
 from shared.messages import ERROR_TAIL_CHARS, Event, TaskFailedEvent, decode_event
@@ -33,7 +35,6 @@ from shared.names import ResourceNames, workflow_id_problem
 from shared.projection import index_row
 from shared.settings import Settings
 from shared.state import RuntimeState
-from shared.states import WorkflowStatus
 from shared.storage.ports import IndexRow, Queue, ReceivedMessage, Storage
 from shared.workflow import CompiledWorkflow
 
@@ -125,13 +126,10 @@ class Coordinator:
         self.cache = WorkflowCache()
         self._dispatcher = Dispatcher(storage, self.names, self.options.send_concurrency)
         self._lock = asyncio.Lock()
-        self._lease_id: str | None = None
-        self._renewed_at = 0.0
-        self._lease_lost = False
-        self._pending_rows: dict[str, IndexRow] = {}
+        self.leadership = Leadership(storage.lease, self.options, on_lost=self.cache.clear)
+        self.projector = Projector(storage.index, self.options.project_every_s)
         self._fanout: dict[str, int] = {}
         self._delete_slots = asyncio.Semaphore(self.options.delete_concurrency)
-        self._projected: dict[str, tuple[WorkflowStatus, float]] = {}
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -219,12 +217,7 @@ class Coordinator:
 
     async def release_lease(self) -> None:
         """Give the lease up (no error if it was lost)."""
-        lease_id, self._lease_id = self._lease_id, None
-        if lease_id is not None:
-            try:
-                await self.storage.lease.release(lease_id)
-            except Exception as exc:  # the lease expires on its own
-                log.warning("could not release the coordinator lease: %r", exc)
+        await self.leadership.release()
 
     # -- the pass ----------------------------------------------------------------------------
 
@@ -235,13 +228,13 @@ class Coordinator:
             started = time.monotonic()
             stats = PassStats()
             result = PassResult(stats)
-            if not await self._take_lease():
+            if not await self.leadership.take():
                 stats.lease = LeaseState.NOT_LEADER
                 result.trigger_applied = False if trigger else None
                 stats.latency_s = time.monotonic() - started
                 log.debug("not the leader: %s", stats.record())
                 return result
-            renewer = asyncio.create_task(self._renew_while_working())
+            renewer = asyncio.create_task(self.leadership.renew_while_working())
             try:
                 # Events received late in the pass must still be flushed and deleted before
                 # their visibility runs out, or they are redelivered while we hold them.
@@ -249,18 +242,18 @@ class Coordinator:
                     budget_s or self.options.pass_budget_s, self.options.event_visibility_s / 2
                 )
                 await self._drain(started + budget, stats, result, trigger)
-                if sweep and self._lease_ok():
+                if sweep and self.leadership.ok():
                     await self._sweeps(stats)
-                if self._lease_ok():
-                    await self._flush_projections(stats)
+                if self.leadership.ok():
+                    await self.projector.flush(stats)
             finally:
                 renewer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewer
-                if self._lease_lost or not self._lease_ok():
+                if not self.leadership.ok():
                     stats.lease = LeaseState.LOST
                     self.cache.clear()
-                    self._lease_id = None
+                    self.leadership.drop()
                 elif not self.hold_lease:
                     await self.release_lease()
             stats.latency_s = time.monotonic() - started
@@ -291,7 +284,7 @@ class Coordinator:
                 envelopes = first + await receiving
                 first = []
                 receiving = None
-                if not envelopes or not self._lease_ok():
+                if not envelopes or not self.leadership.ok():
                     break
                 if time.monotonic() < deadline:
                     receiving = asyncio.create_task(self._receive(queue, stats))
@@ -414,7 +407,7 @@ class Coordinator:
         excluded: dict[int, str] = {}
         conflicts = 0
         while True:
-            if not self._lease_ok():
+            if not self.leadership.ok():
                 self.cache.forget(workflow_id)
                 stats.events_unacked += len(envelopes)
                 return _StepResult()
@@ -442,7 +435,7 @@ class Coordinator:
             data = codec.encode_state(cached.state)
             changed = data != cached.data
             if changed:
-                if not self._lease_ok():
+                if not self.leadership.ok():
                     continue  # the top of the loop gives up without writing
                 try:
                     etag = await self.storage.workflows.write_state(
@@ -479,7 +472,7 @@ class Coordinator:
         stats.workflows_finished += tally.finished
         row = index_row(wf, cached.state)
         if changed:  # an unchanged state has nothing new to project (index-repair mends drift)
-            await self._project(row, stats, urgent=tally.finished > 0)
+            await self.projector.project(row, stats, urgent=tally.finished > 0)
         dead_ids = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting}
         done = [env for env in envelopes if id(env) not in dead_ids]
         done += await self._dead_letter(tally.dead, stats)
@@ -543,7 +536,7 @@ class Coordinator:
             tally.finished += sum(isinstance(c, WorkflowFinished) for c in commands)
             if not dispatches:
                 return
-            if not self._lease_ok():
+            if not self.leadership.ok():
                 raise _SendFailed
             outcome = await self._dispatcher.send_all(workflow_id, wf, dispatches, sent)
             tally.dispatched += outcome.sent
@@ -631,38 +624,6 @@ class Coordinator:
         stats.dead_lettered += len(stored)
         return stored
 
-    async def _project(self, row: IndexRow, stats: PassStats, *, urgent: bool = False) -> None:
-        """Write the row now if its status changed or it was last written a while ago; otherwise
-        leave it for the end of the pass (write-behind: listings may lag by a pass)."""
-        last = self._projected.get(row.workflow_id)
-        now = time.monotonic()
-        if (
-            urgent
-            or last is None
-            or last[0] != row.status
-            or now - last[1] >= self.options.project_every_s
-        ):
-            self._pending_rows.pop(row.workflow_id, None)
-            await self._write_row(row, stats)
-        else:
-            self._pending_rows[row.workflow_id] = row
-
-    async def _write_row(self, row: IndexRow, stats: PassStats) -> None:
-        try:
-            await self.storage.index.project(row)
-        except Exception as exc:  # derived data: the next flush or sweep writes it again
-            log.warning("workflow %s: index projection failed: %r", row.workflow_id, exc)
-            self._pending_rows[row.workflow_id] = row
-            return
-        stats.projections += 1
-        self._projected[row.workflow_id] = (row.status, time.monotonic())
-        if len(self._projected) > 10_000:
-            self._projected.clear()
-
-    async def _flush_projections(self, stats: PassStats) -> None:
-        rows, self._pending_rows = list(self._pending_rows.values()), {}
-        await asyncio.gather(*(self._write_row(row, stats) for row in rows))
-
     # -- sweeps ------------------------------------------------------------------------------
 
     async def _sweeps(self, stats: PassStats) -> None:
@@ -700,54 +661,7 @@ class Coordinator:
         await self._ack(envelopes, stats)
 
     async def write_row(self, row: IndexRow, stats: PassStats) -> None:
-        self._pending_rows.pop(row.workflow_id, None)
-        await self._write_row(row, stats)
-
-    # -- lease -------------------------------------------------------------------------------
-
-    async def _take_lease(self) -> bool:
-        lease = self.storage.lease
-        if self._lease_id is not None:
-            if time.monotonic() - self._renewed_at < self.options.renew_interval_s:
-                return True
-            if await lease.renew(self._lease_id):
-                self._renewed_at = time.monotonic()
-                return True
-            self._lease_id = None
-            self.cache.clear()
-        lease_id = await lease.acquire(self.options.lease_s)
-        if lease_id is None:
-            return False
-        self._lease_id = lease_id
-        self._renewed_at = time.monotonic()
-        self._lease_lost = False
-        return True
-
-    def _lease_ok(self) -> bool:
-        """Whether writing is allowed: the lease is held and was renewed recently enough that it
-        cannot have expired (a margin of a fifth of its duration)."""
-        return (
-            self._lease_id is not None
-            and not self._lease_lost
-            and time.monotonic() - self._renewed_at < self.options.lease_s * 0.8
-        )
-
-    async def _renew_while_working(self) -> None:
-        while True:
-            await asyncio.sleep(self.options.renew_interval_s)
-            lease_id = self._lease_id
-            if lease_id is None:
-                return
-            try:
-                ok = await self.storage.lease.renew(lease_id)
-            except Exception as exc:  # transient: _lease_ok() stops writes if it lasts
-                log.warning("lease renewal failed: %r", exc)
-                continue
-            if not ok:
-                log.error("coordinator lease lost: stopping before the next write")
-                self._lease_lost = True
-                return
-            self._renewed_at = time.monotonic()
+        await self.projector.write(row, stats)
 
 
 class _ApplyCrashed(Exception):

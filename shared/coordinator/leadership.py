@@ -1,0 +1,92 @@
+"""The coordinator's hold on its prefix: the sentinel blob lease, taken, renewed and given up.
+
+Writing is allowed only while ``ok()``: the lease is held and was renewed recently enough that it
+cannot have expired, so a coordinator that lost it (expired, broken, taken over) stops before its
+next state write or dispatch (DESIGN.md invariant 4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from shared.coordinator.options import CoordinatorOptions
+from shared.storage.ports import Lease
+
+log = logging.getLogger("dagq.coordinator")
+
+
+class Leadership:
+    """One coordinator's lease. ``on_lost`` runs when a held lease turns out to be gone (the
+    coordinator then drops whatever it cached under it)."""
+
+    def __init__(
+        self, lease: Lease, options: CoordinatorOptions, on_lost: Callable[[], None]
+    ) -> None:
+        self._lease = lease
+        self._options = options
+        self._on_lost = on_lost
+        self._lease_id: str | None = None
+        self._renewed_at = 0.0
+        self.lost = False
+        """Set when a renewal during a pass found the lease gone."""
+
+    async def take(self) -> bool:
+        """Hold the lease: keep it (renewing when due) or acquire it. False if another holds it."""
+        if self._lease_id is not None:
+            if time.monotonic() - self._renewed_at < self._options.renew_interval_s:
+                return True
+            if await self._lease.renew(self._lease_id):
+                self._renewed_at = time.monotonic()
+                return True
+            self._lease_id = None
+            self._on_lost()
+        lease_id = await self._lease.acquire(self._options.lease_s)
+        if lease_id is None:
+            return False
+        self._lease_id = lease_id
+        self._renewed_at = time.monotonic()
+        self.lost = False
+        return True
+
+    def ok(self) -> bool:
+        """Whether writing is allowed: the lease is held and was renewed recently enough that it
+        cannot have expired (a margin of a fifth of its duration)."""
+        return (
+            self._lease_id is not None
+            and not self.lost
+            and time.monotonic() - self._renewed_at < self._options.lease_s * 0.8
+        )
+
+    def drop(self) -> None:
+        """Forget a lease that is lost (nothing to release)."""
+        self._lease_id = None
+
+    async def release(self) -> None:
+        """Give the lease up (no error if it was lost: it expires on its own)."""
+        lease_id, self._lease_id = self._lease_id, None
+        if lease_id is not None:
+            try:
+                await self._lease.release(lease_id)
+            except Exception as exc:
+                log.warning("could not release the coordinator lease: %r", exc)
+
+    async def renew_while_working(self) -> None:
+        """Renew every renew interval until cancelled, or until the lease turns out lost."""
+        while True:
+            await asyncio.sleep(self._options.renew_interval_s)
+            lease_id = self._lease_id
+            if lease_id is None:
+                return
+            try:
+                ok = await self._lease.renew(lease_id)
+            except Exception as exc:  # transient: ok() stops writes if it lasts
+                log.warning("lease renewal failed: %r", exc)
+                continue
+            if not ok:
+                log.error("coordinator lease lost: stopping before the next write")
+                self.lost = True
+                return
+            self._renewed_at = time.monotonic()
