@@ -292,25 +292,25 @@ async def _get_task(req: func.HttpRequest) -> func.HttpResponse:
 
 
 async def _get_task_log(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api import service
-
-    workflow_id, task = _route(req, "id"), _route(req, "task")
-    service.check_workflow_id(workflow_id)
-    service.check_task_name(task)
-    storage = await CONTEXT.storage()
-    data = await service.read_task_blob(storage, workflow_id, task, "log")
-    return func.HttpResponse(data, status_code=200, mimetype="text/plain", charset="utf-8")
+    return await _task_blob(req, "log", "text/plain")
 
 
 async def _get_task_output(req: func.HttpRequest) -> func.HttpResponse:
+    return await _task_blob(req, "output", "application/json")
+
+
+async def _task_blob(
+    req: func.HttpRequest, kind: Literal["log", "output"], mimetype: str
+) -> func.HttpResponse:
+    """A task's latest log or stored output, as it is in the outputs container."""
     from shared.api import service
 
     workflow_id, task = _route(req, "id"), _route(req, "task")
     service.check_workflow_id(workflow_id)
     service.check_task_name(task)
     storage = await CONTEXT.storage()
-    data = await service.read_task_blob(storage, workflow_id, task, "output")
-    return func.HttpResponse(data, status_code=200, mimetype="application/json", charset="utf-8")
+    data = await service.read_task_blob(storage, workflow_id, task, kind)
+    return func.HttpResponse(data, status_code=200, mimetype=mimetype, charset="utf-8")
 
 
 async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
