@@ -30,7 +30,13 @@ from shared.foreach import (
     parse_template,
 )
 from shared.names import TASK_NAME_RE, queue_name_problem, safe_name_problem
-from shared.parsing import MAX_DEFINITION_BYTES, Format, did_you_mean, parse_definition
+from shared.parsing import (
+    MAX_DEFINITION_BYTES,
+    Format,
+    did_you_mean,
+    parse_definition,
+    parse_for_validation,
+)
 from shared.spec import RetrySpec, TaskSpec, WorkflowSpec
 from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 
@@ -88,7 +94,18 @@ def load_workflow(
 ) -> CompiledWorkflow:
     """Parse and compile in one step (what the API and ``dagq validate`` do)."""
     with _gc_paused():
-        spec = parse_definition(data, source=source, fmt=fmt)
+        spec, shape_error, partial = parse_for_validation(data, source=source, fmt=fmt)
+        if shape_error is not None:
+            # Check what parsed too, so one run reports every problem (shape and graph).
+            if partial is not None:
+                compiler = _Compiler(partial.spec, partial.positions, partial.unparsed)
+                try:
+                    compiler.run(None, source)
+                except DefinitionError as graph_error:
+                    shape_error.issues += graph_error.issues
+                    raise DefinitionError(shape_error.issues, source) from None
+            raise shape_error
+        assert spec is not None
         text = data if isinstance(data, str) else data.decode("utf-8-sig")
         return _Compiler(spec).run(text, source)
 
@@ -175,8 +192,17 @@ class _Written:
 class _Compiler:
     """One compilation: the spec, the issues found so far, and the name tables."""
 
-    def __init__(self, spec: WorkflowSpec) -> None:
+    def __init__(
+        self,
+        spec: WorkflowSpec,
+        positions: Sequence[int] | None = None,
+        unparsed: frozenset[str] = frozenset(),
+    ) -> None:
         self.spec = spec
+        self.positions = positions
+        """Where each task was written, when tasks with shape problems were left out."""
+        self.unparsed = unparsed
+        """Names of the tasks left out (their problems are reported already)."""
         self.issues = _Issues()
         self.written: list[_Written] = []
         self.number_of: dict[str, int] = {}
@@ -239,12 +265,13 @@ class _Compiler:
     def expand_all(self) -> None:
         issues, number_of, owner = self.issues, self.number_of, self.owner
         first_index: dict[str, int] = {}
-        for i, task in enumerate(self.spec.tasks):
+        for number, task in enumerate(self.spec.tasks):
+            i = self.positions[number] if self.positions is not None else number
             name_ok = TASK_NAME_RE.match(task.name) is not None and ".." not in task.name
             problem = None if name_ok else safe_name_problem(task.name)
             if problem:
                 issues.add(f"tasks[{i}].name", problem, task.name or None)
-            w = _Written(i, task, f"tasks[{i}]" if problem else f"tasks.{task.name}")
+            w = _Written(number, task, f"tasks[{i}]" if problem else f"tasks.{task.name}")
             self.written.append(w)
             duplicate = task.name in first_index
             if duplicate:
@@ -475,6 +502,9 @@ class _Compiler:
                     numbers: Sequence[int] = range(group.first, group.first + len(group.expansions))
                 elif entry in number_of:
                     numbers = (number_of[entry],)
+                elif entry in self.unparsed:
+                    dep_error = True  # that task's own problems are reported already
+                    continue
                 else:
                     hint = did_you_mean(entry, [*groups, *number_of])
                     issues.add(loc, f"unknown dependency {entry!r}{hint}", task.name)

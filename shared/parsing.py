@@ -11,6 +11,7 @@ import difflib
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
@@ -29,6 +30,18 @@ MAX_YAML_NODES = 2_000_000
 Format = Literal["yaml", "json"]
 
 
+@dataclass(frozen=True)
+class PartialSpec:
+    """What can still be checked of a definition whose shape is wrong in places: the tasks that
+    did parse, where they were written, and the names of those that did not."""
+
+    spec: WorkflowSpec
+    positions: list[int]
+    """Index in the written ``tasks`` list of each task of ``spec.tasks``."""
+    unparsed: frozenset[str]
+    """Names of tasks left out for shape problems (depending on them is not an unknown name)."""
+
+
 def parse_definition(
     data: str | bytes, *, source: str = "<input>", fmt: Format | None = None
 ) -> WorkflowSpec:
@@ -36,6 +49,22 @@ def parse_definition(
 
     Raises DefinitionError listing every problem: bad UTF-8, syntax errors (with line and column),
     a top level that is not a mapping, unknown keys, wrong types or values.
+    """
+    spec, error, _partial = parse_for_validation(data, source=source, fmt=fmt)
+    if error is not None:
+        raise error
+    assert spec is not None
+    return spec
+
+
+def parse_for_validation(
+    data: str | bytes, *, source: str = "<input>", fmt: Format | None = None
+) -> tuple[WorkflowSpec | None, DefinitionError | None, PartialSpec | None]:
+    """Like ``parse_definition``, but instead of raising it returns the shape error together with
+    the part of the definition that can still be checked (the well-formed tasks, when the
+    workflow-level fields are fine), so a validator can report every problem at once.
+
+    Text that cannot be read at all (size, encoding, syntax) still raises DefinitionError.
     """
     text = _decode(data, source)
     raw = _load(text, source, fmt)
@@ -51,9 +80,38 @@ def parse_definition(
             source,
         )
     try:
-        return WorkflowSpec.model_validate(raw)
+        return WorkflowSpec.model_validate(raw), None, None
     except ValidationError as exc:
-        raise DefinitionError(_shape_issues(exc, raw), source) from None
+        error = DefinitionError(_shape_issues(exc, raw), source)
+    return None, error, _partial(raw)
+
+
+def _partial(raw: dict[str, Any]) -> PartialSpec | None:
+    """The well-formed tasks of a definition with shape problems (None if the problems are in the
+    workflow-level fields, or nothing parsed)."""
+    tasks = raw.get("tasks")
+    if not isinstance(tasks, list):
+        return None
+    kept: list[Any] = []
+    positions: list[int] = []
+    unparsed: set[str] = set()
+    for i, task in enumerate(tasks):
+        try:
+            TaskSpec.model_validate(task)
+        except ValidationError:
+            name = task.get("name") if isinstance(task, dict) else None
+            if isinstance(name, str):
+                unparsed.add(name)
+            continue
+        kept.append(task)
+        positions.append(i)
+    if not kept:
+        return None
+    try:
+        spec = WorkflowSpec.model_validate({**raw, "tasks": kept})
+    except ValidationError:
+        return None
+    return PartialSpec(spec, positions, frozenset(unparsed))
 
 
 def _decode(data: str | bytes, source: str) -> str:

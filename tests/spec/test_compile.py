@@ -459,3 +459,33 @@ def test_definition_error_message_lists_every_issue() -> None:
     assert "tasks.a.depends_on: unknown dependency 'b'" in text
     assert "tasks.a.depends_on: unknown dependency 'c'" in text
     assert [i.to_dict()["task"] for i in info.value.issues] == ["a", "a"]
+
+
+def test_shape_and_graph_problems_are_reported_together() -> None:
+    definition = workflow(
+        task("a", depends_on=["c"]),
+        {"name": "broken", "kwargs": {"cmd": "true", "envv": {}}},
+        task("c", depends_on=["a"]),
+        task("d", depends_on=["a"], dep_policy=3, queue="gpu!"),
+        task("e", depends_on=["broken"]),
+    )
+    issues = issues_of(definition)
+    found = {(issue.location, issue.task) for issue in issues}
+    messages = " | ".join(str(issue) for issue in issues)
+    assert ("tasks.broken.kwargs.envv", "broken") in found
+    assert ("tasks.d.queue", "d") in found
+    assert ("tasks.d.dep_policy", "d") in found
+    assert "tasks in the cycle: a, c" in messages  # edges still point at the right tasks
+    assert "unknown dependency 'broken'" not in messages  # its own problem is reported already
+
+
+def test_workflow_level_shape_problems_stop_before_the_graph_checks() -> None:
+    definition = workflow(task("a", depends_on=["a"]), max_parallelism="many")
+    issues = issues_of(definition)
+    assert [issue.location for issue in issues] == ["max_parallelism"]
+
+
+def test_locations_keep_the_written_positions_when_a_task_is_left_out() -> None:
+    definition = workflow({"name": "x", "kwargs": {}}, task("bad name"))
+    locations = [issue.location for issue in issues_of(definition)]
+    assert "tasks[1].name" in locations
