@@ -34,8 +34,24 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from shared.errors import DagqError
+from shared.errors import ApiError, ApiUnreachableError, DagqError, WaitTimeoutError
 from shared.states import TERMINAL_TASK_STATES, WorkflowStatus
+
+__all__ = [
+    "Accepted",
+    "ApiError",
+    "ApiUnreachableError",
+    "Client",
+    "ClientConfig",
+    "Submitted",
+    "TaskDetail",
+    "TaskInfo",
+    "WaitTimeoutError",
+    "Workflow",
+    "WorkflowPage",
+    "WorkflowSummary",
+    "config_file_path",
+]
 
 DEFAULT_API_URL = "http://127.0.0.1:7071"
 """Where ``make up`` serves the API when nothing else is configured."""
@@ -46,68 +62,6 @@ KEY_HEADER = "x-functions-key"
 TERMINAL_STATUSES = frozenset(
     {WorkflowStatus.COMPLETED.value, WorkflowStatus.FAILED.value, WorkflowStatus.CANCELLED.value}
 )
-
-# -- errors ----------------------------------------------------------------------------------
-
-
-class ApiError(DagqError):
-    """The API answered with an error: carries its RFC 7807 problem details."""
-
-    def __init__(
-        self,
-        status: int,
-        title: str,
-        detail: str | None = None,
-        errors: list[dict[str, Any]] | None = None,
-        *,
-        type_: str | None = None,
-        url: str | None = None,
-    ) -> None:
-        self.status = status
-        self.title = title
-        self.detail = detail
-        self.errors = list(errors or [])
-        self.type = type_
-        self.url = url
-        self.extra: dict[str, Any] | None = None
-        """The whole problem document, when the API sent one."""
-        super().__init__(self.describe())
-
-    def describe(self) -> str:
-        """A readable multi-line account of the problem (title, detail, each listed error)."""
-        head = f"{self.title} (HTTP {self.status})"
-        if self.detail and self.detail != self.title:
-            head += f": {self.detail}"
-        lines = [head]
-        for err in self.errors:
-            lines.append("  - " + _describe_issue(err))
-        return "\n".join(lines)
-
-    @property
-    def is_not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def is_invalid_definition(self) -> bool:
-        """The submitted definition (or a parameter) was rejected (400, 413, 415, 422)."""
-        return self.status in (400, 413, 415, 422)
-
-    @property
-    def is_conflict(self) -> bool:
-        return self.status == 409
-
-
-class ApiUnreachableError(DagqError):
-    """The API could not be reached (connection refused, DNS, timeout)."""
-
-
-def _describe_issue(err: Mapping[str, Any] | Any) -> str:
-    if not isinstance(err, Mapping):
-        return str(err)
-    location = err.get("location")
-    message = err.get("message") or err.get("detail") or json.dumps(err)
-    return f"{location}: {message}" if location else str(message)
-
 
 # -- configuration ---------------------------------------------------------------------------
 
@@ -567,10 +521,6 @@ class Client:
             raise ApiError(
                 200, "The API's answer has an unexpected shape", str(exc).splitlines()[0]
             ) from None
-
-
-class WaitTimeoutError(DagqError):
-    """``wait`` gave up before the workflow reached a terminal status."""
 
 
 def _is_json(body: bytes) -> bool:

@@ -19,11 +19,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from shared.conditions import compile_condition
-from shared.errors import ConditionError, DefinitionError, Issue
+from shared.errors import ConditionError, DefinitionError, Issue, TemplateSyntaxError
 from shared.foreach import (
     Params,
     Template,
-    TemplateSyntaxError,
     expand,
     expansion_count,
     expansion_name,

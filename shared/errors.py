@@ -1,16 +1,39 @@
 """dagq's error hierarchy: one base class, a docstring on every error.
 
 User-facing errors say what was wrong, where (task, field) and, where it helps, what to do.
-The HTTP layer maps each class to a status code; the CLI maps them to exit codes.
+
+An error the HTTP API answers with carries its HTTP status (``http_status``) and its problem type
+(``problem_type``, the last segment of the RFC 7807 ``type`` URI, documented in docs/api.md):
+``shared.api.problems.problem_for`` reads them, so the mapping to HTTP lives on the classes.
+Errors without a status are internal: the API answers a generic 500 that hides their message.
+The CLI maps errors to exit codes (``shared.cli.connect``).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class DagqError(Exception):
     """Base class of every error dagq raises on purpose."""
+
+    http_status: int | None = None
+    """The HTTP status the API answers with; None: internal (a 500 that hides the message)."""
+    problem_type: str = "internal-error"
+    """The problem type slug of the API's answer."""
+    problem_title: str | None = None
+    """The problem ``title``; None: the status's reason phrase."""
+
+    def problem_detail(self) -> str:
+        """The problem ``detail``: what was wrong and what to do."""
+        return str(self)
+
+    def problem_members(self) -> dict[str, Any]:
+        """Members of the problem document beyond type, title, status, detail and instance."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -33,8 +56,15 @@ class Issue:
         return {"location": self.location, "task": self.task, "message": self.message}
 
 
+# -- the workflow definition and its evaluation --------------------------------------------------
+
+
 class DefinitionError(DagqError):
     """A workflow definition is invalid. Carries every issue found, not just the first."""
+
+    http_status = 400
+    problem_type = "invalid-definition"
+    problem_title = "Invalid workflow definition"
 
     def __init__(self, issues: list[Issue], source: str = "<input>") -> None:
         self.issues = list(issues)
@@ -43,34 +73,44 @@ class DefinitionError(DagqError):
         count = len(self.issues)
         super().__init__(f"{source}: {count} problem(s) in the workflow definition:\n{lines}")
 
+    def problem_detail(self) -> str:
+        return (
+            f"the workflow definition has {len(self.issues)} problem(s); fix every entry of"
+            " 'errors' and submit again"
+        )
+
+    def problem_members(self) -> dict[str, Any]:
+        return {"errors": [issue.to_dict() for issue in self.issues]}
+
+
+class TemplateSyntaxError(DagqError, ValueError):
+    """A ``{{ ... }}`` placeholder that is not a single parameter name (the compiler reports it as
+    a definition issue)."""
+
 
 class ConditionError(DagqError):
     """A task condition cannot be parsed or evaluated (the task is skipped with this reason)."""
 
 
+# -- stored data and messages --------------------------------------------------------------------
+
+
 class CodecError(DagqError):
     """A stored definition or state blob cannot be decoded (corrupt, or written by a newer dagq)."""
+
+    http_status = 500
+    problem_type = "corrupt-data"
+
+    def problem_detail(self) -> str:
+        return f"stored workflow data cannot be read: {self}"
 
 
 class MessageError(DagqError):
     """A queue message is malformed: not JSON, wrong shape, or too large. It is dead-lettered."""
 
 
-class NotFoundError(DagqError):
-    """A workflow (or a task of it) does not exist."""
-
-
-class ConflictError(DagqError):
-    """The request conflicts with the current state (same id but another definition; retry of a
-    running workflow)."""
-
-
 class StaleStateError(DagqError):
     """A state blob write lost the ETag compare-and-swap (HTTP 412): re-read and re-apply."""
-
-
-class ConcurrencyError(DagqError):
-    """An ETag compare-and-swap kept failing after the bounded number of re-reads."""
 
 
 class LeaseError(DagqError):
@@ -80,7 +120,163 @@ class LeaseError(DagqError):
 class ConfigError(DagqError):
     """Settings are missing or contradictory (say, neither a connection string nor an account)."""
 
+    http_status = 503
+    problem_type = "misconfigured"
+
+    def problem_detail(self) -> str:
+        return f"the app is misconfigured: {self}"
+
+
+class GpuDetectionError(ConfigError):
+    """``--gpus auto`` was given but nvidia-smi could not list the GPUs."""
+
+
+# -- API requests --------------------------------------------------------------------------------
+
+
+class RequestError(DagqError):
+    """An HTTP request is unacceptable as sent (size, media type, encoding, a query parameter).
+
+    The status and problem type vary per case, so they are given per instance.
+    """
+
+    def __init__(
+        self, status: int, detail: str, *, problem_type: str, title: str | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.http_status = status  # per instance, unlike other errors
+        self.problem_type = problem_type
+        self.problem_title = title
+
+
+class InvalidIdError(DagqError):
+    """A workflow id or task name in a request is not even well-formed."""
+
+    http_status = 400
+    problem_type = "invalid-name"
+
 
 class InvalidContinuationError(DagqError, ValueError):
     """A listing's continuation token was not one dagq issued (tampered with, truncated, or from
     another listing): pass back the previous page's ``next`` unchanged."""
+
+    http_status = 400
+    problem_type = "invalid-continuation"
+
+
+class NotFoundError(DagqError):
+    """A workflow (or a task of it) does not exist."""
+
+    http_status = 404
+    problem_type = "not-found"
+
+
+class ConflictError(DagqError):
+    """The request conflicts with the current state (same id but another definition; retry of a
+    running workflow)."""
+
+    http_status = 409
+    problem_type = "conflict"
+
+
+class IncompleteSubmitError(DagqError):
+    """A submit wrote its definition but failed at a later step (storage hiccup, timeout).
+
+    Submitting the same definition again with ``?id={workflow_id}`` completes it: every step
+    tolerates what the failed attempt already wrote. The problem document carries the ``id``
+    (the client may not know a generated one).
+    """
+
+    http_status = 503
+    problem_type = "incomplete-submit"
+
+    def __init__(self, workflow_id: str, cause: BaseException) -> None:
+        self.workflow_id = workflow_id
+        self.cause = cause
+        super().__init__(
+            f"workflow {workflow_id!r} was only partly created ({type(cause).__name__}): submit"
+            f" the same definition again with ?id={workflow_id} to complete it"
+        )
+
+    def problem_members(self) -> dict[str, Any]:
+        return {"id": self.workflow_id}
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class ApiError(DagqError):
+    """The API answered with an error: carries its RFC 7807 problem details."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str | None = None,
+        errors: list[dict[str, Any]] | None = None,
+        *,
+        type_: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.errors = list(errors or [])
+        self.type = type_
+        self.url = url
+        self.extra: dict[str, Any] | None = None
+        """The whole problem document, when the API sent one."""
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """A readable multi-line account of the problem (title, detail, each listed error)."""
+        head = f"{self.title} (HTTP {self.status})"
+        if self.detail and self.detail != self.title:
+            head += f": {self.detail}"
+        lines = [head]
+        for err in self.errors:
+            lines.append("  - " + _describe_issue(err))
+        return "\n".join(lines)
+
+    @property
+    def is_not_found(self) -> bool:
+        """The workflow, task, log or output does not exist (404)."""
+        return self.status == 404
+
+    @property
+    def is_invalid_definition(self) -> bool:
+        """The submitted definition (or a parameter) was rejected (400, 413, 415, 422)."""
+        return self.status in (400, 413, 415, 422)
+
+    @property
+    def is_conflict(self) -> bool:
+        """The request conflicts with the workflow's state (409)."""
+        return self.status == 409
+
+
+def _describe_issue(err: Mapping[str, Any] | Any) -> str:
+    if not isinstance(err, Mapping):
+        return str(err)
+    location = err.get("location")
+    message = err.get("message") or err.get("detail") or json.dumps(err)
+    return f"{location}: {message}" if location else str(message)
+
+
+class ApiUnreachableError(DagqError):
+    """The API could not be reached (connection refused, DNS, timeout)."""
+
+
+class WaitTimeoutError(DagqError):
+    """``wait`` gave up before the workflow reached a terminal status."""
+
+
+# -- the worker ----------------------------------------------------------------------------------
+
+
+class AttemptError(DagqError):
+    """The worker cannot run or finish an attempt for a reason that is the task's, not the worker's
+    (bad cwd, invalid output, a parent's output missing): the attempt fails with reason 'error'."""
+
+
+class StartError(DagqError):
+    """The task's command could not be started (missing cwd, invalid environment...)."""

@@ -20,6 +20,7 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from shared.errors import TemplateSyntaxError
 from shared.names import TASK_NAME_RE
 
 Param = str | int | float | bool
@@ -55,10 +56,6 @@ class Template:
                 text = render_value(params[part])
                 out.append(shlex.quote(text) if quote else text)
         return "".join(out)
-
-
-class TemplateSyntaxError(ValueError):
-    """A ``{{ ... }}`` placeholder that is not a single parameter name."""
 
 
 def parse_template(text: str) -> Template:

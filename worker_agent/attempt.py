@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from shared.errors import DagqError, MessageError, NotFoundError
+from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
 from shared.messages import (
     ERROR_TAIL_CHARS,
     INLINE_OUTPUT_BYTES,
@@ -41,7 +41,6 @@ from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
 from worker_agent.files import (
-    AttemptError,
     AttemptPaths,
     compact_json,
     log_tail,
@@ -53,7 +52,7 @@ from worker_agent.files import (
 )
 from worker_agent.heartbeat import Heartbeat
 from worker_agent.reporting import Reporter, retry_transient
-from worker_agent.runner import Command, RunResult, StartError, StopRequest, run_command
+from worker_agent.runner import Command, RunResult, StopRequest, run_command
 from worker_agent.telemetry import TaskLogger
 
 ERROR_RETRY_S = 5

@@ -23,17 +23,12 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
-from shared.errors import DagqError, NotFoundError
+from shared.errors import AttemptError, NotFoundError
 from shared.messages import OutputRef, TaskMessage
 from shared.storage.ports import OutputBlobs
 from worker_agent.reporting import retry_transient
 
 UPSTREAM_FETCH_CONCURRENCY = 16
-
-
-class AttemptError(DagqError):
-    """The worker cannot run or finish an attempt for a reason that is the task's, not the worker's
-    (bad cwd, invalid output, a parent's output missing): the attempt fails with reason 'error'."""
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from shared.errors import ConfigError
-
-
-class GpuDetectionError(ConfigError):
-    """``--gpus auto`` was given but nvidia-smi could not list the GPUs."""
+from shared.errors import ConfigError, GpuDetectionError
 
 
 def detect_gpus() -> list[str]:

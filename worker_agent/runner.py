@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from shared.errors import DagqError
+from shared.errors import StartError
 
 StopReason = Literal["timeout", "cancelled", "shutdown"]
 """Why a running task was stopped before it exited by itself: its timeout_s passed, its workflow
@@ -26,10 +26,6 @@ was cancelled, or the worker is shutting down / being preempted."""
 
 _TAIL_BYTES = 16 * 1024
 _CHUNK = 64 * 1024
-
-
-class StartError(DagqError):
-    """The task's command could not be started (missing cwd, invalid environment...)."""
 
 
 class StopRequest:

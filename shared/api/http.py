@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import azure.functions as func
 
 from shared.api.context import CONTEXT
-from shared.api.problems import PROBLEM_CONTENT_TYPE, ApiProblem, bad_request, problem_for
-from shared.errors import DagqError
+from shared.api.problems import PROBLEM_CONTENT_TYPE, Problem, bad_request, problem_for
+from shared.errors import DagqError, RequestError
 from shared.states import WorkflowStatus
 
 log = logging.getLogger("dagq.api")
@@ -58,26 +58,14 @@ def json_response(
     )
 
 
-def problem_response(problem: ApiProblem, instance: str | None = None) -> func.HttpResponse:
-    headers = {"Allow": problem.extra["allow"]} if "allow" in problem.extra else None
+def problem_response(problem: Problem, instance: str | None = None) -> func.HttpResponse:
+    """The problem+json answer."""
     return func.HttpResponse(
         json.dumps(problem.to_dict(instance)),
         status_code=problem.status,
-        headers=headers,
         mimetype=PROBLEM_CONTENT_TYPE,
         charset="utf-8",
     )
-
-
-def _to_problem(exc: BaseException) -> ApiProblem:
-    from shared.api.service import IncompleteSubmitError, InvalidIdError
-
-    if isinstance(exc, InvalidIdError):
-        return bad_request(str(exc), slug="invalid-name")
-    if isinstance(exc, IncompleteSubmitError):
-        # The client may not know a generated id: give it, so it can complete the submit.
-        return ApiProblem(503, str(exc), slug="incomplete-submit", extra={"id": exc.workflow_id})
-    return problem_for(exc)
 
 
 async def guarded(req: func.HttpRequest, operation: Handler) -> func.HttpResponse:
@@ -86,11 +74,11 @@ async def guarded(req: func.HttpRequest, operation: Handler) -> func.HttpRespons
     try:
         return await operation(req)
     except Exception as exc:
-        problem = _to_problem(exc)
+        problem = problem_for(exc)
         if problem.status >= 500:
             ref = uuid.uuid4().hex[:12]
             log.exception("%s %s failed (ref %s)", req.method, instance, ref)
-            problem.extra["ref"] = ref
+            problem.members["ref"] = ref
         return problem_response(problem, instance)
 
 
@@ -157,7 +145,7 @@ def parse_definition_body(
     if not body.strip():
         raise bad_request(
             "the request body is empty: send a workflow definition (YAML or JSON)",
-            slug="empty-body",
+            problem_type="empty-body",
         )
     media, params = _media_type(req)
     fmt: Literal["json", "yaml"] | None
@@ -168,36 +156,36 @@ def parse_definition_body(
     elif media in DETECT_TYPES:
         fmt = None
     else:
-        raise ApiProblem(
+        raise RequestError(
             415,
             f"unsupported Content-Type {media[:80]!r}: send the definition as application/json,"
             " application/yaml (or application/x-yaml, text/yaml) or text/plain",
-            slug="unsupported-media-type",
+            problem_type="unsupported-media-type",
         )
     charset = params.get("charset")
     if charset and charset.replace("-", "").replace("_", "") != "utf8":
-        raise ApiProblem(
+        raise RequestError(
             415,
             f"unsupported charset {charset[:40]!r}: definitions must be UTF-8",
-            slug="unsupported-media-type",
+            problem_type="unsupported-media-type",
         )
     try:
         text = body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise bad_request(
             f"the request body is not valid UTF-8 (byte {exc.start}): save the definition as UTF-8",
-            slug="invalid-encoding",
+            problem_type="invalid-encoding",
         ) from None
     return text, fmt
 
 
-def _too_large(size: int, max_bytes: int) -> ApiProblem:
-    return ApiProblem(
+def _too_large(size: int, max_bytes: int) -> RequestError:
+    return RequestError(
         413,
         f"the definition is {size} bytes; the limit is {max_bytes} bytes"
         " (DAGQ_MAX_DEFINITION_BYTES). Use foreach to generate many similar tasks instead of"
         " listing them",
-        slug="definition-too-large",
+        problem_type="definition-too-large",
     )
 
 

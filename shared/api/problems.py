@@ -1,51 +1,40 @@
 """RFC 7807 problem details: the one error shape every API response uses.
 
-An ``ApiProblem`` carries the HTTP status with a message that says what was wrong, where, and what
-to do. ``problem_for`` maps dagq's own errors to statuses; anything unexpected becomes a generic 500
-whose body never contains a stack trace (the trace goes to the log).
+The mapping from errors to problems is one function, ``problem_for``, and it reads what each error
+class says about itself (``http_status``, ``problem_type``, ``problem_detail()`` ...; see
+``shared.errors``). Anything without a status — a bug, a storage surprise — becomes a generic 500
+whose body never contains its message or a stack trace (the trace goes to the log).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from shared.errors import (
-    CodecError,
-    ConfigError,
-    ConflictError,
-    DagqError,
-    DefinitionError,
-    InvalidContinuationError,
-    NotFoundError,
-)
+from shared.errors import DagqError, RequestError
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://dagq.dev/problems/"
 """Problem ``type`` URIs are ``{base}{slug}``; they identify the kind of problem (documented in
 docs/api.md), they are not fetched."""
 
+INTERNAL_DETAIL = (
+    "an unexpected error occurred; it was logged with the request id. Retry later, and report"
+    " it if it persists"
+)
 
-class ApiProblem(DagqError):
-    """An error with an HTTP status, rendered as ``application/problem+json``."""
 
-    def __init__(
-        self,
-        status: int,
-        detail: str,
-        *,
-        slug: str | None = None,
-        title: str | None = None,
-        errors: list[dict[str, Any]] | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.title = title or HTTPStatus(status).phrase
-        self.slug = slug or self.title.lower().replace(" ", "-")
-        self.errors = errors
-        self.extra = extra or {}
+@dataclass
+class Problem:
+    """One problem+json answer (the body's shape is ``shared.api.views.ProblemView``)."""
+
+    status: int
+    slug: str
+    title: str
+    detail: str
+    members: dict[str, Any] = field(default_factory=dict)
+    """Further members: ``errors`` of an invalid definition, ``id``, the ``ref`` of a 500."""
 
     def to_dict(self, instance: str | None = None) -> dict[str, Any]:
         """The problem+json body."""
@@ -57,51 +46,25 @@ class ApiProblem(DagqError):
         }
         if instance:
             body["instance"] = instance
-        if self.errors is not None:
-            body["errors"] = self.errors
-        body.update(self.extra)
+        body.update(self.members)
         return body
 
 
-def bad_request(detail: str, *, slug: str = "bad-request") -> ApiProblem:
-    return ApiProblem(400, detail, slug=slug)
-
-
-def not_found(detail: str) -> ApiProblem:
-    return ApiProblem(404, detail, slug="not-found")
-
-
-def conflict(detail: str, **extra: Any) -> ApiProblem:
-    return ApiProblem(409, detail, slug="conflict", extra=extra)
-
-
-def problem_for(exc: BaseException) -> ApiProblem:
-    """The problem to answer for ``exc`` (dagq errors keep their message; others are hidden)."""
-    if isinstance(exc, ApiProblem):
-        return exc
-    if isinstance(exc, DefinitionError):
-        count = len(exc.issues)
-        return ApiProblem(
-            400,
-            f"the workflow definition has {count} problem(s); fix every entry of 'errors'"
-            " and submit again",
-            slug="invalid-definition",
-            title="Invalid workflow definition",
-            errors=[issue.to_dict() for issue in exc.issues],
+def problem_for(exc: BaseException) -> Problem:
+    """The problem to answer for ``exc`` (errors with a status keep their message; others are
+    hidden behind a generic 500)."""
+    if isinstance(exc, DagqError) and exc.http_status is not None:
+        status = exc.http_status
+        return Problem(
+            status=status,
+            slug=exc.problem_type,
+            title=exc.problem_title or HTTPStatus(status).phrase,
+            detail=exc.problem_detail(),
+            members=exc.problem_members(),
         )
-    if isinstance(exc, InvalidContinuationError):
-        return bad_request(str(exc), slug="invalid-continuation")
-    if isinstance(exc, NotFoundError):
-        return not_found(str(exc))
-    if isinstance(exc, ConflictError):
-        return conflict(str(exc))
-    if isinstance(exc, ConfigError):
-        return ApiProblem(503, f"the app is misconfigured: {exc}", slug="misconfigured")
-    if isinstance(exc, CodecError):
-        return ApiProblem(500, f"stored workflow data cannot be read: {exc}", slug="corrupt-data")
-    return ApiProblem(
-        500,
-        "an unexpected error occurred; it was logged with the request id. Retry later, and report"
-        " it if it persists",
-        slug="internal-error",
-    )
+    return Problem(500, "internal-error", HTTPStatus(500).phrase, INTERNAL_DETAIL)
+
+
+def bad_request(detail: str, *, problem_type: str = "bad-request") -> RequestError:
+    """A 400 for a request that is malformed as sent."""
+    return RequestError(400, detail, problem_type=problem_type)

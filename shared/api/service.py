@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from shared.errors import ConflictError, DagqError, NotFoundError
+from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
 from shared.names import new_workflow_id, safe_name_problem, workflow_id_problem
 from shared.states import WorkflowStatus
@@ -30,26 +30,6 @@ if TYPE_CHECKING:
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 _DEFINITION_CACHE_SIZE = 128
-
-
-class InvalidIdError(DagqError):
-    """A workflow id or task name in a request is not even well-formed (answered with 400)."""
-
-
-class IncompleteSubmitError(DagqError):
-    """A submit wrote its definition but failed at a later step (storage hiccup, timeout).
-
-    Submitting the same definition again with ``?id={workflow_id}`` completes it: every step
-    tolerates what the failed attempt already wrote.
-    """
-
-    def __init__(self, workflow_id: str, cause: BaseException) -> None:
-        self.workflow_id = workflow_id
-        self.cause = cause
-        super().__init__(
-            f"workflow {workflow_id!r} was only partly created ({type(cause).__name__}): submit"
-            f" the same definition again with ?id={workflow_id} to complete it"
-        )
 
 
 @dataclass(frozen=True)

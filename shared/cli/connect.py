@@ -56,7 +56,7 @@ def report_errors(handler: Handler) -> Handler:
     def run(args: argparse.Namespace) -> int:
         # Imported here, not at module level: `dagq --help` stays fast.
         try:
-            from shared.client import ApiError, ApiUnreachableError, WaitTimeoutError
+            import shared.client  # noqa: F401  (its dependencies are the CLI's)
         except ModuleNotFoundError as exc:
             print(
                 f"dagq: this command needs the CLI's dependencies ({exc.name} is missing):"
@@ -64,7 +64,7 @@ def report_errors(handler: Handler) -> Handler:
                 file=sys.stderr,
             )
             return ExitCode.USAGE
-        from shared.errors import DagqError
+        from shared.errors import ApiError, ApiUnreachableError, DagqError, WaitTimeoutError
 
         try:
             return handler(args)

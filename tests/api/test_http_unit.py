@@ -8,8 +8,8 @@ import azure.functions as func
 import pytest
 
 from shared.api.http import guarded, parse_definition_body
-from shared.api.problems import ApiProblem, problem_for
-from shared.errors import CodecError, ConfigError, DefinitionError, Issue
+from shared.api.problems import problem_for
+from shared.errors import CodecError, ConfigError, DefinitionError, Issue, RequestError
 
 
 def request(body: bytes = b"name: x", headers: dict[str, str] | None = None) -> func.HttpRequest:
@@ -37,9 +37,9 @@ def test_accepted_media_types(content_type: str | None, fmt: str | None) -> None
 
 def test_declared_length_over_the_limit_is_413_before_reading() -> None:
     req = request(b"x", {"Content-Length": "5000"})
-    with pytest.raises(ApiProblem) as caught:
+    with pytest.raises(RequestError) as caught:
         parse_definition_body(req, 100)
-    assert caught.value.status == 413
+    assert caught.value.http_status == 413
 
 
 def test_utf8_bom_is_accepted() -> None:
@@ -64,7 +64,9 @@ async def test_unexpected_errors_hide_their_details() -> None:
 def test_dagq_errors_map_to_statuses() -> None:
     invalid = problem_for(DefinitionError([Issue("tasks.a.cmd", "missing", "a")]))
     assert invalid.status == 400
-    assert invalid.errors == [{"location": "tasks.a.cmd", "task": "a", "message": "missing"}]
+    assert invalid.members["errors"] == [
+        {"location": "tasks.a.cmd", "task": "a", "message": "missing"}
+    ]
     assert problem_for(ConfigError("no storage")).status == 503
     assert problem_for(CodecError("corrupt")).status == 500
     assert problem_for(KeyError("x")).detail.startswith("an unexpected error")

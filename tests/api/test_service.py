@@ -8,7 +8,7 @@ import pytest
 from shared.api import service
 from shared.codec import decode_state
 from shared.compiler import load_workflow
-from shared.errors import ConflictError, NotFoundError
+from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, decode_event
 from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage
@@ -111,12 +111,12 @@ async def test_unknown_and_malformed_names() -> None:
     storage = memory_storage("api")
     with pytest.raises(NotFoundError, match="'ghost' not found"):
         await service.get_workflow(storage, "ghost")
-    with pytest.raises(service.InvalidIdError):
+    with pytest.raises(InvalidIdError):
         await service.get_workflow(storage, "../etc")
     await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w4")
     with pytest.raises(NotFoundError, match="no task 'zz'"):
         await service.get_task(storage, "w4", "zz", outputs_container="c")
-    with pytest.raises(service.InvalidIdError):
+    with pytest.raises(InvalidIdError):
         await service.get_task(storage, "w4", "../a", outputs_container="c")
     detail = await service.get_task(storage, "w4", "b", outputs_container="c")
     assert detail["depends_on"] == ["a"]
@@ -154,7 +154,7 @@ async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> Non
     storage = memory_storage("api")
     broken = dataclasses.replace(storage, index=_FailingIndex(storage.index))
     wf = load_workflow(DEFINITION)
-    with pytest.raises(service.IncompleteSubmitError) as caught:
+    with pytest.raises(IncompleteSubmitError) as caught:
         await service.submit(broken, wf, now=NOW)
     workflow_id = caught.value.workflow_id
     assert f"?id={workflow_id}" in str(caught.value)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from shared.errors import ConfigError
+from shared.errors import AttemptError, ConfigError
 from shared.messages import TaskMessage
 from worker_agent.attempt import task_environment
 from worker_agent.config import WorkerSettings
-from worker_agent.files import AttemptError, AttemptPaths, read_log, read_output, resolve_cwd
+from worker_agent.files import AttemptPaths, read_log, read_output, resolve_cwd
 from worker_agent.gpu import slot_devices
 from worker_agent.preemption import parse_notices
 

@@ -1,0 +1,75 @@
+"""The error hierarchy: one module, one base class, a docstring on every error, one HTTP mapping."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import shared.errors as errors
+from shared.api.problems import problem_for
+from shared.errors import DagqError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _error_classes() -> list[type[DagqError]]:
+    return [
+        value
+        for value in vars(errors).values()
+        if inspect.isclass(value) and issubclass(value, DagqError)
+    ]
+
+
+def test_every_error_has_a_docstring_of_its_own() -> None:
+    # A class's __doc__ is not inherited: None means this class has none.
+    assert [cls.__name__ for cls in _error_classes() if not cls.__doc__] == []
+
+
+def test_exception_classes_are_defined_only_in_shared_errors() -> None:
+    strays = []
+    for package in ("shared", "worker_agent"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path == ROOT / "shared" / "errors.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+                    continue
+                bases = {ast.unparse(base) for base in node.bases}
+                if any(base.endswith(("Error", "Exception")) for base in bases):
+                    strays.append(f"{path.relative_to(ROOT)}: {node.name}")
+    assert strays == []
+
+
+INTERNAL = [c for c in _error_classes() if c.http_status is None and "__init__" not in vars(c)]
+
+
+@pytest.mark.parametrize("cls", INTERNAL, ids=lambda cls: cls.__name__)
+def test_an_error_without_a_status_is_a_hidden_500(cls: type[DagqError]) -> None:
+    problem = problem_for(cls("secret detail"))
+    assert (problem.status, problem.slug) == (500, "internal-error")
+    assert "secret" not in problem.detail
+
+
+def test_api_facing_errors_carry_their_status_and_type() -> None:
+    statuses = {
+        cls.__name__: (cls.http_status, cls.problem_type)
+        for cls in _error_classes()
+        if cls.http_status is not None
+    }
+    assert statuses == {
+        "DefinitionError": (400, "invalid-definition"),
+        "CodecError": (500, "corrupt-data"),
+        "ConfigError": (503, "misconfigured"),
+        "GpuDetectionError": (503, "misconfigured"),
+        "InvalidIdError": (400, "invalid-name"),
+        "InvalidContinuationError": (400, "invalid-continuation"),
+        "NotFoundError": (404, "not-found"),
+        "ConflictError": (409, "conflict"),
+        "IncompleteSubmitError": (503, "incomplete-submit"),
+    }
+    incomplete = problem_for(errors.IncompleteSubmitError("w1", OSError("boom")))
+    assert incomplete.members == {"id": "w1"}
+    assert "?id=w1" in incomplete.detail
