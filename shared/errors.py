@@ -109,6 +109,11 @@ class MessageError(DagqError):
     """A queue message is malformed: not JSON, wrong shape, or too large. It is dead-lettered."""
 
 
+class IllegalMoveError(DagqError):
+    """The engine tried to move a task between states that ``shared.task_moves.LEGAL_MOVES``
+    does not connect: a defect in dagq, never the user's doing."""
+
+
 class StaleStateError(DagqError):
     """A state blob write lost the ETag compare-and-swap (HTTP 412): re-read and re-apply."""
 

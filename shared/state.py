@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from shared.messages import OutputRef
+from shared.errors import IllegalMoveError
+from shared.messages import ERROR_TAIL_CHARS, OutputRef
 from shared.states import TaskState, WorkflowStatus
+from shared.task_moves import is_legal
 from shared.workflow import CompiledWorkflow
 
 TASK_STATES: tuple[TaskState, ...] = tuple(TaskState)
@@ -41,6 +43,13 @@ OK_CODES = frozenset({COMPLETED, SKIPPED})
 """Terminal codes a child counts as a satisfied parent; every other terminal code is a failure."""
 IS_TERMINAL: tuple[bool, ...] = tuple(c in TERMINAL_CODES for c in range(len(TASK_STATES)))
 IS_OK: tuple[bool, ...] = tuple(c in OK_CODES for c in range(len(TASK_STATES)))
+_LEGAL: tuple[tuple[bool, ...], ...] = tuple(
+    tuple(is_legal(old, new) for new in TASK_STATES) for old in TASK_STATES
+)
+"""[old code][new code] -> whether ``shared.task_moves.LEGAL_MOVES`` allows the move."""
+
+MAX_ERROR_CHARS = ERROR_TAIL_CHARS + 200
+"""Longest error text kept per task (the worker's tail plus dagq's own prefix)."""
 
 
 def to_ms(t: float) -> int:
@@ -75,12 +84,14 @@ class TaskView:
 class RuntimeState:
     """The mutable state of one workflow run: workflow fields plus one column per task field.
 
-    Only ``shared.engine`` mutates it (and ``shared.codec`` builds it); everyone else reads the
-    workflow attributes, ``task(i)`` and ``counts()``.
+    Only ``shared.engine`` mutates it (and ``shared.codec`` builds it), and only through the named
+    operations below (``move``, ``begin_attempt``, ``adopt_attempt``, ``record_start``,
+    ``record_result``, ``settle``, ``reopen``): each task-state change is checked against
+    ``shared.task_moves.LEGAL_MOVES``, and the per-attempt fields are reset in one place.
+    Everyone else reads the workflow attributes, ``task(i)``, ``counts()`` and ``tally``.
     """
 
     __slots__ = (
-        "_count",
         "attempt",
         "base_attempt",
         "cancel_requested",
@@ -104,6 +115,7 @@ class RuntimeState:
         "sent_ms",
         "started_ms",
         "status",
+        "tally",
         "updated_at",
         "workers",
         "workflow_id",
@@ -154,8 +166,9 @@ class RuntimeState:
         self.n_bad = [0] * n_tasks
         """Task -> number of its parents that are terminal and failed (failed/upstream_failed/
         cancelled)."""
-        self._count = [0] * len(TASK_STATES)
-        self._count[PENDING] = n_tasks
+        self.tally = [0] * len(TASK_STATES)
+        """State code -> number of tasks in that state (read-only outside this class)."""
+        self.tally[PENDING] = n_tasks
         self.n_terminal = 0
 
     # -- reading ---------------------------------------------------------------------------------
@@ -184,33 +197,121 @@ class RuntimeState:
 
     def counts(self) -> dict[str, int]:
         """Task state value -> number of tasks in it (every state present, zeros included)."""
-        return {s.value: self._count[c] for c, s in enumerate(TASK_STATES)}
+        return {s.value: self.tally[c] for c, s in enumerate(TASK_STATES)}
 
     def count(self, state: TaskState) -> int:
         """How many tasks are in ``state`` (O(1))."""
-        return self._count[CODE[state]]
+        return self.tally[CODE[state]]
 
     @property
     def in_flight(self) -> int:
         """Queued + running tasks: what max_parallelism caps."""
-        return self._count[QUEUED] + self._count[RUNNING]
+        return self.tally[QUEUED] + self.tally[RUNNING]
 
     @property
     def all_terminal(self) -> bool:
         return self.n_terminal == len(self.codes)
 
-    # -- bookkeeping (engine and codec only) -----------------------------------------------------
+    # -- named operations (engine only) ----------------------------------------------------------
 
-    def set_code(self, i: int, code: int) -> None:
-        """Move task ``i`` to state ``code``, keeping the per-state counts and terminal counter.
-        Does not touch children: that is the engine's job (once, on entering a terminal state)."""
+    def move(self, i: int, code: int) -> None:
+        """Move task ``i`` to state ``code``, keeping the per-state tally and terminal counter.
+
+        Raises IllegalMoveError for a move ``LEGAL_MOVES`` does not allow. Does not touch children:
+        that is the engine's job (once, on entering a terminal state)."""
         old = self.codes[i]
         if old == code:
             return
+        if not _LEGAL[old][code]:
+            raise IllegalMoveError(
+                f"task {i} of workflow {self.workflow_id!r}: {TASK_STATES[old]} ->"
+                f" {TASK_STATES[code]} is not a legal move"
+            )
         self.codes[i] = code
-        self._count[old] -= 1
-        self._count[code] += 1
+        self.tally[old] -= 1
+        self.tally[code] += 1
         self.n_terminal += IS_TERMINAL[code] - IS_TERMINAL[old]
+
+    def begin_attempt(self, i: int, attempt: int, visible_ms: int) -> None:
+        """Task ``i``'s attempt ``attempt`` was sent; its message is visible from ``visible_ms``."""
+        self.attempt[i] = attempt
+        self.move(i, QUEUED)
+        self._reset_attempt(i)
+        self.queued_ms[i] = visible_ms
+
+    def adopt_attempt(self, i: int, attempt: int, now_ms: int) -> None:
+        """An event reports ``attempt``, ahead of the state: a pass that crashed before its flush
+        dispatched it. Take it as the current attempt (queued now, unless already in flight)."""
+        self.attempt[i] = attempt
+        self._reset_attempt(i)
+        if self.codes[i] != QUEUED and self.codes[i] != RUNNING:
+            self.move(i, QUEUED)  # a stale ready-queue entry is dropped when popped
+            self.queued_ms[i] = now_ms
+
+    def _reset_attempt(self, i: int) -> None:
+        """Forget what the previous attempt of task ``i`` reported (the one place that knows the
+        per-attempt fields). Errors stay: a retry shows why the previous attempt failed."""
+        self.started_ms[i] = self.finished_ms[i] = self.exit_code[i] = None
+        self.sent_ms.pop(i, None)
+        self.workers.pop(i, None)
+        self.log_blob.pop(i, None)
+
+    def record_start(self, i: int, started_ms: int, worker: str | None) -> None:
+        """A worker started the current attempt of task ``i``."""
+        self.move(i, RUNNING)
+        self.started_ms[i] = started_ms
+        if worker is not None:
+            self.workers[i] = worker
+
+    def record_result(
+        self,
+        i: int,
+        *,
+        started_ms: int | None,
+        finished_ms: int,
+        exit_code: int | None,
+        output: OutputRef | None = None,
+        log_blob: str | None = None,
+        worker: str | None = None,
+    ) -> None:
+        """What the worker reported when the current attempt of task ``i`` ended (the state move
+        follows: ``settle``, or a retry's ``begin_attempt``)."""
+        if started_ms is not None:
+            self.started_ms[i] = started_ms
+        self.finished_ms[i] = finished_ms
+        self.exit_code[i] = exit_code
+        if output is not None:
+            self.outputs[i] = output
+        if log_blob is not None:
+            self.log_blob[i] = log_blob
+        if worker is not None:
+            self.workers[i] = worker
+
+    def note_error(self, i: int, text: str | None) -> None:
+        """Keep ``text`` (truncated) as task ``i``'s error; None clears it."""
+        if text is None:
+            self.errors.pop(i, None)
+        else:
+            self.errors[i] = text[:MAX_ERROR_CHARS]
+
+    def settle(self, i: int, code: int, error: str | None, now_ms: int) -> None:
+        """Task ``i`` reaches terminal state ``code`` (finished now, unless a result said when)."""
+        self.move(i, code)
+        self.sent_ms.pop(i, None)
+        if error is not None:
+            self.note_error(i, error)
+        if self.finished_ms[i] is None:
+            self.finished_ms[i] = now_ms
+
+    def reopen(self, i: int) -> None:
+        """Rerun from failure: task ``i`` is PENDING again with nothing of its previous run left
+        but its attempt number (attempts only grow); its retry budget counts from here."""
+        self.move(i, PENDING)
+        self.base_attempt[i] = self.attempt[i]
+        self._reset_attempt(i)
+        self.queued_ms[i] = None
+        self.errors.pop(i, None)
+        self.outputs.pop(i, None)
 
     def rebuild_counters(self, wf: CompiledWorkflow) -> None:
         """Recompute the derived bookkeeping (state counts, terminal counter, per-task parent
@@ -219,7 +320,7 @@ class RuntimeState:
         count = [0] * len(TASK_STATES)
         for c in range(len(TASK_STATES)):
             count[c] = codes.count(c)
-        self._count = count
+        self.tally = count
         self.n_terminal = sum(count[c] for c in TERMINAL_CODES)
         n_ok = [0] * len(codes)
         n_bad = [0] * len(codes)

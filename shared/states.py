@@ -31,11 +31,6 @@ class TaskState(StrEnum):
     def is_terminal(self) -> bool:
         return self in TERMINAL_TASK_STATES
 
-    @property
-    def satisfies_children(self) -> bool:
-        """From a child's point of view this parent succeeded (completed, or skipped)."""
-        return self in (TaskState.COMPLETED, TaskState.SKIPPED)
-
 
 TERMINAL_TASK_STATES = frozenset(
     {

@@ -11,14 +11,13 @@ from __future__ import annotations
 from shared.backoff import retry_delay_s
 from shared.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.policy import condition_skip_reason, decide
-from shared.messages import ERROR_TAIL_CHARS, FailureReason, OutputRef
+from shared.messages import FailureReason, OutputRef
 from shared.state import (
     CANCELLED,
     COMPLETED,
     FAILED,
     IS_OK,
     PENDING,
-    QUEUED,
     READY,
     SKIPPED,
     TASK_STATES,
@@ -29,8 +28,6 @@ from shared.state import (
 from shared.states import WorkflowStatus
 from shared.workflow import CompiledWorkflow
 
-MAX_ERROR_CHARS = ERROR_TAIL_CHARS + 200
-"""Longest error text kept per task (the worker's tail plus dagq's own prefix)."""
 _NAMES_IN_SUMMARY = 5
 
 _ALWAYS_RETRYABLE: frozenset[FailureReason] = frozenset({"timeout", "error"})
@@ -67,14 +64,8 @@ class Step:
         turn (a work list, not recursion). While the workflow is cancelling, children are not
         decided: the cancel itself settles them.
         """
-        st = self.st
         self.changed = True
-        st.set_code(task, code)
-        st.sent_ms.pop(task, None)
-        if error is not None:
-            st.errors[task] = error[:MAX_ERROR_CHARS]
-        if st.finished_ms[task] is None:
-            st.finished_ms[task] = self.now_ms
+        self.st.settle(task, code, error, self.now_ms)
         self.propagate([task])
 
     def propagate(self, work: list[int]) -> None:
@@ -119,15 +110,12 @@ class Step:
                 self._settle_unrun(task, SKIPPED, reason, work)
                 return
         self.changed = True
-        st.set_code(task, READY)
+        st.move(task, READY)
         st.ready.append(task)
 
     def _settle_unrun(self, task: int, code: int, why: str, work: list[int]) -> None:
-        st = self.st
         self.changed = True
-        st.set_code(task, code)
-        st.errors[task] = why[:MAX_ERROR_CHARS]
-        st.finished_ms[task] = self.now_ms
+        self.st.settle(task, code, why, self.now_ms)
         work.append(task)
 
     def release(self) -> None:
@@ -148,15 +136,7 @@ class Step:
         st = self.st
         self.changed = True
         attempt = st.attempt[task] + 1
-        st.attempt[task] = attempt
-        st.set_code(task, QUEUED)
-        st.queued_ms[task] = self.now_ms + to_ms(delay_s)
-        st.started_ms[task] = None
-        st.finished_ms[task] = None
-        st.exit_code[task] = None
-        st.sent_ms.pop(task, None)
-        st.workers.pop(task, None)
-        st.log_blob.pop(task, None)
+        st.begin_attempt(task, attempt, self.now_ms + to_ms(delay_s))
         self.out.append(self.dispatch_command(task, attempt, delay_s))
 
     def dispatch_command(self, task: int, attempt: int, delay_s: float = 0.0) -> Dispatch:
@@ -195,7 +175,7 @@ class Step:
             delay = retry_delay_s(
                 tdef.retry, used, workflow_id=st.workflow_id, task=tdef.name, attempt=attempt + 1
             )
-            st.errors[task] = f"attempt {attempt} failed: {text}"[:MAX_ERROR_CHARS]
+            st.note_error(task, f"attempt {attempt} failed: {text}")
             self.dispatch(task, delay)
             return
         self.terminal(task, CANCELLED if reason == "cancelled" else FAILED, text)
@@ -227,10 +207,10 @@ class Step:
         self.out.append(WorkflowFinished(status))
 
     def _succeeded(self) -> bool:
-        st, codes = self.st, self.st.codes
+        tally, codes = self.st.tally, self.st.codes
         if self.wf.result_policy == "all_tasks_succeed":
-            return not (st._count[FAILED] or st._count[UPSTREAM_FAILED] or st._count[CANCELLED])
-        if not st._count[COMPLETED]:
+            return not (tally[FAILED] or tally[UPSTREAM_FAILED] or tally[CANCELLED])
+        if not tally[COMPLETED]:
             return False
         return all(IS_OK[codes[s]] for s in self.wf.sinks)
 
@@ -241,14 +221,14 @@ class Step:
             (CANCELLED, "cancelled"),
             (UPSTREAM_FAILED, "upstream_failed"),
         ):
-            n = st._count[code]
+            n = st.tally[code]
             if not n:
                 continue
             names = self._names_in(code, _NAMES_IN_SUMMARY)
             more = "…" if n > len(names) else ""
             noun = "task" if n == 1 else "tasks"
             return f"{n} {noun} {verb}: {', '.join(names)}{more}"
-        if not st._count[COMPLETED]:
+        if not st.tally[COMPLETED]:
             return "no task completed (every task was skipped)"
         return "a sink task did not succeed"
 

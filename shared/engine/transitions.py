@@ -123,12 +123,7 @@ def _accept(step: Step, task: int, attempt: int) -> bool:
         return False
     if attempt > current:
         step.changed = True
-        st.attempt[task] = attempt
-        st.started_ms[task] = st.finished_ms[task] = st.exit_code[task] = None
-        if code != QUEUED and code != RUNNING:
-            st.set_code(task, QUEUED)  # a stale ready-queue entry is dropped when popped
-            st.queued_ms[task] = step.now_ms
-        st.sent_ms.pop(task, None)
+        st.adopt_attempt(task, attempt, step.now_ms)
     return True
 
 
@@ -150,37 +145,33 @@ def _started(step: Step, task: int, event: TaskStartedEvent) -> None:
     if st.codes[task] == RUNNING and st.started_ms[task] is not None:
         return  # a duplicate start of the same attempt
     step.changed = True
-    st.set_code(task, RUNNING)
-    st.started_ms[task] = to_ms(event.started_at)
-    if event.worker is not None:
-        st.workers[task] = event.worker
+    st.record_start(task, to_ms(event.started_at), event.worker)
 
 
 def _completed(step: Step, task: int, event: TaskCompletedEvent) -> None:
     st = step.st
-    st.started_ms[task] = to_ms(event.started_at)
-    st.finished_ms[task] = to_ms(event.finished_at)
-    st.exit_code[task] = 0
-    st.errors.pop(task, None)
-    if event.output is not None:
-        st.outputs[task] = event.output
-    if event.log_blob is not None:
-        st.log_blob[task] = event.log_blob
-    if event.worker is not None:
-        st.workers[task] = event.worker
+    st.record_result(
+        task,
+        started_ms=to_ms(event.started_at),
+        finished_ms=to_ms(event.finished_at),
+        exit_code=0,
+        output=event.output,
+        log_blob=event.log_blob,
+        worker=event.worker,
+    )
+    st.note_error(task, None)
     step.terminal(task, COMPLETED)
 
 
 def _failed(step: Step, task: int, event: TaskFailedEvent) -> None:
-    st = step.st
-    if event.started_at is not None:
-        st.started_ms[task] = to_ms(event.started_at)
-    st.finished_ms[task] = to_ms(event.finished_at)
-    st.exit_code[task] = event.exit_code
-    if event.log_blob is not None:
-        st.log_blob[task] = event.log_blob
-    if event.worker is not None:
-        st.workers[task] = event.worker
+    step.st.record_result(
+        task,
+        started_ms=None if event.started_at is None else to_ms(event.started_at),
+        finished_ms=to_ms(event.finished_at),
+        exit_code=event.exit_code,
+        log_blob=event.log_blob,
+        worker=event.worker,
+    )
     step.fail(task, event.reason, _describe(event), event.exit_code)
 
 
@@ -238,12 +229,7 @@ def _rerun(step: Step, run: int) -> None:
         counter = st.n_ok if IS_OK[codes[task]] else st.n_bad
         for child in children[task]:
             counter[child] -= 1
-        st.set_code(task, PENDING)
-        st.base_attempt[task] = st.attempt[task]
-        st.queued_ms[task] = st.started_ms[task] = st.finished_ms[task] = None
-        st.exit_code[task] = None
-        for sparse in (st.errors, st.outputs, st.log_blob, st.workers, st.sent_ms):
-            sparse.pop(task, None)
+        st.reopen(task)
     st.run += 1
     st.status = WorkflowStatus.RUNNING
     st.cancel_requested = False

@@ -13,10 +13,13 @@ transient transport failures which propagate so callers can retry or let the que
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
+from shared.projection import IndexRow
 from shared.states import WorkflowStatus
+
+__all__ = ["IndexRow"]  # re-exported: the row is the core's (shared.projection), stored here
 
 # -- blobs ---------------------------------------------------------------------------------------
 
@@ -182,27 +185,6 @@ class Queues(Protocol):
 
 
 # -- index table ---------------------------------------------------------------------------------
-
-
-@dataclass
-class IndexRow:
-    """One workflow's row in the index table: a derived summary, never the source of truth."""
-
-    workflow_id: str
-    name: str
-    status: WorkflowStatus
-    created_at: float
-    updated_at: float
-    total: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    """Task state -> number of tasks in it."""
-    queues: list[str] = field(default_factory=list)
-    run: int = 1
-    """The current run: 1 at submit, +1 for each rerun from failure."""
-    cancel_requested: bool = False
-    """The durable cancel flag. Written only by the API's cancel; projections never clear it."""
-    error: str | None = None
-    finished_at: float | None = None
 
 
 @dataclass(frozen=True)

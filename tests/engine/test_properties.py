@@ -206,6 +206,10 @@ class World:
         for event in replay:
             self.apply(event)
 
+    def apply_rerun(self) -> None:
+        """The API's rerun of a finished workflow (it read the flushed state first)."""
+        self.apply(RetryEvent(workflow_id=WF, run=self.st.run))
+
     def flush(self) -> None:
         self.flushed = encode_state(self.st)
         self.unflushed = []

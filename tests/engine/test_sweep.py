@@ -72,7 +72,7 @@ def test_sweep_releases_ready_tasks_into_free_slots() -> None:
     h = History(workflow(task("a"), task("b"), max_parallelism=1))
     h.activate()
     # Simulate a missed release: the slot is free (a finished) but b was never dispatched.
-    h.st.set_code(0, 4)  # COMPLETED, without the engine's release
+    h.st.move(0, 4)  # COMPLETED, without the engine's release
     commands = sweep_twice(h)
     assert dispatched(commands) == [("b", 1)]
 
