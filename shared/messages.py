@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from shared.errors import MessageError
+from shared.partitions import MAX_PARTITIONS
 
 MESSAGE_BUDGET_BYTES = 48 * 1024
 """What dagq allows itself per message (Azure's hard limit is 64 KiB; XML escaping of JSON quotes by
@@ -60,6 +61,9 @@ class TaskMessage(_Message):
     """Parent name -> output, for parents that produced one, when the whole map fits the budget."""
     upstream_blob: str | None = None
     """Otherwise: blob name (outputs container) of a JSON object ``{parent: OutputRef}``."""
+    partition: int = Field(default=0, ge=0, lt=MAX_PARTITIONS)
+    """The workflow's partition: the worker reports to that partition's event queue (a number,
+    not a queue name: the worker builds the name itself, never taking one from a message)."""
 
     @property
     def key(self) -> str:

@@ -14,6 +14,8 @@ import re
 import time
 from dataclasses import dataclass
 
+from shared.partitions import check_partition
+
 PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{1,19}$")
 """A prefix: 2-20 lowercase letters/digits starting with a letter (it must also be a valid table
 name start, which rules out hyphens)."""
@@ -136,13 +138,25 @@ class ResourceNames:
     # -- queues -----------------------------------------------------------------------------
     @property
     def event_queue(self) -> str:
-        """Completions from workers and control events from the API, consumed by the coordinator."""
-        return f"{self.prefix}-events"
+        """Partition 0's event queue (the only one with the default single partition)."""
+        return self.partition_event_queue(0)
 
     @property
     def event_poison_queue(self) -> str:
-        """Where the Functions host moves events after maxDequeueCount failures (its convention)."""
-        return f"{self.event_queue}-poison"
+        """Partition 0's poison queue."""
+        return self.partition_poison_queue(0)
+
+    def partition_event_queue(self, partition: int) -> str:
+        """Completions from workers and control events from the API for the workflows of one
+        partition, consumed by that partition's coordinator. Partition 0 keeps the name of the
+        single-partition design (``dagq-events``); partition p > 0 is ``dagq-events-p{p}``."""
+        suffix = f"-p{partition}" if check_partition(partition) else ""
+        return f"{self.prefix}-events{suffix}"
+
+    def partition_poison_queue(self, partition: int) -> str:
+        """Where the Functions host moves a partition's events after maxDequeueCount failures (its
+        ``<queue>-poison`` convention)."""
+        return f"{self.partition_event_queue(partition)}-poison"
 
     def task_queue(self, queue: str) -> str:
         """The Azure queue for a definition's queue name (``gpu`` -> ``dagq-q-gpu``)."""
@@ -169,9 +183,11 @@ class ResourceNames:
         return f"{workflow_id}.state"
 
     @staticmethod
-    def lease_blob() -> str:
-        """The coordinator's singleton sentinel (never a valid workflow id: it starts with '_')."""
-        return "_coordinator.lease"
+    def lease_blob(partition: int = 0) -> str:
+        """The sentinel whose lease makes one coordinator the writer of a partition (never a valid
+        workflow id: it starts with '_'). Partition 0 keeps the single-partition name."""
+        suffix = f"-p{partition}" if check_partition(partition) else ""
+        return f"_coordinator{suffix}.lease"
 
     # -- blobs in the outputs container -----------------------------------------------------
     @staticmethod

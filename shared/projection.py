@@ -25,6 +25,8 @@ class IndexRow:
     status: WorkflowStatus
     created_at: float
     updated_at: float
+    partition: int = 0
+    """The partition the workflow was given at submit (``shared.partitions``)."""
     total: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     """Task state -> number of tasks in it."""

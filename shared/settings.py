@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.errors import ConfigError
 from shared.names import ResourceNames, check_prefix
+from shared.partitions import MAX_PARTITIONS
 
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
@@ -78,6 +79,14 @@ class Settings(BaseSettings):
     )
 
     # -- coordinator --------------------------------------------------------------------------
+    partitions: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARTITIONS,
+        validation_alias=AliasChoices("DAGQ_PARTITIONS"),
+        description="Partitions new workflows are spread over (each: its own event queue, poison"
+        " queue, lease and writer). Raising it affects only new workflows; see docs/capacity.md.",
+    )
     lease_s: int = Field(
         default=30,
         ge=15,

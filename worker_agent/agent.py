@@ -55,7 +55,10 @@ class Agent:
         self.attempts = AttemptRunner(
             settings=settings,
             storage=storage,
-            reporter=Reporter(storage.event_queue, storage.outputs),
+            reporter=Reporter(
+                lambda partition: storage.queues.get(names.partition_event_queue(partition)),
+                storage.outputs,
+            ),
             log=self.log,
         )
         self.shutdown_reason: str | None = None

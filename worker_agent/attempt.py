@@ -367,7 +367,7 @@ class AttemptRunner:
             log.warning("not reporting: another worker holds this attempt's message now")
             await heartbeat.stop()
             return
-        await self.reporter.post(event, logger=log)
+        await self.reporter.post(event, partition=message.partition, logger=log)
         log.info("reported %s", event.kind)
         await self._finish(heartbeat, log)
 
@@ -436,5 +436,6 @@ class _StartedAnnouncer:
                 worker=self.runner.settings.worker_id,
                 started_at=self.started_at,
             ),
+            partition=self.message.partition,
             logger=self.log,
         )

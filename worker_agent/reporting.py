@@ -53,20 +53,29 @@ async def retry_transient(
 
 
 class Reporter:
-    """Sends one worker's events to the event queue and its files to the outputs container."""
+    """Sends one worker's events to the event queues and its files to the outputs container.
 
-    def __init__(self, event_queue: Queue, outputs: OutputBlobs) -> None:
+    ``event_queue`` maps a partition number (from the task message) to that partition's event
+    queue, where the workflow's coordinator listens.
+    """
+
+    def __init__(self, event_queue: Callable[[int], Queue], outputs: OutputBlobs) -> None:
         self.event_queue = event_queue
         self.outputs = outputs
 
     async def post(
-        self, event: TaskEvent, *, logger: logging.LoggerAdapter[logging.Logger] | None = None
+        self,
+        event: TaskEvent,
+        *,
+        partition: int = 0,
+        logger: logging.LoggerAdapter[logging.Logger] | None = None,
     ) -> None:
-        """Send ``event``, retrying until the queue accepts it."""
+        """Send ``event`` to ``partition``'s event queue, retrying until the queue accepts it."""
         text = encode(event)
+        queue = self.event_queue(partition)
         await retry_transient(
             f"posting the {event.kind} event",
-            lambda: self.event_queue.send(text),
+            lambda: queue.send(text),
             logger=logger,
         )
 

@@ -49,7 +49,7 @@ class AppContext:
                 stack = AsyncExitStack()
                 try:
                     storage = await stack.enter_async_context(open_storage(self.settings))
-                    await ensure_resources(storage)
+                    await ensure_resources(storage, self.settings.partitions)
                 except BaseException:
                     await stack.aclose()
                     raise

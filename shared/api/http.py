@@ -238,8 +238,9 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     wf, encoded = await asyncio.to_thread(service.compile_definition, text, fmt)
     storage = await CONTEXT.storage()
     result = await service.submit(
-        storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded
-    )
+        storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded,
+        partitions=settings.partitions,
+    )  # fmt: skip
     url = workflow_url(req, result.workflow_id)
     body = {"id": result.workflow_id, "status": str(result.status), "url": url}
     return json_response(body, 201 if result.created else 200, headers={"Location": url})

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
 from shared.names import new_workflow_id, safe_name_problem, workflow_id_problem
+from shared.partitions import partition_from_metadata, partition_metadata, partition_of
 from shared.states import WorkflowStatus
 
 if TYPE_CHECKING:
@@ -145,13 +146,16 @@ async def submit(
     now: float,
     workflow_id: str | None = None,
     encoded: bytes | None = None,
+    partitions: int = 1,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
     Write order: definition blob (create-only), state blob (create-only), index row, activate
     event. Every step tolerates "already exists", so re-submitting the same id repairs a submit
     that crashed half-way. Same id with a different definition: ConflictError. ``encoded`` is
-    the definition blob when the caller already has it (``compile_definition``).
+    the definition blob when the caller already has it (``compile_definition``). The workflow
+    joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
+    activate event goes to that partition's event queue.
     """
     from shared.codec import decode_definition, encode_definition
 
@@ -176,37 +180,44 @@ async def submit(
         else:  # pragma: no cover - five collisions of 36**6 random ids
             raise ConflictError("could not generate a unique workflow id; submit again")
     try:
-        state = await _create_state(storage, wf, workflow_id, now)
-        await storage.index.create(_index_row(wf, state))
+        partition = partition_of(workflow_id, partitions)
+        state, partition = await _create_state(storage, wf, workflow_id, now, partition)
+        await storage.index.create(_index_row(wf, state, partition))
         if state.status is WorkflowStatus.PENDING:
-            await storage.event_queue.send(encode(ActivateEvent(workflow_id=workflow_id)))
+            events = storage.for_partition(partition).event_queue
+            await events.send(encode(ActivateEvent(workflow_id=workflow_id)))
     except Exception as exc:
         raise IncompleteSubmitError(workflow_id, exc) from exc
     return Submission(workflow_id=workflow_id, status=state.status, created=created)
 
 
 async def _create_state(
-    storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float
-) -> RuntimeState:
-    """Create the initial state blob, or return the existing one (a repeated submit)."""
+    storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float, partition: int
+) -> tuple[RuntimeState, int]:
+    """Create the initial state blob in ``partition``, or return the existing one and the
+    partition it recorded (a repeated submit, perhaps after the partition count changed)."""
     from shared.codec import decode_state, encode_state, state_metadata
     from shared.engine import new_state
 
     state = new_state(wf, workflow_id, now)
+    metadata = state_metadata(state) | partition_metadata(partition)
     try:
-        await storage.workflows.create_state(
-            workflow_id, encode_state(state), state_metadata(state)
-        )
+        await storage.workflows.create_state(workflow_id, encode_state(state), metadata)
     except ConflictError:
         data, _etag = await storage.workflows.read_state(workflow_id)
-        return decode_state(data, wf)
-    return state
+        return decode_state(data, wf), await _partition(storage, workflow_id)
+    return state, partition
 
 
-def _index_row(wf: CompiledWorkflow, state: RuntimeState) -> IndexRow:
+async def _partition(storage: Storage, workflow_id: str) -> int:
+    """The partition a workflow was given at submit (from its state blob's metadata)."""
+    return partition_from_metadata(await storage.workflows.state_metadata(workflow_id))
+
+
+def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> IndexRow:
     from shared.projection import index_row
 
-    return index_row(wf, state)
+    return dataclasses.replace(index_row(wf, state), partition=partition)
 
 
 # -- read ----------------------------------------------------------------------------------------
@@ -368,13 +379,15 @@ async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = Non
     wf, state = await load_workflow(storage, workflow_id)
     if state.status.is_terminal:
         return ControlResult(workflow_id, state.status, sent=False, run=state.run)
+    partition = await _partition(storage, workflow_id)
     try:
         await storage.index.request_cancel(workflow_id, state.created_at)
     except NotFoundError:
         # The submit crashed before its index row: write it now, the flag needs a row.
-        await storage.index.create(_index_row(wf, state))
+        await storage.index.create(_index_row(wf, state, partition))
         await storage.index.request_cancel(workflow_id, state.created_at)
-    await storage.event_queue.send(encode(CancelEvent(workflow_id=workflow_id, reason=reason)))
+    events = storage.for_partition(partition).event_queue
+    await events.send(encode(CancelEvent(workflow_id=workflow_id, reason=reason)))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)
 
 
@@ -388,12 +401,14 @@ async def retry(storage: Storage, workflow_id: str) -> ControlResult:
         )
     if state.status is WorkflowStatus.COMPLETED:
         raise ConflictError(f"workflow {workflow_id!r} completed: there is nothing to rerun")
+    partition = await _partition(storage, workflow_id)
     try:
         await storage.index.clear_cancel(workflow_id, state.created_at)
     except NotFoundError:
-        await storage.index.create(_index_row(wf, state))
+        await storage.index.create(_index_row(wf, state, partition))
         await storage.index.clear_cancel(workflow_id, state.created_at)
-    await storage.event_queue.send(encode(RetryEvent(workflow_id=workflow_id, run=state.run)))
+    events = storage.for_partition(partition).event_queue
+    await events.send(encode(RetryEvent(workflow_id=workflow_id, run=state.run)))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)
 
 

@@ -1,8 +1,8 @@
-"""The coordinator's singleton lease: a blob lease on the sentinel blob of the workflows container.
+"""A partition's coordinator lease: a blob lease on a sentinel blob of the workflows container.
 
-The sentinel (``ResourceNames.lease_blob()``) is created on first use if absent. A second acquire
-while the lease is held is a 409 (None here); renewing a lease that was broken or taken by another
-holder is a 409 too (False here).
+The sentinel (``ResourceNames.lease_blob(partition)``) is created on first use if absent. A second
+acquire while the lease is held is a 409 (None here); renewing a lease that was broken or taken by
+another holder is a 409 too (False here).
 """
 
 from __future__ import annotations
@@ -22,17 +22,18 @@ def _lost(error: HttpResponseError) -> bool:
 
 
 class AzureLease:
-    """Lease over the sentinel blob in the workflows container."""
+    """Lease over one partition's sentinel blob in the workflows container."""
 
-    def __init__(self, container: ContainerClient) -> None:
+    def __init__(self, container: ContainerClient, partition: int = 0) -> None:
         self.container = container
-        self.blob: BlobClient = container.get_blob_client(ResourceNames.lease_blob())
+        self.blob_name = ResourceNames.lease_blob(partition)
+        self.blob: BlobClient = container.get_blob_client(self.blob_name)
 
     async def ensure_sentinel(self) -> None:
         """Create the (empty) sentinel blob if it does not exist."""
         await create_blob_if_absent(
             self.container,
-            ResourceNames.lease_blob(),
+            self.blob_name,
             b"",
             content_settings=ContentSettings("application/octet-stream"),
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from azure.core.exceptions import ResourceExistsError
 
@@ -41,6 +41,18 @@ class AzureStorage(Storage):
     event_poison_queue: AzureQueue
     clients: AzureClients
     names: ResourceNames
+
+    def for_partition(self, partition: int) -> AzureStorage:
+        """This storage with ``partition``'s event queue, poison queue and lease (no I/O)."""
+        if partition == self.partition:
+            return self
+        return replace(
+            self,
+            lease=AzureLease(self.lease.container, partition),
+            event_queue=self.queues.get(self.names.partition_event_queue(partition)),
+            event_poison_queue=self.queues.get(self.names.partition_poison_queue(partition)),
+            partition=partition,
+        )
 
 
 def azure_storage(settings: Settings, clients: AzureClients | None = None) -> AzureStorage:
@@ -76,10 +88,14 @@ async def open_storage(settings: Settings) -> AsyncIterator[AzureStorage]:
         await storage.clients.close()
 
 
-async def ensure_resources(storage: Storage) -> None:
-    """Make sure the containers, the index table, the event queue and its poison queue (and the
-    lease sentinel) exist. Idempotent; in Azure the Bicep templates create them too."""
-    await asyncio.gather(storage.event_queue.ensure(), storage.event_poison_queue.ensure())
+async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
+    """Make sure the containers, the index table, and each of the first ``partitions``
+    partitions' event queue, poison queue (and lease sentinel) exist. Idempotent; in Azure the
+    Bicep templates create them too."""
+    views = [storage.for_partition(p) for p in range(partitions)]
+    await asyncio.gather(
+        *(queue.ensure() for view in views for queue in (view.event_queue, view.event_poison_queue))
+    )
     if not isinstance(storage, AzureStorage):
         return
     blob = storage.clients.blob
@@ -92,7 +108,9 @@ async def ensure_resources(storage: Storage) -> None:
         *(container(name) for name in storage.names.all_containers()),
         storage.clients.table.create_table_if_not_exists(storage.names.index_table),
     )
-    await storage.lease.ensure_sentinel()
+    await asyncio.gather(
+        *(view.lease.ensure_sentinel() for view in views if isinstance(view, AzureStorage))
+    )
 
 
 __all__ = [

@@ -481,6 +481,24 @@ class MemoryStorage(Storage):
     index: MemoryIndex
     event_queue: MemoryQueue
     event_poison_queue: MemoryQueue
+    names: ResourceNames = field(kw_only=True)
+    leases: dict[int, MemoryLease] = field(kw_only=True, hash=False, compare=False)
+    """Every partition's lease, shared by all views of this storage."""
+
+    def for_partition(self, partition: int) -> MemoryStorage:
+        """This storage with ``partition``'s event queue, poison queue and lease."""
+        if partition == self.partition:
+            return self
+        lease = self.leases.get(partition)
+        if lease is None:
+            lease = self.leases[partition] = MemoryLease(self.lease.clock)
+        return replace(
+            self,
+            lease=lease,
+            event_queue=self.queues.get(self.names.partition_event_queue(partition)),
+            event_poison_queue=self.queues.get(self.names.partition_poison_queue(partition)),
+            partition=partition,
+        )
 
 
 def memory_storage(prefix: str = "mem", clock: Clock = time.time) -> MemoryStorage:
@@ -491,15 +509,18 @@ def memory_storage(prefix: str = "mem", clock: Clock = time.time) -> MemoryStora
     """
     names = ResourceNames(prefix)
     queues = MemoryQueues(clock)
+    lease = MemoryLease(clock)
     return MemoryStorage(
         workflows=MemoryWorkflowBlobs(MemoryContainer(names.workflows_container)),
         outputs=MemoryOutputBlobs(MemoryContainer(names.outputs_container)),
         deadletters=MemoryDeadLetters(MemoryContainer(names.deadletter_container)),
-        lease=MemoryLease(clock),
+        lease=lease,
         queues=queues,
         index=MemoryIndex(),
         event_queue=queues.get(names.event_queue),
         event_poison_queue=queues.get(names.event_poison_queue),
+        names=names,
+        leases={0: lease},
     )
 
 

@@ -241,7 +241,11 @@ class Index(Protocol):
 
 @dataclass(frozen=True)
 class Storage:
-    """All adapters of one deployment (one prefix), as the coordinator and the API use them."""
+    """All adapters of one deployment (one prefix), as the coordinator and the API use them.
+
+    ``event_queue``, ``event_poison_queue`` and ``lease`` are those of one partition,
+    ``partition`` (0 unless the Storage came from ``for_partition``).
+    """
 
     workflows: WorkflowBlobs
     outputs: OutputBlobs
@@ -251,3 +255,10 @@ class Storage:
     index: Index
     event_queue: Queue
     event_poison_queue: Queue
+    partition: int = field(default=0, kw_only=True)
+
+    def for_partition(self, partition: int) -> Storage:
+        """This storage with ``partition``'s event queue, poison queue and lease (no I/O)."""
+        if partition == self.partition:
+            return self
+        raise NotImplementedError(f"{type(self).__name__} has no partition views")

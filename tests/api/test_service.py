@@ -165,3 +165,26 @@ async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> Non
     listing = await service.list_workflows(storage)
     assert [item["id"] for item in listing["items"]] == [workflow_id]
     assert await events(storage) == [ActivateEvent(workflow_id=workflow_id)]
+
+
+async def test_a_workflow_is_routed_to_its_partition_for_good() -> None:
+    from shared.partitions import partition_from_metadata, partition_of
+
+    storage = memory_storage("api")
+    wf = load_workflow(DEFINITION)
+    workflow_id = next(f"w{i}" for i in range(100) if partition_of(f"w{i}", 4) == 3)
+    await service.submit(storage, wf, now=NOW, workflow_id=workflow_id, partitions=4)
+    three = storage.for_partition(3)
+    assert await events(storage) == []
+    activate = [decode_event(m.text) for m in await three.event_queue.receive(32, 30)]
+    assert activate == [ActivateEvent(workflow_id=workflow_id)]
+    assert partition_from_metadata(await storage.workflows.state_metadata(workflow_id)) == 3
+    (row,) = await storage.index.active()
+    assert row.partition == 3
+    # Fewer partitions later (or a repeated submit) never moves a workflow that exists.
+    again = await service.submit(storage, wf, now=NOW, workflow_id=workflow_id, partitions=1)
+    assert not again.created
+    await service.cancel(storage, workflow_id, reason="stop")
+    received = [decode_event(m.text) for m in await three.event_queue.receive(32, 30)]
+    assert received[-1] == CancelEvent(workflow_id=workflow_id, reason="stop")
+    assert await events(storage) == []
