@@ -79,7 +79,8 @@ async def test_partition_views_have_their_own_queues_and_leases(storage: Storage
     names = ResourceNames(storage.event_queue.name.removesuffix("-events"))
     one = storage.for_partition(1)
     assert storage.for_partition(0) is storage
-    assert one.partition == 1 and one.for_partition(1) is one
+    assert one.partition == 1
+    assert one.for_partition(1) is one
     assert one.event_queue.name == names.partition_event_queue(1)
     assert one.event_poison_queue.name == names.partition_poison_queue(1)
     await one.event_queue.ensure()
