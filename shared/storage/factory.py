@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from azure.core.exceptions import ResourceExistsError
 
@@ -39,8 +39,8 @@ class AzureStorage(Storage):
     index: AzureIndex
     event_queue: AzureQueue
     event_poison_queue: AzureQueue
-    clients: AzureClients
-    names: ResourceNames
+    clients: AzureClients = field(kw_only=True)
+    names: ResourceNames = field(kw_only=True)
 
     def for_partition(self, partition: int) -> AzureStorage:
         """This storage with ``partition``'s event queue, poison queue and lease (no I/O)."""

@@ -13,7 +13,7 @@ transient transport failures which propagate so callers can retry or let the que
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from shared.projection import IndexRow
