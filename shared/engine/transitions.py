@@ -44,8 +44,9 @@ def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -
     """Apply one event to ``state`` (in place) at time ``now``; return the commands it causes.
 
     Idempotent: a duplicate, stale or out-of-place event changes nothing and returns no commands.
-    Raises MessageError only for an event that cannot belong to this workflow (another workflow's
-    id, an unknown task, an attempt below 1).
+    Raises MessageError (the coordinator dead-letters the event with its message) for an event that
+    cannot belong to this workflow: another workflow's id, an unknown task, or an attempt the
+    coordinator cannot have dispatched (see ``_task_number``).
     """
     if event.workflow_id != state.workflow_id:
         raise MessageError(
@@ -60,7 +61,7 @@ def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -
     elif isinstance(event, RetryEvent):
         _rerun(step, event.run)
     else:
-        task = _task_number(wf, event)
+        task = _task_number(wf, state, event)
         if state.status is WorkflowStatus.PENDING:
             # A task event proves the workflow was activated (the coordinator crashed before it
             # flushed the activation): activate now, re-sending the roots' first attempts.
@@ -90,23 +91,55 @@ def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
     task = wf.index.get(event.task)
     if task is None or event.workflow_id != state.workflow_id:
         return False
-    return bool(IS_TERMINAL[state.codes[task]]) and event.attempt > state.attempt[task]
+    if not IS_TERMINAL[state.codes[task]]:
+        return False
+    # A lost rerun dispatches at most the new run's retry budget past the terminal attempt; an
+    # event beyond that is not premature but impossible (``apply`` rejects it).
+    current = state.attempt[task]
+    return current < event.attempt <= current + wf.tasks[task].num_retries + 1
+
+
+def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
+    """The highest attempt of ``task`` the coordinator can have dispatched in the current run:
+    the attempts before this run plus the run's budget (``num_retries + 1``). Only a pass that
+    crashed before its flush can have sent an attempt above the stored one, and it cannot have
+    gone past the budget; a rerun this state has not seen is ``premature`` instead."""
+    return state.base_attempt.get(task, 0) + wf.tasks[task].num_retries + 1
 
 
 def _task_number(
-    wf: CompiledWorkflow, event: TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    event: TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent,
 ) -> int:
+    """The task an event reports on, after checking that its attempt is one the coordinator
+    dispatched (or may have, in a pass that crashed before its flush): an attempt already stored
+    (current or older: a duplicate, harmless) or one ahead of it within the run's retry budget.
+    Anything else is forged or corrupt: MessageError, never adopted."""
     task = wf.index.get(event.task)
     if task is None:
         raise MessageError(
             f"{event.kind} event names task {event.task!r}, which workflow {event.workflow_id!r} "
             "does not have"
         )
-    if event.attempt < 1:
+    attempt = event.attempt
+    if attempt < 1:
         raise MessageError(
-            f"{event.kind} event for task {event.task!r} has attempt {event.attempt}; "
+            f"{event.kind} event for task {event.task!r} has attempt {attempt}; "
             "attempts start at 1"
         )
+    current = state.attempt[task]
+    if attempt > current:
+        if IS_TERMINAL[state.codes[task]]:  # only a rerun this state has not seen: premature
+            limit = current + wf.tasks[task].num_retries + 1
+        else:
+            limit = dispatchable_attempts(wf, state, task)
+        if attempt > limit:
+            raise MessageError(
+                f"{event.kind} event for task {event.task!r} reports attempt {attempt}, which was"
+                f" never dispatched: the task is {state.state_of(task)} at attempt {current}"
+                f" and no attempt above {limit} can have been sent"
+            )
     return task
 
 

@@ -104,8 +104,8 @@ def test_stale_attempt_is_ignored_after_a_retry() -> None:
 
 
 def test_attempt_ahead_of_state_is_adopted() -> None:
-    # The coordinator dispatched attempt 2, crashed before flushing; the blob says attempt 1.
-    h = History(chain(2))
+    # The coordinator dispatched attempt 2 (a retry), crashed before flushing; the blob says 1.
+    h = History(workflow(task("t0", retries=1), task("t1", 0)))
     h.activate()
     commands = h.completed("t0", attempt=2)
     assert h.state("t0") is S.COMPLETED
@@ -114,7 +114,7 @@ def test_attempt_ahead_of_state_is_adopted() -> None:
 
 
 def test_start_of_an_attempt_ahead_replaces_the_running_one() -> None:
-    h = History(chain(1))
+    h = History(workflow(task("t0", retries=1)))
     h.activate()
     h.started("t0", attempt=1, worker="old")
     h.started("t0", attempt=2, worker="new")

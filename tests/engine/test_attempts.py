@@ -1,0 +1,95 @@
+"""Issue 11 §2: an event's attempt must be one the coordinator dispatched — the stored attempt (or an
+older one: a duplicate), an attempt ahead of it that a pass which crashed before its flush can have
+sent (within the run's retry budget), or the documented rerun race (``premature``). Anything else is
+a MessageError (the coordinator dead-letters it) and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+from shared.codec import encode_state
+from shared.engine import apply, premature
+from shared.errors import MessageError
+from shared.messages import TaskCompletedEvent, TaskStartedEvent
+from shared.states import TaskState, WorkflowStatus
+
+from .history import WF_ID, History, task, workflow
+
+S = TaskState
+
+
+def _completion(name: str, attempt: int, at: float) -> TaskCompletedEvent:
+    return TaskCompletedEvent(
+        workflow_id=WF_ID, task=name, attempt=attempt, started_at=at, finished_at=at
+    )
+
+
+def _rejected(h: History, event: TaskCompletedEvent | TaskStartedEvent, match: str) -> None:
+    before = encode_state(h.st)
+    with pytest.raises(MessageError, match=match):
+        apply(h.wf, h.st, event, h.now + 1)
+    assert encode_state(h.st) == before
+
+
+def test_an_attempt_far_ahead_is_rejected_not_adopted() -> None:
+    h = History(workflow(task("a", retries=2), task("b", 0)))
+    h.activate()
+    _rejected(
+        h,
+        _completion("a", 2**31, h.now),
+        r"attempt 2147483648, which was never dispatched: the task is queued at attempt 1"
+        r" and no attempt above 3 can have been sent",
+    )
+    assert h.state("b") is S.PENDING
+
+
+def test_attempts_within_the_budget_are_adopted_beyond_it_rejected() -> None:
+    h = History(workflow(task("a", retries=1)))
+    h.activate()
+    _rejected(h, _completion("a", 3, h.now), "attempt 3, which was never dispatched")
+    start = TaskStartedEvent(workflow_id=WF_ID, task="a", attempt=3, started_at=h.now)
+    _rejected(h, start, "started event for task 'a' reports attempt 3")
+    h.started("a", attempt=2)  # a retry sent by a pass that crashed before its flush
+    assert (h.state("a"), h.attempt("a")) == (S.RUNNING, 2)
+
+
+def test_a_rerun_extends_the_budget_by_one_run() -> None:
+    h = History(workflow(task("a")))
+    h.activate()
+    h.failed("a")
+    assert h.st.status is WorkflowStatus.FAILED
+    # Before the rerun is applied, attempt 2 is the documented race: premature, kept on the queue.
+    assert premature(h.wf, h.st, _completion("a", 2, h.now))
+    assert apply(h.wf, h.st, _completion("a", 1, h.now), h.now) == []  # a duplicate: ignored
+    # Attempt 3 cannot come from one lost rerun of a task without retries.
+    assert not premature(h.wf, h.st, _completion("a", 3, h.now))
+    _rejected(h, _completion("a", 3, h.now), "the task is failed at attempt 1")
+    h.retry()
+    _rejected(h, _completion("a", 3, h.now), "no attempt above 2 can have been sent")
+    h.completed("a", attempt=2)
+    assert h.st.status is WorkflowStatus.COMPLETED
+
+
+def test_a_rejected_event_does_not_activate_a_pending_workflow() -> None:
+    h = History(workflow(task("a")))
+    _rejected(h, _completion("a", 5, h.now), "never dispatched")
+    assert h.st.status is WorkflowStatus.PENDING
+
+
+@given(retries=hs.integers(0, 3), dispatched=hs.integers(1, 4), attempt=hs.integers(1, 2**40))
+def test_an_attempt_is_applied_only_if_it_can_have_been_dispatched(
+    retries: int, dispatched: int, attempt: int
+) -> None:
+    h = History(workflow(task("a", retries=retries)))
+    h.activate()
+    for _ in range(min(dispatched, retries + 1) - 1):
+        h.failed("a")  # each failure dispatches the next attempt
+    current = h.attempt("a")
+    event = _completion("a", attempt, h.now)
+    if attempt > retries + 1:
+        _rejected(h, event, "never dispatched")
+        return
+    apply(h.wf, h.st, event, h.now + 1)
+    assert h.state("a") is (S.COMPLETED if attempt >= current else S.QUEUED)
