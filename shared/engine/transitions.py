@@ -125,8 +125,7 @@ def _task_number(
     attempt = event.attempt
     if attempt < 1:
         raise MessageError(
-            f"{event.kind} event for task {event.task!r} has attempt {attempt}; "
-            "attempts start at 1"
+            f"{event.kind} event for task {event.task!r} has attempt {attempt}; attempts start at 1"
         )
     current = state.attempt[task]
     if attempt > current:

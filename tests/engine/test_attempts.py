@@ -1,7 +1,8 @@
-"""Issue 11 §2: an event's attempt must be one the coordinator dispatched — the stored attempt (or an
-older one: a duplicate), an attempt ahead of it that a pass which crashed before its flush can have
-sent (within the run's retry budget), or the documented rerun race (``premature``). Anything else is
-a MessageError (the coordinator dead-letters it) and changes nothing."""
+"""Issue 11 §2: an event's attempt must be one the coordinator dispatched.
+
+That is the stored attempt (or an older one: a duplicate), an attempt ahead of it that a pass which
+crashed before its flush can have sent (within the run's retry budget), or the documented rerun
+race (``premature``). Anything else is a MessageError (dead-lettered) and changes nothing."""
 
 from __future__ import annotations
 
