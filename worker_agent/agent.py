@@ -19,6 +19,7 @@ from contextlib import suppress
 
 from shared.names import ResourceNames
 from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent import cgroup
 from worker_agent.attempt import AttemptRunner
 from worker_agent.config import WorkerSettings
 from worker_agent.gpu import slot_plan
@@ -81,6 +82,7 @@ class Agent:
             await retry_transient(f"creating queue {queue.name}", queue.ensure, logger=self.log)
         if handle_signals:
             self._install_signal_handlers()
+        await self._use_cgroups()
         watcher = asyncio.create_task(
             PreemptionWatcher(
                 self.settings.metadata_url,
@@ -113,6 +115,21 @@ class Agent:
                 self._remove_signal_handlers()
         self.log.info("worker stopped (%s)", self.shutdown_reason or "done")
         return 0
+
+    async def _use_cgroups(self) -> None:
+        """Give each task its own cgroup where the platform allows it (see cgroup.py)."""
+        if self.settings.cgroups == "off":
+            return
+        found = await asyncio.to_thread(cgroup.probe)
+        if isinstance(found, str):
+            self.log.warning(
+                "tasks run in process groups only (%s): a task process that calls setsid "
+                "survives a cancel or timeout",
+                found,
+            )
+        else:
+            self.attempts.cgroup_parent = found
+            self.log.info("each task runs in its own cgroup under %s", found)
 
     def shutdown(self, reason: str, grace_s: float) -> None:
         """Take no new work; stop tasks still running after ``grace_s`` and release them.

@@ -21,6 +21,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import JsonValue
 
@@ -43,49 +44,22 @@ from worker_agent.config import WorkerSettings
 from worker_agent.files import (
     AttemptPaths,
     compact_json,
-    log_tail,
-    read_log,
     read_output,
     resolve_cwd,
     upstream_values,
     write_json,
 )
 from worker_agent.heartbeat import Heartbeat
+from worker_agent.logfile import LogFile
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import Command, RunResult, StopRequest, run_command
+from worker_agent.task_env import task_environment
 from worker_agent.telemetry import TaskLogger
 
 ERROR_RETRY_S = 5
 """After an unexpected error (storage outage, bug) the message comes back this much later."""
 
 CANCELLED_STATUSES = frozenset({"cancelling", "cancelled"})
-
-SECRET_ENV_PREFIXES = (
-    "DAGQ_STORAGE",
-    "AZUREWEBJOBSSTORAGE",
-    "AZURE_STORAGE_CONNECTION_STRING",
-    "AZURE_STORAGE_KEY",
-    "APPLICATIONINSIGHTS_CONNECTION_STRING",
-)
-"""Variables a task never inherits from the worker: they hold dagq's own storage credentials."""
-
-
-def task_environment(
-    base: dict[str, str], message: TaskMessage, paths: AttemptPaths, devices: str | None
-) -> dict[str, str]:
-    """The worker's environment minus dagq's secrets, the task's env, then the DAGQ_* contract."""
-    env = {k: v for k, v in base.items() if not k.upper().startswith(SECRET_ENV_PREFIXES)}
-    env.update(message.env)
-    env.update(
-        DAGQ_WORKFLOW_ID=message.workflow_id,
-        DAGQ_TASK=message.task,
-        DAGQ_ATTEMPT=str(message.attempt),
-        DAGQ_OUTPUT=str(paths.output),
-        DAGQ_UPSTREAM=str(paths.upstream),
-    )
-    if devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = devices  # the slot's GPUs win over the task env: no sharing
-    return env
 
 
 def _tail(text: str) -> str:
@@ -100,6 +74,8 @@ class AttemptRunner:
     storage: Storage
     reporter: Reporter
     log: TaskLogger
+    cgroup_parent: Path | None = None
+    """Where each task gets its own cgroup (``cgroup.probe()``); None: process groups only."""
 
     async def process(
         self,
@@ -199,7 +175,7 @@ class AttemptRunner:
         try:
             cwd = resolve_cwd(self.settings.work_dir, paths.work, message.cwd)
             write_json(paths.upstream, await upstream_values(message, self.storage.outputs))
-            env = task_environment(dict(os.environ), message, paths, devices)
+            env = task_environment(os.environ, message, paths, devices, self.settings.task_env)
         except AttemptError as exc:
             log.warning("cannot run the task: %s", exc)
             await self._report(
@@ -209,22 +185,24 @@ class AttemptRunner:
         if stop.reason == "shutdown":
             await self._release(heartbeat, log)
             return
-        command = Command(
-            cmd=message.cmd, cwd=cwd, env=env, log_path=paths.log, timeout_s=message.timeout_s
-        )
-        try:
-            result = await self._run(message, command, stop, log)
-        except StartError as exc:
-            log.warning("%s", exc)
-            await self._report(
-                message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
-            )
-            return
-        if result.stopped == "shutdown":
-            log.info("task stopped for shutdown; its message is released for another worker")
-            await self._release(heartbeat, log)
-            return
-        event = await self._result_event(message, result, paths, log)
+        with LogFile.create(paths.log) as task_log:
+            command = Command(
+                cmd=message.cmd, cwd=cwd, env=env, log_path=paths.log, log=task_log,
+                timeout_s=message.timeout_s, cgroup_parent=self.cgroup_parent,
+            )  # fmt: skip
+            try:
+                result = await self._run(message, command, stop, log)
+            except StartError as exc:
+                log.warning("%s", exc)
+                await self._report(
+                    message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
+                )
+                return
+            if result.stopped == "shutdown":
+                log.info("task stopped for shutdown; its message is released for another worker")
+                await self._release(heartbeat, log)
+                return
+            event = await self._result_event(message, result, paths, task_log, log)
         await self._report(message, event, heartbeat, log)
 
     async def _claim(self, message: TaskMessage, received: ReceivedMessage) -> bool:
@@ -284,11 +262,16 @@ class AttemptRunner:
                 stop.request("cancelled")
 
     async def _result_event(
-        self, message: TaskMessage, result: RunResult, paths: AttemptPaths, log: TaskLogger
+        self,
+        message: TaskMessage,
+        result: RunResult,
+        paths: AttemptPaths,
+        task_log: LogFile,
+        log: TaskLogger,
     ) -> TaskEvent:
         """Upload the log (and a large output) and build the event that reports ``result``."""
         log_blob = ResourceNames.log_blob(message.workflow_id, message.task, message.attempt)
-        data = await asyncio.to_thread(read_log, paths.log, self.settings.max_log_bytes)
+        data = await asyncio.to_thread(task_log.read, self.settings.max_log_bytes)
         await self.reporter.upload(
             log_blob, data, content_type="text/plain; charset=utf-8", logger=log
         )
@@ -303,7 +286,7 @@ class AttemptRunner:
         if result.stopped == "cancelled":
             return failed("cancelled", "stopped because the workflow was cancelled")
         if result.returncode != 0:
-            tail = result.stderr_tail.strip() or log_tail(paths.log, ERROR_TAIL_CHARS).strip()
+            tail = result.stderr_tail.strip() or task_log.tail(ERROR_TAIL_CHARS).strip()
             return failed("exit", _tail(tail) or f"exited with code {result.returncode}")
         try:
             output = await asyncio.to_thread(

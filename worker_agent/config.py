@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.errors import ConfigError
 from shared.names import queue_name_problem
+from worker_agent.task_env import forbidden_patterns
 
 DEFAULT_METADATA_URL = "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
 """Azure Scheduled Events on the instance metadata service (reachable only from an Azure VM)."""
@@ -144,6 +145,20 @@ class WorkerSettings(BaseSettings):
         description="Largest log uploaded per attempt; a longer log keeps its first and last "
         "halves around a truncation marker.",
     )
+    task_env: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Worker environment variables tasks inherit besides PATH, HOME, LANG, LC_*, "
+        "TZ, TMPDIR, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES... (names, '*' matches a suffix, "
+        "e.g. 'HF_HOME WANDB_*'). Credentials (AZURE_*, IDENTITY_*, MSI_*, DAGQ_STORAGE*...) "
+        "are never passed on.",
+    )
+    cgroups: Literal["auto", "off"] = Field(
+        default="auto",
+        description="Run each task in its own cgroup v2 group and kill the whole group on "
+        "cancel/timeout/shutdown, so a process that left the task's process group (setsid) "
+        "cannot survive it. auto: where the agent may create cgroups (root, or systemd "
+        "Delegate=yes), else process groups only; off: process groups only.",
+    )
     metadata_url: str = Field(
         default=DEFAULT_METADATA_URL,
         description="Azure Scheduled Events endpoint watched for Preempt/Terminate notices "
@@ -168,7 +183,7 @@ class WorkerSettings(BaseSettings):
         default="text", description="Log record format on stderr: readable text or JSON lines."
     )
 
-    @field_validator("queues", "gpus", mode="before")
+    @field_validator("queues", "gpus", "task_env", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
@@ -187,6 +202,17 @@ class WorkerSettings(BaseSettings):
                 raise ValueError(problem)
         if len(set(value)) != len(value):
             raise ValueError("a queue is listed twice")
+        return value
+
+    @field_validator("task_env")
+    @classmethod
+    def _no_credentials(cls, value: list[str]) -> list[str]:
+        bad = forbidden_patterns(value)
+        if bad:
+            raise ValueError(
+                f"{', '.join(bad)}: a task may not inherit the worker's credentials or settings; "
+                "pass what the task needs in its definition's env instead"
+            )
         return value
 
     @model_validator(mode="after")

@@ -95,22 +95,29 @@ def _reject_constant(name: str) -> Any:
 def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     """The task's output value and its bytes, or None when it wrote none (no file, or empty).
 
-    Raises AttemptError when the file is too large or is not valid JSON.
+    The file is opened without following a symlink and without blocking on a FIFO, checked on
+    the open descriptor to be a regular file, and read up to ``max_bytes`` + 1 bytes only, so
+    whatever the task left at the path, the worker neither hangs nor reads past the limit.
+    Raises AttemptError when the file is not a regular file, too large, or not valid JSON.
     """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        info = path.lstat()
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
-    if not stat.S_ISREG(info.st_mode):
-        # A FIFO would block the worker and a symlink could point anywhere: refuse both.
-        raise AttemptError("output $DAGQ_OUTPUT must be a regular file (not a link, FIFO...)")
-    size = info.st_size
-    if size > max_bytes:
+    except OSError:  # ELOOP: a symlink (or a path the worker may not open)
+        raise AttemptError(_NOT_REGULAR) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise AttemptError(_NOT_REGULAR)
+        raw = _read_at_most(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
         raise AttemptError(
-            f"output file $DAGQ_OUTPUT is {size} bytes, over the worker's limit of {max_bytes} "
+            f"output file $DAGQ_OUTPUT is over the worker's limit of {max_bytes} "
             "bytes: write large results to your own storage and output a reference to them"
         )
-    raw = path.read_bytes()
     if not raw.strip():
         return None
     try:
@@ -118,6 +125,21 @@ def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise AttemptError(f"output file $DAGQ_OUTPUT is not valid JSON: {exc}") from None
     return value, raw
+
+
+_NOT_REGULAR = "output $DAGQ_OUTPUT must be a regular file (not a link, FIFO, device...)"
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def compact_json(value: JsonValue) -> bytes:
@@ -168,35 +190,3 @@ async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[st
 
 def write_json(path: Path, value: JsonValue) -> None:
     path.write_bytes(compact_json(value))
-
-
-_TRUNCATED = b"\n\n[... dagq: %d bytes of log omitted ...]\n\n"
-
-
-def read_log(path: Path, max_bytes: int) -> bytes:
-    """The log's bytes, or its first and last halves around a marker when over ``max_bytes``."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return b""
-    with path.open("rb") as file:
-        if size <= max_bytes:
-            return file.read()
-        half = max_bytes // 2
-        head = file.read(half)
-        file.seek(size - half)
-        tail = file.read(half)
-    return head + _TRUNCATED % (size - 2 * half) + tail
-
-
-def log_tail(path: Path, chars: int) -> str:
-    """The last ``chars`` characters of the log (for a failure without stderr)."""
-    try:
-        with path.open("rb") as file:
-            file.seek(0, os.SEEK_END)
-            size = file.tell()
-            file.seek(max(0, size - chars * 4))
-            data = file.read()
-    except FileNotFoundError:
-        return ""
-    return data.decode("utf-8", errors="replace")[-chars:]

@@ -1,16 +1,18 @@
-"""Run one task command: ``/bin/sh -c cmd`` in its own process group, output to a log file.
+"""Run one task command: ``/bin/sh -c cmd`` in its own process group (and cgroup), output to a log.
 
-The process group is the unit of control: cancel, timeout and shutdown signal the whole group
-(SIGTERM, then SIGKILL after a grace period), so grandchildren (``python train.py &``, pipelines,
-``torchrun`` workers) never outlive their task. Processes still running when the shell exits are
-stopped the same way. Memory stays bounded whatever the task prints: stdout goes straight to the
-log file, stderr is copied there in chunks while only a short tail is kept for the error message.
+The task's processes are the unit of control (processes.py): cancel, timeout and shutdown signal
+all of them (SIGTERM, then SIGKILL after a grace period), so grandchildren (``python train.py &``,
+pipelines, ``torchrun`` workers) never outlive their task. With a cgroup per task (cgroup.py) that
+includes a process that left the process group with ``setsid``; without one (no cgroup v2 the agent
+may write) such a process escapes the kill: that is the documented limit of the fallback.
+Processes still running when the shell exits are stopped the same way. Memory stays bounded
+whatever the task prints: stdout goes straight to the log file, stderr is copied there in chunks
+while only a short tail is kept for the error message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import time
@@ -19,6 +21,9 @@ from pathlib import Path
 from typing import Literal
 
 from shared.errors import StartError
+from worker_agent.cgroup import TaskCgroup
+from worker_agent.logfile import LogFile
+from worker_agent.processes import TaskProcesses
 
 StopReason = Literal["timeout", "cancelled", "shutdown"]
 """Why a running task was stopped before it exited by itself: its timeout_s passed, its workflow
@@ -55,6 +60,10 @@ class Command:
     env: dict[str, str]
     log_path: Path
     timeout_s: float | None = None
+    log: LogFile | None = None
+    """The open log to write to (the caller reads it back); None: open ``log_path`` here."""
+    cgroup_parent: Path | None = None
+    """Where to create the task's own cgroup (``cgroup.probe()``); None: process group only."""
 
 
 @dataclass(frozen=True)
@@ -72,77 +81,6 @@ class RunResult:
     pid: int
 
 
-def _group_members(pgid: int) -> list[tuple[int, bytes, int]] | None:
-    """``(pid, state, ppid)`` of every process in group ``pgid`` per /proc; None without /proc."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    members = []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                stat = file.read()
-        except OSError:
-            continue
-        # Fields after the parenthesised command name: state, ppid, pgrp, ...
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid:
-            members.append((int(entry), fields[0], int(fields[1])))
-    return members
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a live process is left in the group.
-
-    Zombies do not count: a member whose parent died is re-parented to PID 1, and where PID 1
-    does not reap (a container without an init) it stays a zombie that ``kill(0)`` still finds.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # a member changed user (setuid): it exists
-    members = _group_members(pgid)
-    if members is None:
-        return True
-    _reap_orphans(pgid, members)
-    return any(state != b"Z" for _, state, _ in members)
-
-
-def _reap_orphans(pgid: int, members: list[tuple[int, bytes, int]]) -> None:
-    """Reap the group's zombies re-parented to this process (it runs as PID 1 in a container).
-
-    Only those: the shell itself (pid == pgid) is asyncio's to reap.
-    """
-    me = os.getpid()
-    for pid, state, ppid in members:
-        if state == b"Z" and ppid == me and pid != pgid:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-async def stop_group(pgid: int, grace_s: float) -> None:
-    """SIGTERM every process of the group, then SIGKILL whatever is left after ``grace_s``."""
-    if not _group_alive(pgid):
-        return
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not _group_alive(pgid):
-            return
-        await asyncio.sleep(0.05)
-    _signal_group(pgid, signal.SIGKILL)
-
-
 async def _copy_stderr(stream: asyncio.StreamReader, log: int, tail: bytearray) -> None:
     while chunk := await stream.read(_CHUNK):
         os.write(log, chunk)
@@ -153,25 +91,33 @@ async def _copy_stderr(stream: asyncio.StreamReader, log: int, tail: bytearray) 
 
 async def run_command(command: Command, stop: StopRequest, *, kill_grace_s: float) -> RunResult:
     """Run ``command`` until it exits, its timeout passes or ``stop`` is requested."""
-    command.log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = os.open(command.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log = command.log
+    if log is None:
+        try:
+            log = LogFile.create(command.log_path)
+        except OSError as exc:
+            raise StartError(f"cannot open the log {command.log_path}: {exc}") from None
     try:
-        return await _run(command, stop, log, kill_grace_s)
+        return await _run(command, stop, log.fd, kill_grace_s)
     finally:
-        os.close(log)
+        if command.log is None:
+            log.close()
 
 
 async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: float) -> RunResult:
     # stderr goes through a pipe of our own rather than asyncio's PIPE: on Python 3.11 waiting for
     # the process also waits for its pipes to close, which a leftover background process would
     # hold off for as long as it lives.
+    try:
+        cgroup = TaskCgroup.create(command.cgroup_parent) if command.cgroup_parent else None
+    except OSError as exc:
+        raise StartError(f"cannot create the task's cgroup: {exc}") from None
+    argv = cgroup.argv(command.cmd) if cgroup else ["/bin/sh", "-c", command.cmd]
     read_fd, write_fd = os.pipe()
     started_at = time.time()
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command.cmd,
+            *argv,
             cwd=command.cwd,
             env=command.env,
             stdin=asyncio.subprocess.DEVNULL,
@@ -181,6 +127,8 @@ async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: floa
         )
     except (OSError, ValueError) as exc:
         os.close(read_fd)
+        if cgroup is not None:
+            cgroup.remove()
         raise StartError(f"cannot start the command in {command.cwd}: {exc}") from None
     finally:
         os.close(write_fd)
@@ -188,14 +136,19 @@ async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: floa
     transport, _ = await asyncio.get_running_loop().connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
     )
+    processes = TaskProcesses(proc.pid, cgroup)
     try:
-        return await _supervise(proc, command, stop, log, reader, started_at, kill_grace_s)
+        return await _supervise(
+            proc, processes, command, stop, log, reader, started_at, kill_grace_s
+        )
     finally:
         transport.close()
+        await processes.release()
 
 
 async def _supervise(
     proc: asyncio.subprocess.Process,
+    processes: TaskProcesses,
     command: Command,
     stop: StopRequest,
     log: int,
@@ -214,11 +167,11 @@ async def _supervise(
         )
         if exited not in done:
             stop.request("timeout")  # no-op when a stop was already requested
-            await stop_group(proc.pid, kill_grace_s)
+            await processes.stop(kill_grace_s)
             await exited
         stopping.cancel()
         # Background processes the shell left behind belong to the task: stop them too.
-        await stop_group(proc.pid, kill_grace_s)
+        await processes.stop(kill_grace_s)
         try:
             # stderr reaches EOF once every holder of the pipe is gone; one that left the group
             # (setsid) might keep it open, so do not wait for it forever.
@@ -227,7 +180,7 @@ async def _supervise(
             copier.cancel()
     except asyncio.CancelledError:
         # The agent itself is being torn down: never leave the task running unsupervised.
-        _signal_group(proc.pid, signal.SIGKILL)
+        processes.kill()
         for task in (copier, exited, stopping):
             task.cancel()
         raise

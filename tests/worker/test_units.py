@@ -13,8 +13,9 @@ from shared.errors import AttemptError, ConfigError
 from shared.messages import TaskMessage
 from worker_agent.attempt import task_environment
 from worker_agent.config import WorkerSettings
-from worker_agent.files import AttemptPaths, read_log, read_output, resolve_cwd
+from worker_agent.files import AttemptPaths, read_output, resolve_cwd
 from worker_agent.gpu import slot_devices
+from worker_agent.logfile import LogFile
 from worker_agent.preemption import parse_notices
 
 
@@ -114,11 +115,24 @@ def test_read_output(tmp_path: Path) -> None:
 def test_long_log_keeps_head_and_tail(tmp_path: Path) -> None:
     path = tmp_path / "log.txt"
     path.write_bytes(b"H" * 3000 + b"M" * 5000 + b"T" * 3000)
-    data = read_log(path, 4000)
+    with LogFile.create(path) as log:
+        data = log.read(4000)
+        assert log.tail(3) == "TTT"
     assert data.startswith(b"H" * 2000)
     assert data.endswith(b"T" * 2000)
     assert b"7000 bytes of log omitted" in data
-    assert read_log(tmp_path / "missing", 4000) == b""
+    with LogFile.create(tmp_path / "new") as log:
+        assert log.read(4000) == b""
+
+
+def test_a_log_path_that_is_a_link_or_fifo_is_refused(tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to("/dev/zero")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (link, fifo):
+        with pytest.raises(OSError):
+            LogFile.create(path)
 
 
 def test_task_environment_drops_storage_secrets(tmp_path: Path) -> None:

@@ -1,0 +1,221 @@
+"""The worker survives its own tasks (issue 11 §3): real task subprocesses that swap their log or
+output for a FIFO or a link to /dev/zero, escape their process group with setsid, or go looking
+for the worker's credentials in their environment."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from shared.messages import TaskCompletedEvent, TaskFailedEvent
+from shared.names import ResourceNames
+from shared.storage.factory import AzureStorage
+from tests.support.processes import alive
+from tests.worker.conftest import (
+    create_workflow,
+    read_events,
+    running_agent,
+    send_task,
+    set_status,
+    start_agent,
+)
+from tests.worker.test_delivery import wait_for
+from worker_agent import cgroup
+from worker_agent.config import WorkerSettings
+from worker_agent.runner import Command, StopRequest, run_command
+
+pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
+
+Make = Callable[..., WorkerSettings]
+
+# The task's log is ../log.txt and its output $DAGQ_OUTPUT, beside its default cwd.
+LOG_AS_FIFO = "echo before; rm ../log.txt; mkfifo ../log.txt; echo after"
+LOG_AS_DEV_ZERO = "echo before; rm ../log.txt; ln -s /dev/zero ../log.txt"
+OUTPUT_AS_FIFO = 'mkfifo "$DAGQ_OUTPUT"'
+OUTPUT_AS_DEV_ZERO = 'ln -s /dev/zero "$DAGQ_OUTPUT"'
+OUTPUT_AS_HARDLINKED_DEVICE = 'mknod "$DAGQ_OUTPUT" c 1 5 2>/dev/null || mkfifo "$DAGQ_OUTPUT"'
+
+
+@pytest.mark.parametrize("cmd", [LOG_AS_FIFO, LOG_AS_DEV_ZERO], ids=["fifo", "dev-zero"])
+async def test_a_task_that_replaces_its_log_neither_hangs_nor_floods_the_worker(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, cmd: str
+) -> None:
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", cmd)
+    # Before the fix the FIFO hung the slot forever and /dev/zero was read until memory ran out;
+    # read_events' own deadline turns either into a failure here.
+    async with running_agent(worker_settings(max_log_bytes=4096), storage):
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskCompletedEvent), event
+    assert event.log_blob is not None
+    log = await storage.outputs.get(event.log_blob)
+    assert log.startswith(b"before\n")  # the log the worker opened, not what the path holds now
+    assert len(log) <= 4096
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [OUTPUT_AS_FIFO, OUTPUT_AS_DEV_ZERO, OUTPUT_AS_HARDLINKED_DEVICE],
+    ids=["fifo", "dev-zero-link", "device"],
+)
+async def test_an_output_that_is_not_a_regular_file_fails_the_attempt(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, cmd: str
+) -> None:
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", cmd)
+    async with running_agent(worker_settings(), storage):
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent), event
+    assert event.reason == "error"
+    assert "must be a regular file" in event.error
+
+
+async def test_an_output_over_the_limit_is_not_read_past_it(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+) -> None:
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", 'head -c 5000 /dev/zero > "$DAGQ_OUTPUT"')
+    async with running_agent(worker_settings(max_output_bytes=1000), storage):
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent)
+    assert "over the worker's limit of 1000 bytes" in event.error
+
+
+# -- setsid ---------------------------------------------------------------------------------------
+
+CGROUP = cgroup.probe()
+needs_cgroup = pytest.mark.skipif(
+    isinstance(CGROUP, str), reason=f"no cgroup delegation on this machine: {CGROUP}"
+)
+ESCAPEE = "setsid sh -c 'trap \"\" TERM; echo $$ > {pid}; exec sleep 60' & sleep 60"
+"""A task whose child leaves the process group (setsid), ignores SIGTERM and records its pid."""
+
+
+def _pid_in(path: Path) -> int | None:
+    text = path.read_text().strip() if path.exists() else ""
+    return int(text) if text else None
+
+
+async def wait_for_pid(path: Path) -> int:
+    await wait_for(lambda: _pid_in(path) is not None)
+    pid = _pid_in(path)
+    assert pid is not None
+    return pid
+
+
+@needs_cgroup
+@pytest.mark.parametrize("how", ["cancelled", "timeout"])
+async def test_a_setsid_child_is_gone_after_cancel_and_timeout(tmp_path: Path, how: str) -> None:
+    assert not isinstance(CGROUP, str)
+    pid_file = tmp_path / "pid"
+    stop = StopRequest()
+    command = Command(
+        cmd=ESCAPEE.format(pid=pid_file), cwd=tmp_path, env=dict(os.environ),
+        log_path=tmp_path / "log.txt", timeout_s=1.0 if how == "timeout" else None,
+        cgroup_parent=CGROUP,
+    )  # fmt: skip
+    run = asyncio.create_task(run_command(command, stop, kill_grace_s=0.3))
+    escapee = await wait_for_pid(pid_file)
+    assert os.getpgid(escapee) != os.getpgid(os.getpid())
+    if how == "cancelled":
+        stop.request("cancelled")
+    result = await asyncio.wait_for(run, timeout=20)
+    assert result.stopped == how
+    assert not alive(escapee)
+    assert not [p for p in CGROUP.iterdir() if p.name.startswith("dagq-task-") and _has(p)]
+
+
+def _has(group: Path) -> bool:
+    return "populated 1" in (group / "cgroup.events").read_text()
+
+
+@needs_cgroup
+async def test_a_setsid_child_left_behind_by_a_finished_task_is_stopped(tmp_path: Path) -> None:
+    assert not isinstance(CGROUP, str)
+    pid_file = tmp_path / "pid"
+    command = Command(
+        cmd=f"setsid sleep 60 & echo $! > {pid_file}", cwd=tmp_path, env=dict(os.environ),
+        log_path=tmp_path / "log.txt", cgroup_parent=CGROUP,
+    )  # fmt: skip
+    result = await asyncio.wait_for(run_command(command, StopRequest(), kill_grace_s=0.3), 20)
+    assert result.returncode == 0
+    assert not alive(int(pid_file.read_text()))
+
+
+@needs_cgroup
+async def test_the_agent_kills_a_setsid_child_of_a_cancelled_task(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", ESCAPEE.format(pid=pid_file))
+    async with running_agent(worker_settings(kill_grace_s=0.3), storage):
+        escapee = await wait_for_pid(pid_file)
+        await set_status(storage, "wf1", "cancelling")
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent)
+    assert event.reason == "cancelled"
+    assert not alive(escapee)
+
+
+# -- credentials ----------------------------------------------------------------------------------
+
+CREDENTIALS = {
+    "AZURE_CLIENT_ID": "worker-client-id",
+    "AZURE_TENANT_ID": "tenant",
+    "AZURE_CLIENT_SECRET": "secret",
+    "AZURE_FEDERATED_TOKEN_FILE": "/var/run/secrets/azure/tokens/azure-identity-token",
+    "AZURE_AUTHORITY_HOST": "https://login.microsoftonline.com/",
+    "IDENTITY_ENDPOINT": "http://127.0.0.1:1/msi/token",
+    "IDENTITY_HEADER": "header",
+    "MSI_ENDPOINT": "http://127.0.0.1:1/msi",
+    "MSI_SECRET": "msi-secret",
+    "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=k",
+    "AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountKey=k",
+}
+DUMP_ENV = "python3 -c \"import json, os; json.dump(sorted(os.environ), open(os.environ['DAGQ_OUTPUT'], 'w'))\""  # noqa: E501
+
+
+async def test_the_task_environment_carries_none_of_the_worker_credentials(
+    storage: AzureStorage,
+    names: ResourceNames,
+    storage_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", DUMP_ENV, env={"MINE": "1"})
+    agent = await start_agent(
+        storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
+        DAGQ_WORKER_TASK_ENV="HF_* KEEP_ME", HF_HOME="/data/hf", KEEP_ME="1", DROP_ME="1",
+        **CREDENTIALS,
+    )  # fmt: skip
+    try:
+        (event,) = await read_events(storage, 1)
+    finally:
+        agent.terminate()
+        await agent.wait()
+    assert isinstance(event, TaskCompletedEvent), (tmp_path / "agent.log").read_text()
+    assert event.output is not None
+    seen = set(event.output.inline if event.output.blob is None else json.loads(
+        await storage.outputs.get(event.output.blob)))  # fmt: skip
+    assert not seen & set(CREDENTIALS)
+    assert not {name for name in seen if name.startswith(("DAGQ_STORAGE", "DAGQ_WORKER_"))}
+    assert {"PATH", "HF_HOME", "KEEP_ME", "MINE", "DAGQ_OUTPUT", "DAGQ_TASK"} <= seen
+    assert "DROP_ME" not in seen
+
+
+def test_an_extra_allowlist_that_names_a_credential_is_refused() -> None:
+    from pydantic import ValidationError
+
+    for pattern in ("AZURE_*", "*", "MSI_SECRET", "DAGQ_STORAGE*", "AZURE_FEDERATED_TOKEN_FILE"):
+        with pytest.raises(ValidationError, match="may not inherit the worker's credentials"):
+            WorkerSettings(queues=["cpu"], task_env=[pattern])
+    assert WorkerSettings(queues=["cpu"], task_env="HF_HOME,WANDB_*").task_env == [
+        "HF_HOME",
+        "WANDB_*",
+    ]
