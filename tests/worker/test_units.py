@@ -11,12 +11,12 @@ import pytest
 
 from shared.errors import AttemptError, ConfigError
 from shared.messages import TaskMessage
-from worker_agent.attempt import task_environment
 from worker_agent.config import WorkerSettings
 from worker_agent.files import AttemptPaths, read_output, resolve_cwd
 from worker_agent.gpu import slot_devices
 from worker_agent.logfile import LogFile
 from worker_agent.preemption import parse_notices
+from worker_agent.task_env import task_environment
 
 
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
