@@ -23,6 +23,7 @@ import os
 import azure.functions as func
 
 from shared.api import http as api
+from shared.api import ops_http as ops
 from shared.api import triggers
 from shared.names import ResourceNames
 
@@ -92,6 +93,12 @@ async def cancel_workflow(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="workflows/{id}/retry", methods=["POST"])
 async def retry_workflow(req: func.HttpRequest) -> func.HttpResponse:
     return await api.retry_workflow(req)
+
+
+@app.function_name("list_workers")
+@app.route(route="workers", methods=["GET"])
+async def list_workers(req: func.HttpRequest) -> func.HttpResponse:
+    return await ops.list_workers(req)
 
 
 @app.function_name("health")

@@ -35,6 +35,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from shared.errors import ApiError, ApiUnreachableError, DagqError, WaitTimeoutError
+from shared.ops.client import OperationsMixin
 from shared.states import TERMINAL_TASK_STATES, WorkflowStatus
 
 __all__ = [
@@ -243,8 +244,11 @@ UpdateCallback = Callable[[Workflow], None]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Client:
-    """Synchronous client of one dagq deployment. Use as a context manager or call ``close``."""
+class Client(OperationsMixin):
+    """Synchronous client of one dagq deployment. Use as a context manager or call ``close``.
+
+    The operations methods (``workers``, ``doctor``, ``delete``, ``purge``) come from
+    ``shared.ops.client``."""
 
     def __init__(
         self,

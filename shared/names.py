@@ -35,6 +35,13 @@ WORKFLOW_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INDEX_PARTITION = "wf"
 """All index rows share one partition: listing is a single ordered partition scan."""
 
+WORKER_PARTITION = "worker"
+"""Index-table partition of the worker registry: one row per running worker agent."""
+QUEUE_PARTITION = "queue"
+"""Index-table partition of the queues any worker ever polled: one row per queue."""
+MARK_PARTITION = "mark"
+"""Index-table partition of the recurring jobs' last-run marks (``sweep``)."""
+
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
 
 

@@ -124,6 +124,21 @@ class Settings(BaseSettings):
         description="NCRONTAB (seconds first) of the timer trigger that runs the sweeps.",
     )
 
+    # -- worker registry and doctor ----------------------------------------------------------
+    worker_lost_after_s: float = Field(
+        default=90.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_WORKER_LOST_AFTER_S"),
+        description="A worker not seen for this long shows as lost: a few of its registry "
+        "intervals (DAGQ_WORKER_REGISTRY_S, default 20 s).",
+    )
+    worker_forget_after_s: float = Field(
+        default=7 * 24 * 3600.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_WORKER_FORGET_AFTER_S"),
+        description="A lost worker's record is deleted once it has not been seen for this long.",
+    )
+
     # -- API ----------------------------------------------------------------------------------
     max_definition_bytes: int = Field(
         default=4 * 1024 * 1024,

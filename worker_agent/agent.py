@@ -24,6 +24,7 @@ from worker_agent.attempt import AttemptRunner
 from worker_agent.config import WorkerSettings
 from worker_agent.gpu import slot_plan
 from worker_agent.preemption import Notice, PreemptionWatcher, seconds_left
+from worker_agent.registry import Presence
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import StopRequest
 from worker_agent.telemetry import TaskLogger, task_logger
@@ -61,6 +62,13 @@ class Agent:
                 storage.outputs,
             ),
             log=self.log,
+        )
+        self.presence = Presence(
+            storage.registry,
+            worker_id=settings.worker_id,
+            queues=[name for name, _ in self.queues],
+            slots=self.slot_count,
+            interval_s=settings.registry_s,
         )
         self.shutdown_reason: str | None = None
         self._draining = asyncio.Event()
@@ -101,16 +109,19 @@ class Agent:
             asyncio.create_task(self._slot(index, devices), name=f"slot {index}")
             for index, devices in enumerate(self.devices)
         ]
+        presence = asyncio.create_task(self.presence.run(), name="registry")
         try:
             await asyncio.gather(*slots)
         finally:
+            presence.cancel()
             watcher.cancel()
             if self._stopper is not None:
                 self._stopper.cancel()
             for task in slots:
                 task.cancel()
             with suppress(asyncio.CancelledError):
-                await asyncio.gather(watcher, *slots, return_exceptions=True)
+                await asyncio.gather(watcher, presence, *slots, return_exceptions=True)
+            await self.presence.leave()
             if handle_signals:
                 self._remove_signal_handlers()
         self.log.info("worker stopped (%s)", self.shutdown_reason or "done")
@@ -197,11 +208,13 @@ class Agent:
             name, queue, received = got
             stop = StopRequest()
             self._running[index] = stop
+            self.presence.took(index, received)
             self._last_active = time.monotonic()
             try:
                 await self.attempts.process(queue, name, received, stop, devices)
             finally:
                 del self._running[index]
+                self.presence.freed(index)
                 self._last_active = time.monotonic()
 
     async def _receive(self) -> tuple[str, Queue, ReceivedMessage] | None:

@@ -172,6 +172,12 @@ class WorkerSettings(BaseSettings):
         description="This VM's name as Scheduled Events lists it in 'Resources'. Default: asked "
         "from the instance metadata service, else the host name.",
     )
+    registry_s: float = Field(
+        default=20.0,
+        ge=0.1,
+        description="How often this worker writes its heartbeat (queues, busy slots, current "
+        "tasks) to the worker registry that `dagq workers` and `dagq doctor` read.",
+    )
     worker_id: str = Field(
         default_factory=_default_worker_id,
         description="Name of this worker in events and logs. Default: host name and pid.",

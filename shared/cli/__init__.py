@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.queries",
     "shared.cli.watch",
     "shared.cli.control",
+    "shared.cli.ops",
 )
 """Modules that register subcommands, in the order ``dagq --help`` lists them."""
 

@@ -23,6 +23,7 @@ from shared.storage.azure_clients import AzureClients
 from shared.storage.azure_index import AzureIndex
 from shared.storage.azure_lease import AzureLease
 from shared.storage.azure_queues import AzureQueue, AzureQueues
+from shared.storage.azure_registry import AzureRegistry
 from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import Storage
 
@@ -39,6 +40,7 @@ class AzureStorage(Storage):
     index: AzureIndex
     event_queue: AzureQueue
     event_poison_queue: AzureQueue
+    registry: AzureRegistry
     clients: AzureClients = field(kw_only=True)
     names: ResourceNames = field(kw_only=True)
 
@@ -63,15 +65,17 @@ def azure_storage(settings: Settings, clients: AzureClients | None = None) -> Az
 
     queues = AzureQueues(clients.queue)
     workflows = clients.blob.get_container_client(names.workflows_container)
+    index = clients.table.get_table_client(names.index_table)
     return AzureStorage(
         workflows=AzureWorkflowBlobs(workflows),
         outputs=AzureOutputBlobs(clients.blob.get_container_client(names.outputs_container)),
         deadletters=AzureDeadLetters(clients.blob.get_container_client(names.deadletter_container)),
         lease=AzureLease(workflows),
         queues=queues,
-        index=AzureIndex(clients.table.get_table_client(names.index_table)),
+        index=AzureIndex(index),
         event_queue=queues.get(names.event_queue),
         event_poison_queue=queues.get(names.event_poison_queue),
+        registry=AzureRegistry(index),
         clients=clients,
         names=names,
     )

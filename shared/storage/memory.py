@@ -39,6 +39,7 @@ from shared.storage.encoding import (
     decode_continuation,
     encode_continuation,
 )
+from shared.storage.memory_registry import MemoryRegistry
 from shared.storage.ports import (
     DeadLetter,
     IndexPage,
@@ -481,6 +482,7 @@ class MemoryStorage(Storage):
     index: MemoryIndex
     event_queue: MemoryQueue
     event_poison_queue: MemoryQueue
+    registry: MemoryRegistry
     names: ResourceNames = field(kw_only=True)
     leases: dict[int, MemoryLease] = field(kw_only=True, hash=False, compare=False)
     """Every partition's lease, shared by all views of this storage."""
@@ -519,6 +521,7 @@ def memory_storage(prefix: str = "mem", clock: Clock = time.time) -> MemoryStora
         index=MemoryIndex(),
         event_queue=queues.get(names.event_queue),
         event_poison_queue=queues.get(names.event_poison_queue),
+        registry=MemoryRegistry(clock),
         names=names,
         leases={0: lease},
     )

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from shared.projection import IndexRow
 from shared.states import WorkflowStatus
+from shared.storage.registry import Registry
 
 __all__ = ["IndexRow"]  # re-exported: the row is the core's (shared.projection), stored here
 
@@ -255,6 +256,8 @@ class Storage:
     index: Index
     event_queue: Queue
     event_poison_queue: Queue
+    registry: Registry
+    """Worker heartbeats, queues ever polled, recurring jobs' last runs (in the index table)."""
     partition: int = field(default=0, kw_only=True)
 
     def for_partition(self, partition: int) -> Storage:

@@ -61,6 +61,7 @@ EXPECTED_HTTP = {
     "get_task_output": ("workflows/{id}/tasks/{task}/output", ["GET"]),
     "cancel_workflow": ("workflows/{id}/cancel", ["POST"]),
     "retry_workflow": ("workflows/{id}/retry", ["POST"]),
+    "list_workers": ("workers", ["GET"]),
     "health": ("health", ["GET"]),
     "openapi": ("openapi.json", ["GET"]),
 }

@@ -90,4 +90,5 @@ def faulty(storage: Storage, plan: FaultPlan) -> Storage:
         index=_Proxy(storage.index, plan, "index"),
         event_queue=_Proxy(storage.event_queue, plan, "events"),
         event_poison_queue=_Proxy(storage.event_poison_queue, plan, "poison"),
+        registry=_Proxy(storage.registry, plan, "registry"),
     )

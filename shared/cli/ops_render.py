@@ -1,0 +1,47 @@
+"""How the operations commands show their results: the workers table, doctor's findings, purge.
+
+Pure functions from client results to rich renderables, tested without an API.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from shared.cli.render import duration
+from shared.ops.views import WorkersView, WorkerView
+
+WORKER_STATUS_STYLE = {"alive": "green", "lost": "bold red"}
+
+
+def _doing(worker: WorkerView, limit: int = 3) -> str:
+    shown = [f"{t.workflow_id}/{t.task}#{t.attempt}" for t in worker.tasks[:limit]]
+    if len(worker.tasks) > limit:
+        shown.append(f"+{len(worker.tasks) - limit} more")
+    return ", ".join(shown) or "-"
+
+
+def workers_table(view: WorkersView, now: float) -> Table:
+    """The table of ``dagq workers``: alive first, then lost."""
+    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
+    id_width = max((len(w.worker_id) for w in view.workers), default=6)
+    table.add_column("worker", no_wrap=True, min_width=id_width)
+    table.add_column("status", no_wrap=True)
+    table.add_column("queues", no_wrap=True)
+    table.add_column("busy", no_wrap=True, justify="right")
+    table.add_column("seen", no_wrap=True, justify="right")
+    table.add_column("up", no_wrap=True, justify="right")
+    table.add_column("version", no_wrap=True)
+    table.add_column("running", overflow="fold")
+    for worker in view.workers:
+        table.add_row(
+            worker.worker_id,
+            Text(worker.status, style=WORKER_STATUS_STYLE.get(worker.status, "")),
+            ",".join(worker.queues),
+            f"{worker.busy_slots}/{worker.slots}",
+            duration(now - worker.last_seen) + " ago",
+            duration(now - worker.started_at),
+            worker.version,
+            _doing(worker),
+        )
+    return table

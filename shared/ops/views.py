@@ -1,0 +1,46 @@
+"""Response shapes of the operations endpoints (workers, doctor, purge): one pydantic model per
+shape, used by the API to answer, by the client to read, and by the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _View(BaseModel):
+    # Clients tolerate fields that newer servers add.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class WorkerTaskView(_View):
+    """An attempt a worker runs."""
+
+    workflow_id: str
+    task: str
+    attempt: int
+
+
+class WorkerView(_View):
+    """One worker agent, from its latest registry heartbeat."""
+
+    worker_id: str
+    host: str
+    queues: list[str]
+    """Queues it polls, highest priority first."""
+    slots: int
+    busy_slots: int
+    tasks: list[WorkerTaskView] = Field(default_factory=list)
+    version: str
+    started_at: float
+    last_seen: float
+    """The worker's own clock at its latest heartbeat (epoch seconds)."""
+    status: Literal["alive", "lost"]
+
+
+class WorkersView(_View):
+    """``GET /api/workers``."""
+
+    workers: list[WorkerView]
+    lost_after_s: float
+    """A worker not seen for this long is ``lost``."""

@@ -1,0 +1,64 @@
+"""``GET /api/workers``: the worker registry as its readers see it, alive or lost.
+
+A worker is *lost* when its record has not been refreshed for ``lost_after_s`` (a few of its
+heartbeat intervals): it crashed, its VM was evicted, or it cannot reach storage. A lost record
+that stays unrefreshed for ``forget_after_s`` is deleted when the registry is next read, so the
+list does not grow with every worker that ever ran.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from shared.ops.views import WorkersView, WorkerTaskView, WorkerView
+
+if TYPE_CHECKING:
+    from shared.storage.ports import Storage
+    from shared.storage.registry import WorkerRecord
+
+WorkerStatus = Literal["alive", "lost"]
+
+
+def seen_at(record: WorkerRecord) -> float:
+    """When the record was last written: the storage service's time when known (a worker with
+    a wrong clock must not look alive, or lost, because of it), else the worker's own."""
+    return record.server_seen if record.server_seen is not None else record.last_seen
+
+
+def worker_status(record: WorkerRecord, now: float, lost_after_s: float) -> WorkerStatus:
+    """``alive`` if the record was refreshed within ``lost_after_s`` of ``now``, else ``lost``."""
+    return "alive" if now - seen_at(record) <= lost_after_s else "lost"
+
+
+def worker_view(record: WorkerRecord, now: float, lost_after_s: float) -> WorkerView:
+    """One worker as ``GET /api/workers`` shows it."""
+    return WorkerView(
+        worker_id=record.worker_id,
+        host=record.host,
+        queues=record.queues,
+        slots=record.slots,
+        busy_slots=record.busy_slots,
+        tasks=[
+            WorkerTaskView(workflow_id=t.workflow_id, task=t.task, attempt=t.attempt)
+            for t in record.tasks
+        ],
+        version=record.version,
+        started_at=record.started_at,
+        last_seen=record.last_seen,
+        status=worker_status(record, now, lost_after_s),
+    )
+
+
+async def list_workers(
+    storage: Storage, *, now: float, lost_after_s: float, forget_after_s: float
+) -> WorkersView:
+    """Every registered worker, alive ones first; deletes records older than ``forget_after_s``."""
+    records = await storage.registry.workers()
+    kept = []
+    for record in records:
+        if now - seen_at(record) > forget_after_s:
+            await storage.registry.remove(record.worker_id)
+        else:
+            kept.append(worker_view(record, now, lost_after_s))
+    kept.sort(key=lambda w: (w.status != "alive", w.worker_id))
+    return WorkersView(workers=kept, lost_after_s=lost_after_s)

@@ -1,0 +1,121 @@
+"""The registry on Azure Table storage, in the index table under partitions of its own.
+
+- ``worker`` / RowKey = the worker id, percent-quoted (a RowKey may not hold ``/ \\ # ?`` or
+  control characters): ``Host``, ``Queues`` (comma-joined), ``Slots``, ``Busy``, ``Tasks`` (compact
+  JSON), ``Version``, ``StartedAt``, ``LastSeen``, ``IntervalS``. The service's ``Timestamp`` of the
+  entity is read back as ``server_seen``.
+- ``queue`` / RowKey = the queue name: ``NotedAt``.
+- ``mark`` / RowKey = the job name: ``At``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from contextlib import suppress
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import UpdateMode
+from azure.data.tables.aio import TableClient
+
+from shared.errors import ConfigError
+from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
+from shared.storage.azure_index import odata_string
+from shared.storage.registry import MAX_RECORD_TASKS, WorkerRecord, WorkerTask
+
+MAX_ROW_KEY = 1024
+"""Azure's limit on a RowKey."""
+
+
+def worker_row_key(worker_id: str) -> str:
+    """The RowKey of a worker's record. ConfigError if the id is too long to be one."""
+    key = quote(worker_id, safe="")
+    if not worker_id or len(key) > MAX_ROW_KEY:
+        raise ConfigError(
+            f"worker id {worker_id[:40]!r} is empty or too long: use at most 300 characters"
+        )
+    return key
+
+
+def to_entity(record: WorkerRecord) -> dict[str, Any]:
+    """The table entity of a worker record."""
+    tasks = [[t.workflow_id, t.task, t.attempt] for t in record.tasks[:MAX_RECORD_TASKS]]
+    return {
+        "PartitionKey": WORKER_PARTITION,
+        "RowKey": worker_row_key(record.worker_id),
+        "WorkerId": record.worker_id,
+        "Host": record.host,
+        "Queues": ",".join(record.queues),
+        "Slots": int(record.slots),
+        "Busy": int(record.busy_slots),
+        "Tasks": json.dumps(tasks, separators=(",", ":")),
+        "Version": record.version,
+        "StartedAt": float(record.started_at),
+        "LastSeen": float(record.last_seen),
+        "IntervalS": float(record.interval_s),
+    }
+
+
+def from_entity(entity: Any) -> WorkerRecord:
+    """The worker record of an entity written by ``to_entity``."""
+    queues = str(entity.get("Queues") or "")
+    stamp = getattr(entity, "metadata", {}).get("timestamp")
+    return WorkerRecord(
+        worker_id=str(entity["WorkerId"]),
+        host=str(entity.get("Host") or ""),
+        queues=queues.split(",") if queues else [],
+        slots=int(entity.get("Slots", 0)),
+        busy_slots=int(entity.get("Busy", 0)),
+        tasks=[
+            WorkerTask(str(w), str(t), int(a))
+            for w, t, a in json.loads(entity.get("Tasks") or "[]")
+        ],
+        version=str(entity.get("Version") or ""),
+        started_at=float(entity.get("StartedAt", 0.0)),
+        last_seen=float(entity.get("LastSeen", 0.0)),
+        interval_s=float(entity.get("IntervalS", 0.0)),
+        server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
+    )
+
+
+class AzureRegistry:
+    """Registry over the index table's client."""
+
+    def __init__(self, table: TableClient) -> None:
+        self.table = table
+
+    async def _partition(self, partition: str) -> builtins.list[Any]:
+        query = f"PartitionKey eq {odata_string(partition)}"
+        return [entity async for entity in self.table.query_entities(query)]
+
+    async def beat(self, record: WorkerRecord) -> None:
+        await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
+
+    async def remove(self, worker_id: str) -> None:
+        # delete_entity is a no-op for a missing entity (the SDK swallows the 404): belt and braces.
+        with suppress(ResourceNotFoundError):
+            await self.table.delete_entity(WORKER_PARTITION, worker_row_key(worker_id))
+
+    async def workers(self) -> builtins.list[WorkerRecord]:
+        entities = await self._partition(WORKER_PARTITION)
+        return sorted((from_entity(e) for e in entities), key=lambda r: r.worker_id)
+
+    async def note_queues(self, queues: builtins.list[str], at: float) -> None:
+        for queue in queues:
+            entity = {"PartitionKey": QUEUE_PARTITION, "RowKey": queue, "NotedAt": float(at)}
+            await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
+
+    async def queues(self) -> dict[str, float]:
+        entities = await self._partition(QUEUE_PARTITION)
+        return {str(e["RowKey"]): float(e.get("NotedAt", 0.0)) for e in entities}
+
+    async def mark(self, job: str, at: float) -> None:
+        entity = {"PartitionKey": MARK_PARTITION, "RowKey": job, "At": float(at)}
+        await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
+
+    async def marks(self) -> dict[str, float]:
+        entities = await self._partition(MARK_PARTITION)
+        return {str(e["RowKey"]): float(e.get("At", 0.0)) for e in entities}

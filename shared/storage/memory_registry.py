@@ -1,0 +1,48 @@
+"""The registry in memory (``shared.storage.registry``), for tests; the same contract tests run
+against it and the Azure adapter. ``server_seen`` is the fake service's clock at the write."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from dataclasses import replace
+
+from shared.storage.registry import MAX_RECORD_TASKS, WorkerRecord
+
+
+class MemoryRegistry:
+    """Registry over dicts; ``clock`` plays the storage service's clock."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.records: dict[str, WorkerRecord] = {}
+        self.queue_notes: dict[str, float] = {}
+        self.job_marks: dict[str, float] = {}
+
+    async def beat(self, record: WorkerRecord) -> None:
+        stored = replace(
+            record,
+            queues=list(record.queues),
+            tasks=list(record.tasks[:MAX_RECORD_TASKS]),
+            server_seen=self.clock(),
+        )
+        self.records[record.worker_id] = stored
+
+    async def remove(self, worker_id: str) -> None:
+        self.records.pop(worker_id, None)
+
+    async def workers(self) -> builtins.list[WorkerRecord]:
+        return [self.records[key] for key in sorted(self.records)]
+
+    async def note_queues(self, queues: builtins.list[str], at: float) -> None:
+        for queue in queues:
+            self.queue_notes[queue] = at
+
+    async def queues(self) -> dict[str, float]:
+        return dict(self.queue_notes)
+
+    async def mark(self, job: str, at: float) -> None:
+        self.job_marks[job] = at
+
+    async def marks(self) -> dict[str, float]:
+        return dict(self.job_marks)

@@ -1,0 +1,81 @@
+"""Contract tests of the registry port: every test runs against the memory fake AND Azurite."""
+
+from __future__ import annotations
+
+import time
+
+from shared.states import WorkflowStatus
+from shared.storage.ports import IndexRow, Storage
+from shared.storage.registry import WorkerRecord, WorkerTask
+
+
+def record(worker_id: str = "vm-1-4242", **changes: object) -> WorkerRecord:
+    base = WorkerRecord(
+        worker_id=worker_id,
+        host="vm-1",
+        queues=["gpu", "cpu"],
+        slots=2,
+        busy_slots=1,
+        tasks=[WorkerTask("wf-1", "train.lr=0.2", 3)],
+        version="0.1.0",
+        started_at=1000.0,
+        last_seen=1010.5,
+        interval_s=20.0,
+    )
+    return WorkerRecord(**{**base.__dict__, **changes})  # type: ignore[arg-type]
+
+
+async def test_a_beat_is_read_back_with_the_service_time(storage: Storage) -> None:
+    before = time.time()
+    await storage.registry.beat(record())
+    [got] = await storage.registry.workers()
+    assert got == record()  # every field as written (server_seen is not compared)
+    assert got.tasks == [WorkerTask("wf-1", "train.lr=0.2", 3)]
+    assert got.server_seen is not None
+    assert got.server_seen >= before - 5  # the service's clock, near ours
+
+
+async def test_a_later_beat_replaces_the_record(storage: Storage) -> None:
+    await storage.registry.beat(record())
+    await storage.registry.beat(record(busy_slots=0, tasks=[], last_seen=1030.0))
+    [got] = await storage.registry.workers()
+    assert (got.busy_slots, got.tasks, got.last_seen) == (0, [], 1030.0)
+
+
+async def test_remove_is_idempotent_and_leaves_others(storage: Storage) -> None:
+    await storage.registry.beat(record("a"))
+    await storage.registry.beat(record("b"))
+    await storage.registry.remove("a")
+    await storage.registry.remove("a")
+    await storage.registry.remove("never-there")
+    assert [r.worker_id for r in await storage.registry.workers()] == ["b"]
+
+
+async def test_worker_ids_with_awkward_characters_round_trip(storage: Storage) -> None:
+    awkward = "pod/gpu#1?x\\y%20 ü"
+    await storage.registry.beat(record(awkward))
+    [got] = await storage.registry.workers()
+    assert got.worker_id == awkward
+    await storage.registry.remove(awkward)
+    assert await storage.registry.workers() == []
+
+
+async def test_queues_and_marks_are_kept(storage: Storage) -> None:
+    assert await storage.registry.queues() == {}
+    assert await storage.registry.marks() == {}
+    await storage.registry.note_queues(["gpu", "cpu"], 100.0)
+    await storage.registry.note_queues(["gpu"], 200.0)
+    await storage.registry.mark("sweep", 150.0)
+    await storage.registry.mark("sweep", 160.0)
+    assert await storage.registry.queues() == {"gpu": 200.0, "cpu": 100.0}
+    assert await storage.registry.marks() == {"sweep": 160.0}
+
+
+async def test_the_registry_never_shows_in_the_workflow_index(storage: Storage) -> None:
+    await storage.registry.beat(record())
+    await storage.registry.note_queues(["gpu"], 1.0)
+    await storage.registry.mark("sweep", 1.0)
+    row = IndexRow("wf-1", "demo", WorkflowStatus.RUNNING, created_at=5.0, updated_at=5.0)
+    await storage.index.create(row)
+    assert [r.workflow_id for r in (await storage.index.list()).rows] == ["wf-1"]
+    assert [r.workflow_id for r in await storage.index.active()] == ["wf-1"]

@@ -1,0 +1,102 @@
+"""A worker agent in the worker registry: registered while it runs, its running task shown, its
+record removed on a clean stop, and a registry outage never stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from shared.names import ResourceNames
+from shared.storage.factory import AzureStorage
+from shared.storage.memory import memory_storage
+from shared.storage.registry import WorkerRecord, WorkerTask
+from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
+from worker_agent.config import WorkerSettings
+from worker_agent.registry import Presence
+
+
+async def wait_for(probe: Callable[[], object], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await probe():  # type: ignore[misc]
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
+    storage: AzureStorage,
+    names: ResourceNames,
+    worker_settings: Callable[..., WorkerSettings],
+) -> None:
+    settings = worker_settings(queues=["gpu", "cpu"], concurrency=2, registry_s=0.2)
+    await create_workflow(storage, "wf-reg")
+    records: list[WorkerRecord] = []
+
+    async def busy() -> bool:
+        records[:] = await storage.registry.workers()
+        return bool(records) and records[0].busy_slots == 1
+
+    async with running_agent(settings, storage):
+        await send_task(storage, names, "wf-reg", "sleepy", "sleep 2")
+        await wait_for(busy)
+        [mine] = records
+        assert mine.worker_id == "test-worker"
+        assert (mine.queues, mine.slots) == (["gpu", "cpu"], 2)
+        assert mine.tasks == [WorkerTask("wf-reg", "sleepy", 1)]
+        assert mine.version
+        assert mine.host
+        assert mine.server_seen is not None
+        assert abs(mine.server_seen - time.time()) < 60
+        await read_events(storage, 1)
+
+        async def idle() -> bool:
+            return [r.busy_slots for r in await storage.registry.workers()] == [0]
+
+        await wait_for(idle)
+    assert await storage.registry.workers() == []  # a clean stop removes the record
+    assert set(await storage.registry.queues()) == {"gpu", "cpu"}  # ever polled: kept
+
+
+class _Down:
+    """A registry whose storage is unreachable."""
+
+    calls = 0
+
+    async def beat(self, record: WorkerRecord) -> None:
+        self.calls += 1
+        raise ConnectionError("storage unreachable")
+
+    async def note_queues(self, queues: list[str], at: float) -> None:
+        raise ConnectionError("storage unreachable")
+
+    async def remove(self, worker_id: str) -> None:
+        raise ConnectionError("storage unreachable")
+
+
+async def test_registry_failures_are_retried_and_never_raise() -> None:
+    down = _Down()
+    presence = Presence(
+        down,  # type: ignore[arg-type]
+        worker_id="w",
+        queues=["cpu"],
+        slots=1,
+        interval_s=0.01,
+    )
+    beating = asyncio.create_task(presence.run())
+    await asyncio.sleep(0.2)
+    assert not beating.done()  # still trying
+    beating.cancel()
+    await presence.leave()  # no exception
+
+
+async def test_a_malformed_message_keeps_its_slot_busy_without_a_task() -> None:
+    storage = memory_storage()
+    presence = Presence(storage.registry, worker_id="w", queues=["cpu"], slots=2, interval_s=1)
+    from shared.storage.ports import ReceivedMessage
+
+    presence.took(0, ReceivedMessage("m1", "r", "not json", 1))
+    presence.took(1, ReceivedMessage("m2", "r", '{"workflow_id": "../x"}', 1))
+    assert (presence.record().busy_slots, presence.record().tasks) == (2, [])
+    presence.freed(0)
+    presence.freed(1)
+    assert presence.record().busy_slots == 0

@@ -1,0 +1,110 @@
+"""The worker's presence in the worker registry: a heartbeat record every ``registry_s``.
+
+The record says who this worker is (id, host, version, start time), what it serves (queues, slots)
+and what it is doing (busy slots, the attempts it runs). ``dagq workers``, ``GET /api/workers``,
+the dashboard and ``dagq doctor`` read it; a worker whose record is not refreshed for
+``DAGQ_WORKER_LOST_AFTER_S`` shows as lost. A clean stop removes the record.
+
+The registry is advisory: a failed write is logged and tried again at the next beat, and never
+stops the worker from running tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from importlib import metadata
+
+from shared.errors import MessageError
+from shared.messages import decode_task_message
+from shared.names import safe_name_problem, workflow_id_problem
+from shared.storage.ports import ReceivedMessage
+from shared.storage.registry import Registry, WorkerRecord, WorkerTask
+
+log = logging.getLogger(__name__)
+
+
+def dagq_version() -> str:
+    """The installed dagq version ("unknown" when run from a tree that is not installed)."""
+    try:
+        return metadata.version("dagq")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class Presence:
+    """Writes one worker's registry record while the worker runs."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        worker_id: str,
+        queues: list[str],
+        slots: int,
+        interval_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.registry = registry
+        self.worker_id = worker_id
+        self.queues = list(queues)
+        self.slots = slots
+        self.interval_s = interval_s
+        self.clock = clock
+        self.started_at = clock()
+        self.host = socket.gethostname()
+        self.version = dagq_version()
+        self._tasks: dict[int, WorkerTask | None] = {}
+
+    def took(self, slot: int, received: ReceivedMessage) -> None:
+        """Slot ``slot`` holds this task message now (shown by its ids, if it decodes)."""
+        try:
+            message = decode_task_message(received.text)
+        except MessageError:  # the attempt runner dead-letters it; the slot is busy meanwhile
+            self._tasks[slot] = None
+            return
+        if workflow_id_problem(message.workflow_id) or safe_name_problem(message.task):
+            self._tasks[slot] = None
+            return
+        self._tasks[slot] = WorkerTask(message.workflow_id, message.task, message.attempt)
+
+    def freed(self, slot: int) -> None:
+        """Slot ``slot`` is free again."""
+        self._tasks.pop(slot, None)
+
+    def record(self) -> WorkerRecord:
+        """The record as of now."""
+        return WorkerRecord(
+            worker_id=self.worker_id,
+            host=self.host,
+            queues=self.queues,
+            slots=self.slots,
+            busy_slots=len(self._tasks),
+            tasks=[task for _, task in sorted(self._tasks.items()) if task is not None],
+            version=self.version,
+            started_at=self.started_at,
+            last_seen=self.clock(),
+            interval_s=self.interval_s,
+        )
+
+    async def run(self) -> None:
+        """Note the queues, then beat every ``interval_s`` until cancelled."""
+        noted = False
+        while True:
+            try:
+                if not noted:
+                    await self.registry.note_queues(self.queues, self.clock())
+                    noted = True
+                await self.registry.beat(self.record())
+            except Exception as exc:  # advisory: the next beat tries again
+                log.warning("worker registry heartbeat failed: %s", exc)
+            await asyncio.sleep(self.interval_s)
+
+    async def leave(self) -> None:
+        """Remove this worker's record (a clean stop); a failure only leaves it to show lost."""
+        with suppress(Exception):
+            await asyncio.wait_for(self.registry.remove(self.worker_id), timeout=10)
