@@ -13,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import string
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
     from shared.workflow import CompiledWorkflow
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
-_DEFINITION_CACHE_SIZE = 128
 
 
 @dataclass(frozen=True)
@@ -54,12 +51,6 @@ class ControlResult:
 
 # -- loading -------------------------------------------------------------------------------------
 
-_definitions: weakref.WeakKeyDictionary[Storage, OrderedDict[str, CompiledWorkflow]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Compiled definitions per storage bundle, least recently used first (definition blobs never
-change, so a cached one is never stale)."""
-
 
 def check_workflow_id(workflow_id: str) -> None:
     """Raise InvalidIdError if ``workflow_id`` cannot be a workflow id (no storage access)."""
@@ -77,23 +68,13 @@ def check_task_name(task: str) -> None:
 
 async def load_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow:
     """The compiled definition of a workflow (cached: definition blobs never change)."""
-    from shared.codec import decode_definition
+    from shared.storage.definitions import load_definition as load_cached
 
     check_workflow_id(workflow_id)
-    cache = _definitions.setdefault(storage, OrderedDict())
-    cached = cache.get(workflow_id)
-    if cached is not None:
-        cache.move_to_end(workflow_id)
-        return cached
     try:
-        data = await storage.workflows.read_definition(workflow_id)
+        return await load_cached(storage, workflow_id)
     except NotFoundError:
         raise NotFoundError(f"workflow {workflow_id!r} not found") from None
-    wf = decode_definition(data)
-    cache[workflow_id] = wf
-    while len(cache) > _DEFINITION_CACHE_SIZE:
-        cache.popitem(last=False)
-    return wf
 
 
 async def load_workflow(

@@ -4,8 +4,10 @@
 triggers call; ``python -m shared.coordinator`` runs ``Coordinator.run_forever`` as a process.
 """
 
-from shared.coordinator.loop import Coordinator, Envelope, PassResult
+from shared.coordinator.entry import Coordinator
+from shared.coordinator.envelope import Envelope
 from shared.coordinator.options import CoordinatorOptions
+from shared.coordinator.passes import PassResult
 from shared.coordinator.stats import LeaseState, PassStats
 
 __all__ = [

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from shared.coordinator.loop import Coordinator
+    from shared.coordinator.entry import Coordinator
     from shared.coordinator.options import CoordinatorOptions
     from shared.settings import Settings
     from shared.storage.factory import ensure_resources, open_storage

@@ -1,51 +1,22 @@
-"""What the coordinator keeps between passes: compiled definitions and states with their ETags.
+"""What the coordinator keeps between passes: states with their ETags (compiled definitions are
+cached once per process, shared with the API, in ``shared.storage.definitions``).
 
-Definitions are immutable, so a cached one is always right. A cached state is exactly what the blob
-held at ``etag`` when this coordinator last read or wrote it; if another writer moved the blob on
-(it should not: one writer), the next flush gets a 412 and the coordinator re-reads. Because the
-engine mutates states in place, a state is *taken out* of the cache while a pass works on it and put
-back only after a successful flush, so a failed pass never leaves a half-applied state behind.
+A cached state is exactly what the blob held at ``etag`` when this coordinator last read or wrote
+it; if another writer moved the blob on (it should not: one writer), the next flush gets a 412 and
+the coordinator re-reads. Because the engine mutates states in place, a state is *taken out* of the
+cache while a pass works on it and put back only after a successful flush, so a failed pass never
+leaves a half-applied state behind.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
-from shared.workflow import CompiledWorkflow
+from shared.lru import Lru
 
 if TYPE_CHECKING:
     from shared.state import RuntimeState
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class Lru(Generic[K, V]):
-    """A small least-recently-used map."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-
-    def pop(self, key: K) -> V | None:
-        return self._items.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 @dataclass
@@ -58,10 +29,9 @@ class CachedState:
 
 
 class WorkflowCache:
-    """Definitions and states of recently active workflows."""
+    """States of recently active workflows (definitions: ``shared.storage.definitions``)."""
 
-    def __init__(self, definitions: int = 512, states: int = 256) -> None:
-        self.definitions: Lru[str, CompiledWorkflow] = Lru(definitions)
+    def __init__(self, states: int = 256) -> None:
         self._states: Lru[str, CachedState] = Lru(states)
 
     def take_state(self, workflow_id: str) -> CachedState | None:

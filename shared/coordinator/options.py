@@ -1,28 +1,34 @@
-"""The coordinator's tunables, derived from Settings (tests and benchmarks override a few)."""
+"""The coordinator's tunables. Those that are deployment settings take their defaults from
+``shared.settings.Settings`` (one place per default); the rest are pacing details that tests and
+benchmarks override."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from shared.settings import Settings
+
+
+def _setting(name: str) -> Any:
+    return Settings.model_fields[name].default
 
 
 @dataclass(frozen=True)
 class CoordinatorOptions:
     """How a coordinator paces itself. Defaults suit Azure Functions and the long-lived process."""
 
-    lease_s: int = 30
+    lease_s: int = _setting("lease_s")
     """Lease duration (15-60 s)."""
     renew_every_s: float | None = None
     """How often a pass renews the lease (default: lease_s / 3)."""
-    pass_budget_s: float = 20.0
+    pass_budget_s: float = _setting("pass_budget_s")
     """How long one pass keeps draining the event queue."""
-    event_visibility_s: int = 60
+    event_visibility_s: int = _setting("event_visibility_s")
     """Visibility timeout of received events: well above the budget, so a pass finishes (flush and
     delete) before any of its events can be redelivered."""
-    lost_dispatch_after_s: float = 24 * 3600.0
-    activate_repair_after_s: float = 30.0
+    lost_dispatch_after_s: float = _setting("lost_dispatch_after_s")
+    activate_repair_after_s: float = _setting("activate_repair_after_s")
     cancel_grace_s: float = 600.0
     batch_size: int = 32
     """Messages per receive call (Azure's maximum is 32)."""
@@ -52,15 +58,11 @@ class CoordinatorOptions:
 
     @property
     def renew_interval_s(self) -> float:
+        """How often the lease is renewed while a pass runs."""
         return self.renew_every_s if self.renew_every_s is not None else self.lease_s / 3
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> CoordinatorOptions:
-        base = cls(
-            lease_s=settings.lease_s,
-            pass_budget_s=settings.pass_budget_s,
-            event_visibility_s=settings.event_visibility_s,
-            lost_dispatch_after_s=settings.lost_dispatch_after_s,
-            activate_repair_after_s=settings.activate_repair_after_s,
-        )
-        return replace(base, **overrides)
+        """The options of a deployment: every option that is a setting comes from ``settings``."""
+        shared = {f.name for f in fields(cls)} & set(Settings.model_fields)
+        return replace(cls(**{name: getattr(settings, name) for name in shared}), **overrides)

@@ -41,6 +41,10 @@ class PassStats:
     """Malformed or inapplicable events kept aside in the dead-letter container."""
     tasks_dispatched: int = 0
     send_failures: int = 0
+    dispatch_rounds_exhausted: int = 0
+    """Workflow updates whose dispatching did not settle within its bound (``apply.
+    dispatch_rounds``; it cannot happen unless the engine misbehaves): logged as errors, events
+    left for redelivery."""
     upstream_blobs: int = 0
     """Dispatches whose upstream map was written to a blob because it did not fit the message."""
     flushes: int = 0

@@ -19,28 +19,27 @@ Due retries need no sweep: a retry is dispatched at once as a delayed send (the 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from shared.coordinator.dispatch import SentKey
+from shared.coordinator.envelope import Envelope
+from shared.coordinator.intake import Receiver, take_in
 from shared.coordinator.stats import PassStats
+from shared.coordinator.update import WorkflowUpdater
 from shared.messages import ActivateEvent, CancelEvent, Event
 from shared.states import WorkflowStatus
 from shared.storage.ports import IndexRow
-
-if TYPE_CHECKING:
-    from shared.coordinator.loop import Coordinator
 
 MAX_POISON_CYCLES = 10
 """Poison-queue receive cycles per sweep (the rest waits for the next sweep)."""
 
 
-async def run_sweeps(coord: Coordinator, stats: PassStats) -> None:
+async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassStats) -> None:
     """Every sweep, once."""
     sent: set[SentKey] = set()
-    await poison_repair(coord, stats, sent)
-    rows = await coord.storage.index.active()
-    now = coord.clock()
-    slots = asyncio.Semaphore(coord.options.workflow_concurrency)
+    await poison_repair(updater, receiver, stats, sent)
+    rows = await updater.storage.index.active()
+    now = updater.clock()
+    slots = asyncio.Semaphore(updater.options.workflow_concurrency)
 
     async def one(row: IndexRow) -> None:
         events: list[Event] = []
@@ -50,30 +49,41 @@ async def run_sweeps(coord: Coordinator, stats: PassStats) -> None:
             )
             stats.bump_sweep("cancel_poll")
         if row.status is WorkflowStatus.PENDING:
-            if now - row.created_at < coord.options.activate_repair_after_s:
+            if now - row.created_at < updater.options.activate_repair_after_s:
                 return  # its activate event is most likely still on its way
             events.append(ActivateEvent(workflow_id=row.workflow_id))
             stats.bump_sweep("activate_repair")
         async with slots:
-            current = await coord.sweep_workflow(row.workflow_id, events, stats, sent)
+            result = await updater.update(
+                row.workflow_id, [_synthetic(e) for e in events], stats, sent, sweep=True
+            )
         stats.bump_sweep("engine")
-        if current is not None and _differs(current, row):
-            await coord.write_row(current, stats)
+        if result.row is not None and _differs(result.row, row):
+            await updater.projector.write(result.row, stats)
             stats.bump_sweep("index_repair")
 
     await asyncio.gather(*(one(row) for row in rows))
 
 
-async def poison_repair(coord: Coordinator, stats: PassStats, sent: set[SentKey]) -> None:
+async def poison_repair(
+    updater: WorkflowUpdater, receiver: Receiver, stats: PassStats, sent: set[SentKey]
+) -> None:
     """Re-apply (or dead-letter) events from the event poison queue, then delete them."""
-    queue = coord.storage.event_poison_queue
+    queue = updater.storage.event_poison_queue
     for _ in range(MAX_POISON_CYCLES):
-        envelopes = await coord.receive_from(queue, stats)
+        envelopes = await receiver.receive(queue, stats)
         if not envelopes:
             return
         stats.bump_sweep("poison", len(envelopes))
-        done = await coord.process_envelopes(envelopes, stats, sent)
-        await coord.ack(done, stats)
+        done = await take_in(envelopes, updater, stats, sent)
+        await updater.acks.ack(done)
+
+
+def _synthetic(event: Event) -> Envelope:
+    """A sweep-made event (nothing to acknowledge)."""
+    return Envelope(
+        text=event.model_dump_json(), message_id=f"sweep:{event.kind}", dequeue_count=0, event=event
+    )
 
 
 def _differs(current: IndexRow, stored: IndexRow) -> bool:

@@ -256,3 +256,40 @@ async def test_a_rerun_lost_in_a_crash_does_not_lose_the_rerun_s_completion(
     state = await load(storage, wf, "wf1")
     assert state.status is WorkflowStatus.COMPLETED
     assert (state.task(0).state, state.task(0).attempt, state.run) == (TaskState.COMPLETED, 2, 2)
+
+
+def unsendable(retries: int) -> CompiledWorkflow:
+    return CompiledWorkflow.of(
+        "huge", [TaskDef(name="big", cmd="echo " + "x" * 60_000, queue="cpu", num_retries=retries)]
+    )
+
+
+async def test_a_hundred_unsendable_retries_are_all_failed_none_dropped(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    # Each attempt that cannot be sent fails and dispatches the next: with 100 retries that is
+    # 101 rounds of sending, more than the old fixed bound of 100 (which dropped the last one and
+    # left the task queued for a day).
+    wf = unsendable(100)
+    await submit(storage, wf, "huge", clock())
+    result = await Coordinator(storage, NAMES, fast_options(), clock=clock).run_once()
+    state = await load(storage, wf, "huge")
+    assert (state.status, state.task(0).attempt) == (WorkflowStatus.FAILED, 101)
+    assert result.stats.dispatch_rounds_exhausted == 0
+
+
+async def test_dispatch_rounds_past_their_bound_are_counted_and_logged(
+    storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    from shared.coordinator import apply
+
+    assert apply.dispatch_rounds(unsendable(100)) == 102
+    monkeypatch.setattr(apply, "dispatch_rounds", lambda wf: 3)  # an engine gone wrong
+    wf = unsendable(100)
+    await submit(storage, wf, "huge", clock())
+    result = await Coordinator(storage, NAMES, fast_options(), clock=clock).run_once()
+    assert result.stats.dispatch_rounds_exhausted == 1
+    assert result.stats.events_unacked == 1  # nothing flushed, the activate event comes back
+    assert "workflow huge: dispatches of workflow huge did not settle in 3 rounds" in caplog.text
+    assert (await load(storage, wf, "huge")).status is WorkflowStatus.PENDING

@@ -1,0 +1,176 @@
+"""The in-memory half of a workflow update: apply events through the engine, then carry out the
+dispatches (sending task messages), failing attempts whose message cannot be sent at all.
+
+Nothing here writes the state blob; ``update.py`` flushes what this changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from shared import engine
+from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.coordinator.dispatch import Dispatcher, SentKey
+from shared.coordinator.envelope import Envelope
+from shared.errors import MessageError
+from shared.messages import ERROR_TAIL_CHARS, Event, TaskFailedEvent
+from shared.state import RuntimeState
+from shared.workflow import CompiledWorkflow
+
+log = logging.getLogger("dagq.coordinator")
+
+
+@dataclass
+class Tally:
+    """Counters of one workflow update; merged into the pass stats only if the update succeeds."""
+
+    applied: int = 0
+    duplicates: int = 0
+    dispatched: int = 0
+    upstream_blobs: int = 0
+    finished: int = 0
+    dead: list[tuple[Envelope, str]] = field(default_factory=list)
+    deferred: list[Envelope] = field(default_factory=list)
+
+
+class ApplyCrashed(Exception):
+    """The engine raised something unexpected while applying ``envelope`` (a bug, or an event
+    the bounds let through): the state may be half-mutated."""
+
+    def __init__(self, envelope: Envelope, detail: str) -> None:
+        super().__init__(detail)
+        self.envelope = envelope
+
+
+class SendFailed(Exception):
+    """A task message could not be sent (or the lease is no longer safe to send under)."""
+
+
+class DispatchRoundsExhausted(Exception):
+    """Dispatching did not settle within its bound (see ``dispatch_rounds``)."""
+
+
+def apply_events(
+    workflow_id: str,
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    envelopes: list[Envelope],
+    tally: Tally,
+    now: float,
+) -> list[Command]:
+    """Apply every envelope's event; return the engine's commands. An event the engine rejects
+    goes to ``tally.dead``; one ahead of a rerun not applied yet to ``tally.deferred``."""
+    commands: list[Command] = []
+
+    def apply(env: Envelope, event: Event) -> None:
+        before = fingerprint(wf, state, event)
+        try:
+            out = engine.apply(wf, state, event, now)
+        except MessageError as exc:
+            tally.dead.append((env, str(exc)))
+            return
+        except Exception as exc:
+            log.exception("workflow %s: applying %s failed", workflow_id, env.message_id)
+            raise ApplyCrashed(env, repr(exc)) from exc
+        tally.applied += 1
+        if not out and fingerprint(wf, state, event) == before:
+            tally.duplicates += 1
+        commands.extend(out)
+
+    # Premature events get a second chance: their rerun may come later in this very batch.
+    for batch in (envelopes, _take_deferred(tally)):
+        for env in batch:
+            assert env.event is not None
+            if engine.premature(wf, state, env.event):
+                tally.deferred.append(env)
+            else:
+                apply(env, env.event)
+    return commands
+
+
+def _take_deferred(tally: Tally) -> list[Envelope]:
+    early, tally.deferred = tally.deferred, []
+    return early
+
+
+def dispatch_rounds(wf: CompiledWorkflow) -> int:
+    """How many send rounds ``dispatch_all`` may need: every round but the last fails at least one
+    attempt whose message cannot be sent, and one run of the workflow has at most
+    sum(num_retries + 1) attempts."""
+    return sum(task.num_retries + 1 for task in wf.tasks) + 1
+
+
+async def dispatch_all(
+    dispatcher: Dispatcher,
+    may_send: Callable[[], bool],
+    workflow_id: str,
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    commands: list[Command],
+    tally: Tally,
+    sent: set[SentKey],
+    now: float,
+    max_rounds: int | None = None,
+) -> None:
+    """Send the dispatches among ``commands``. An attempt whose message cannot be sent at all
+    fails (reason ``error``), which may dispatch its retry: rounds go on until no dispatch is
+    left, at most ``max_rounds`` (default ``dispatch_rounds(wf)``) — if that is ever reached,
+    DispatchRoundsExhausted (never a silently dropped dispatch)."""
+    rounds = dispatch_rounds(wf) if max_rounds is None else max_rounds
+    for _ in range(rounds):
+        dispatches = [c for c in commands if isinstance(c, Dispatch)]
+        tally.finished += sum(isinstance(c, WorkflowFinished) for c in commands)
+        if not dispatches:
+            return
+        if not may_send():
+            raise SendFailed
+        outcome = await dispatcher.send_all(workflow_id, wf, dispatches, sent)
+        tally.dispatched += outcome.sent
+        tally.upstream_blobs += outcome.upstream_blobs
+        if not outcome.ok:
+            raise SendFailed
+        commands = []
+        for command, reason in outcome.unsendable:
+            failure = TaskFailedEvent(
+                workflow_id=workflow_id,
+                task=command.name,
+                attempt=command.attempt,
+                finished_at=now,
+                reason="error",
+                error=reason[:ERROR_TAIL_CHARS],
+            )
+            commands += engine.apply(wf, state, failure, now)
+    if any(isinstance(c, Dispatch) for c in commands):
+        raise DispatchRoundsExhausted(
+            f"dispatches of workflow {workflow_id} did not settle in {rounds} rounds"
+        )
+
+
+def defer(tally: Tally, max_deliveries: int) -> list[Envelope]:
+    """The premature events to leave on the queue; those that have waited ``max_deliveries``
+    deliveries for their rerun go to ``tally.dead`` instead (never dropped silently)."""
+    waiting = []
+    for env in tally.deferred:
+        if env.dequeue_count >= max_deliveries:
+            reason = (
+                "event for an attempt ahead of a finished task: the rerun it belongs to never"
+                f" arrived in {env.dequeue_count} deliveries"
+            )
+            tally.dead.append((env, reason))
+        else:
+            env.deferred = True
+            waiting.append(env)
+    return waiting
+
+
+def fingerprint(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> tuple[object, ...]:
+    """A cheap summary that changes whenever an event changes something (to count no-ops): an
+    effective task event always changes its task's state or attempt; a control event changes the
+    workflow's status, run or per-state counts."""
+    task = getattr(event, "task", None)
+    if isinstance(task, str) and task in wf.index:
+        view = state.task(wf.index[task])
+        return (state.status, view.state, view.attempt, view.started_at)
+    return (state.status, state.run, tuple(state.counts().items()))

@@ -1,0 +1,49 @@
+"""The state blob's optimistic-concurrency loop, on its own: change the state in memory, write it
+with If-Match on the ETag it was read at, and on 412 (someone else wrote) read it again and redo
+the change. The change must be idempotent (re-applying events is)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from shared.coordinator.cache import CachedState
+from shared.errors import StaleStateError
+from shared.state import RuntimeState
+
+
+class FlushConflicts(Exception):
+    """The write lost the compare-and-swap ``attempts`` times in a row."""
+
+    def __init__(self, attempts: int) -> None:
+        super().__init__(f"{attempts} flush conflicts in a row")
+        self.attempts = attempts
+
+
+async def read_modify_write(
+    cached: CachedState,
+    *,
+    change: Callable[[RuntimeState], Awaitable[None]],
+    encode: Callable[[RuntimeState], bytes],
+    write: Callable[[RuntimeState, bytes, str], Awaitable[str]],
+    reread: Callable[[], Awaitable[CachedState]],
+    attempts: int,
+    on_conflict: Callable[[], None],
+) -> tuple[CachedState, bool]:
+    """Change ``cached.state`` and write it back unless it encodes as before; return the state as
+    stored and whether it was written. ``write(state, data, etag)`` returns the new ETag or raises
+    StaleStateError; after ``attempts`` conflicts, FlushConflicts."""
+    for attempt in range(1, attempts + 1):
+        await change(cached.state)
+        data = encode(cached.state)
+        if data == cached.data:
+            return cached, False
+        try:
+            etag = await write(cached.state, data, cached.etag)
+        except StaleStateError:
+            on_conflict()
+            if attempt == attempts:
+                break
+            cached = await reread()
+            continue
+        return CachedState(cached.state, etag, data), True
+    raise FlushConflicts(attempts)

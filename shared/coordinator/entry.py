@@ -1,0 +1,174 @@
+"""The coordinator's entry points: one pass, the sweeps, the Functions trigger, the long-lived loop.
+
+A ``Coordinator`` wires the parts of one deployment's coordinator together — the lease
+(``leadership.py``), intake (``intake.py``), the workflow update (``update.py``, with
+``apply.py`` and ``cas.py``), acknowledgement and dead letters (``acks.py``), the index
+write-behind (``projector.py``) — and runs passes (``passes.py``) when asked. See
+docs/coordinator.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from shared.coordinator.acks import Acknowledger
+from shared.coordinator.cache import WorkflowCache
+from shared.coordinator.dispatch import Dispatcher
+from shared.coordinator.envelope import Envelope
+from shared.coordinator.intake import Receiver
+from shared.coordinator.leadership import Leadership
+from shared.coordinator.options import CoordinatorOptions
+from shared.coordinator.passes import PassResult, PassRunner
+from shared.coordinator.projector import Projector
+from shared.coordinator.stats import LeaseState, PassStats
+from shared.coordinator.update import WorkflowUpdater
+from shared.errors import LeaseError
+from shared.names import ResourceNames
+from shared.settings import Settings
+from shared.storage.ports import Storage
+
+log = logging.getLogger("dagq.coordinator")
+
+Clock = Callable[[], float]
+
+
+class Coordinator:
+    """The coordinator of one deployment (one prefix). Not shared between event loops.
+
+    ``hold_lease``: keep the lease between passes (the long-lived process) instead of releasing
+    it at the end of each pass (Functions invocations, so other instances can take over).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        config: Settings | ResourceNames,
+        options: CoordinatorOptions | None = None,
+        *,
+        clock: Clock = time.time,
+        hold_lease: bool = False,
+    ) -> None:
+        """``config``: the deployment's Settings (options then default from them) or just its
+        ResourceNames (options default to the Settings defaults)."""
+        self.storage = storage
+        if isinstance(config, Settings):
+            self.names = config.names
+            self.options = options or CoordinatorOptions.from_settings(config)
+        else:
+            self.names = config
+            self.options = options or CoordinatorOptions()
+        self.clock = clock
+        opts = self.options
+        cache = WorkflowCache()
+        updater = WorkflowUpdater(
+            storage,
+            opts,
+            cache,
+            Dispatcher(storage, self.names, opts.send_concurrency),
+            Leadership(storage.lease, opts, on_lost=cache.clear),
+            Projector(storage.index, opts.project_every_s),
+            Acknowledger(storage.deadletters, clock, opts.delete_concurrency),
+            clock,
+        )
+        self._passes = PassRunner(updater, Receiver(opts), hold_lease)
+
+    async def run_once(self, budget_s: float | None = None, *, sweep: bool = False) -> PassResult:
+        """One pass: drain the event queue until it is empty or ``budget_s`` is used, then (with
+        ``sweep``) run the sweeps. Returns without touching anything if another coordinator holds
+        the lease (``result.leader`` is False); never raises for a bad event."""
+        return await self._passes.run(budget_s, sweep=sweep, trigger=None)
+
+    async def run_sweeps(self, budget_s: float | None = None) -> PassResult:
+        """The timer trigger's entry: a drain (backstop for the queue trigger) plus every sweep."""
+        return await self._passes.run(budget_s, sweep=True, trigger=None)
+
+    async def handle_trigger_message(
+        self, text: str, message_id: str, dequeue_count: int = 1, budget_s: float | None = None
+    ) -> PassResult:
+        """The Functions queue trigger's entry: apply the event the host handed over together with
+        a drain of whatever else is queued.
+
+        The host deletes the trigger message when this returns, so on return it has either been
+        applied and flushed (or dead-lettered, or acknowledged as an orphan), or re-sent to the
+        event queue when this instance could not apply it (another instance holds the lease, the
+        lease was lost, a send or flush failed) — never lost and never pushed toward the poison
+        queue for that. Only if even the re-send fails does this raise, so the host retries.
+        """
+        trigger = Envelope(text=text, message_id=message_id, dequeue_count=dequeue_count)
+        try:
+            result = await self._passes.run(budget_s, sweep=False, trigger=trigger)
+        except Exception as exc:  # e.g. the lease blob unreachable: hand the event back
+            log.warning("pass for trigger message %s failed: %r", message_id, exc)
+            result = PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
+        if not result.trigger_applied:
+            # A premature event waits for its rerun's retry event, which may be invisible for up
+            # to a visibility timeout; anything else is retried soon.
+            delay = self.options.event_visibility_s if trigger.deferred else None
+            await self.storage.event_queue.send(text, delay_s=delay or self.options.requeue_delay_s)
+            result.trigger_requeued = True
+        return result
+
+    async def run_forever(
+        self,
+        stop: asyncio.Event,
+        *,
+        wait_for_lease: bool = False,
+        sweep_every_s: float = 5.0,
+        idle_min_s: float = 0.02,
+        idle_max_s: float = 0.5,
+    ) -> None:
+        """The long-lived mode: pass after pass until ``stop`` is set, sweeping every
+        ``sweep_every_s`` and polling an idle queue with a growing pause (up to ``idle_max_s``).
+
+        Raises LeaseError if another coordinator holds the lease (at start or after a loss),
+        unless ``wait_for_lease``, in which case it waits for the lease to become free.
+        """
+        self._passes.hold_lease = True
+        next_sweep = 0.0
+        idle = idle_min_s
+        try:
+            while not stop.is_set():
+                sweep = time.monotonic() >= next_sweep
+                try:
+                    result = await self._passes.run(None, sweep=sweep, trigger=None)
+                except Exception:  # transient storage trouble: keep the process alive
+                    log.exception("coordinator pass failed; retrying shortly")
+                    await _sleep_until(stop, idle_max_s)
+                    continue
+                if result.stats.lease is not LeaseState.HELD:
+                    if not wait_for_lease and result.stats.lease is LeaseState.NOT_LEADER:
+                        raise self._lease_held()
+                    await _sleep_until(stop, self.options.renew_interval_s)
+                    continue
+                if sweep:
+                    next_sweep = time.monotonic() + sweep_every_s
+                if result.stats.events_received:
+                    idle = idle_min_s
+                else:
+                    await _sleep_until(stop, idle)
+                    idle = min(idle * 2, idle_max_s)
+        finally:
+            await self.release_lease()
+
+    async def release_lease(self) -> None:
+        """Give the lease up (no error if it was lost)."""
+        await self._passes.updater.leadership.release()
+
+    def _lease_held(self) -> LeaseError:
+        return LeaseError(
+            f"another coordinator holds the lease of prefix {self.names.prefix!r}"
+            f" (blob {self.names.workflows_container}/{self.names.lease_blob()}):"
+            " stop it first, or start this one with --wait-for-lease"
+        )
+
+
+async def _sleep_until(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+__all__ = ["Coordinator", "Envelope", "PassResult"]

@@ -1,0 +1,144 @@
+"""One pass: take the lease, drain the event queue, run the sweeps if asked, write pending index
+rows, give the lease back (unless held between passes). One structured stats record per pass.
+
+The drain is pipelined: the next receive is in flight while a cycle is updated and flushed, and
+the deletes of flushed cycles run in the background (one shared bound), so the queue is never
+idle waiting for the coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from shared.coordinator.dispatch import SentKey
+from shared.coordinator.envelope import Envelope
+from shared.coordinator.intake import Receiver, take_in
+from shared.coordinator.stats import LeaseState, PassStats
+from shared.coordinator.sweeps import run_sweeps
+from shared.coordinator.update import WorkflowUpdater
+
+log = logging.getLogger("dagq.coordinator")
+
+
+@dataclass
+class PassResult:
+    """What a pass did; ``stats`` is also logged as the pass's one structured record."""
+
+    stats: PassStats
+    trigger_applied: bool | None = None
+    """For ``handle_trigger_message``: whether the trigger event was applied (or dead-lettered, or
+    found orphaned) — i.e. whether the host may delete it."""
+    trigger_requeued: bool = False
+    """The trigger event could not be applied here and was re-sent to the event queue."""
+
+    @property
+    def leader(self) -> bool:
+        """Whether this coordinator held the lease (False: the pass touched nothing)."""
+        return self.stats.lease is not LeaseState.NOT_LEADER
+
+
+class PassRunner:
+    """Runs the passes of one coordinator, one at a time."""
+
+    def __init__(self, updater: WorkflowUpdater, receiver: Receiver, hold_lease: bool) -> None:
+        self.updater = updater
+        self.receiver = receiver
+        self.hold_lease = hold_lease
+        self._lock = asyncio.Lock()
+
+    async def run(
+        self, budget_s: float | None, *, sweep: bool, trigger: Envelope | None
+    ) -> PassResult:
+        """One pass (``trigger``: an event handed over by the Functions host, applied first)."""
+        leadership = self.updater.leadership
+        async with self._lock:
+            started = time.monotonic()
+            stats = PassStats()
+            result = PassResult(stats)
+            if not await leadership.take():
+                stats.lease = LeaseState.NOT_LEADER
+                result.trigger_applied = False if trigger else None
+                stats.latency_s = time.monotonic() - started
+                log.debug("not the leader: %s", stats.record())
+                return result
+            renewer = asyncio.create_task(leadership.renew_while_working())
+            try:
+                await self._work(started, budget_s, sweep, result, trigger)
+            finally:
+                renewer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewer
+                await self._end_lease(stats)
+            stats.latency_s = time.monotonic() - started
+            if stats.events_received or stats.sweep or stats.lease is not LeaseState.HELD:
+                stats.log()
+            else:
+                log.debug("idle pass: %s", stats.record())
+            return result
+
+    async def _work(
+        self,
+        started: float,
+        budget_s: float | None,
+        sweep: bool,
+        result: PassResult,
+        trigger: Envelope | None,
+    ) -> None:
+        opts = self.updater.options
+        ok = self.updater.leadership.ok
+        # Events received late in the pass must still be flushed and deleted before their
+        # visibility runs out, or they are redelivered while we hold them.
+        budget = min(budget_s or opts.pass_budget_s, opts.event_visibility_s / 2)
+        await self._drain(started + budget, result, trigger)
+        if sweep and ok():
+            await run_sweeps(self.updater, self.receiver, result.stats)
+        if ok():
+            await self.updater.projector.flush(result.stats)
+
+    async def _end_lease(self, stats: PassStats) -> None:
+        leadership = self.updater.leadership
+        if not leadership.ok():
+            stats.lease = LeaseState.LOST
+            self.updater.cache.clear()
+            leadership.drop()
+        elif not self.hold_lease:
+            await leadership.release()
+
+    async def _drain(self, deadline: float, result: PassResult, trigger: Envelope | None) -> None:
+        """Receive -> update -> ack, cycle after cycle, until the queue is empty or the deadline
+        has passed (the cycle in hand is always finished)."""
+        stats = result.stats
+        updater = self.updater
+        sent: set[SentKey] = set()
+        acks: list[asyncio.Task[None]] = []
+        updater.acks.new_pass()
+        queue = updater.storage.event_queue
+        first = [trigger] if trigger else []
+        stats.events_received += len(first)
+        receiving: asyncio.Task[list[Envelope]] | None = asyncio.create_task(
+            self.receiver.receive(queue, stats)
+        )
+        try:
+            while receiving is not None:
+                envelopes = first + await receiving
+                first = []
+                receiving = None
+                if not envelopes or not updater.leadership.ok():
+                    break
+                if time.monotonic() < deadline:
+                    receiving = asyncio.create_task(self.receiver.receive(queue, stats))
+                done = await take_in(envelopes, updater, stats, sent)
+                if trigger is not None and result.trigger_applied is None:
+                    result.trigger_applied = any(env is trigger for env in done)
+                acks.append(asyncio.create_task(updater.acks.ack(done)))
+        finally:
+            if receiving is not None:  # only after a failure: the events come back on their own
+                with contextlib.suppress(Exception):
+                    await receiving
+            await asyncio.gather(*acks, return_exceptions=True)
+            if trigger is not None and result.trigger_applied is None:
+                result.trigger_applied = False

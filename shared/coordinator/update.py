@@ -1,0 +1,258 @@
+"""The workflow update: everything a pass does to one workflow, with the events it got.
+
+Load the definition (cached per process) and the state (cached with its ETag, or read); apply the
+events in memory and dispatch the tasks that became ready (``apply.py``); write the state once
+with If-Match (``cas.py``, which re-reads and re-applies on 412); project the index row. Only
+the envelopes an update returns as done may be acknowledged; everything else stays queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from shared import codec, engine
+from shared.coordinator.acks import Acknowledger
+from shared.coordinator.apply import (
+    ApplyCrashed,
+    DispatchRoundsExhausted,
+    SendFailed,
+    Tally,
+    apply_events,
+    defer,
+    dispatch_all,
+)
+from shared.coordinator.cache import CachedState, WorkflowCache
+from shared.coordinator.cas import FlushConflicts, read_modify_write
+from shared.coordinator.dispatch import Dispatcher, SentKey
+from shared.coordinator.envelope import Envelope
+from shared.coordinator.leadership import Leadership
+from shared.coordinator.options import CoordinatorOptions
+from shared.coordinator.projector import Projector
+from shared.coordinator.stats import PassStats
+from shared.errors import CodecError, NotFoundError
+from shared.projection import index_row
+from shared.state import RuntimeState
+from shared.storage.definitions import load_definition
+from shared.storage.ports import IndexRow, Storage
+from shared.workflow import CompiledWorkflow
+
+log = logging.getLogger("dagq.coordinator")
+
+
+class LeaseLost(Exception):
+    """The lease is no longer safe to write under: stop before the next write."""
+
+
+@dataclass
+class UpdateResult:
+    """What one workflow update handled."""
+
+    done: list[Envelope] = field(default_factory=list)
+    """Envelopes fully handled (applied and flushed, orphaned, or dead-lettered): ack them."""
+    row: IndexRow | None = None
+    """The workflow's current index projection, when the update had its state."""
+
+
+@dataclass
+class _Flushed:
+    cached: CachedState
+    changed: bool
+    tally: Tally
+
+
+class WorkflowUpdater:
+    """Runs workflow updates for one coordinator (the parts every update shares)."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        options: CoordinatorOptions,
+        cache: WorkflowCache,
+        dispatcher: Dispatcher,
+        leadership: Leadership,
+        projector: Projector,
+        acks: Acknowledger,
+        clock: Callable[[], float],
+    ) -> None:
+        self.storage = storage
+        self.options = options
+        self.cache = cache
+        self.leadership = leadership
+        self.projector = projector
+        self.acks = acks
+        self.clock = clock
+        self._dispatcher = dispatcher
+
+    async def update_all(
+        self, groups: dict[str, list[Envelope]], stats: PassStats, sent: set[SentKey]
+    ) -> list[Envelope]:
+        """Update every workflow of ``groups`` (a bounded number at once); return what is done."""
+        slots = asyncio.Semaphore(self.options.workflow_concurrency)
+
+        async def one(workflow_id: str, group: list[Envelope]) -> UpdateResult:
+            async with slots:
+                return await self.update(workflow_id, group, stats, sent)
+
+        results = await asyncio.gather(*(one(wid, group) for wid, group in groups.items()))
+        return [env for result in results for env in result.done]
+
+    async def update(
+        self,
+        workflow_id: str,
+        envelopes: list[Envelope],
+        stats: PassStats,
+        sent: set[SentKey],
+        *,
+        sweep: bool = False,
+    ) -> UpdateResult:
+        """Apply ``envelopes`` (and with ``sweep`` the engine's sweep) to one workflow, dispatch,
+        flush once, project. Never raises: a failure leaves the events unacknowledged."""
+        try:
+            return await self._update(workflow_id, envelopes, stats, sent, sweep)
+        except (SendFailed, LeaseLost, FlushConflicts) as exc:
+            self.cache.forget(workflow_id)
+            stats.events_unacked += len(envelopes)
+            if isinstance(exc, SendFailed):
+                stats.send_failures += 1
+            elif isinstance(exc, FlushConflicts):
+                log.warning("workflow %s: %s; events left for redelivery", workflow_id, exc)
+            return UpdateResult()
+        except DispatchRoundsExhausted as exc:
+            self.cache.forget(workflow_id)
+            stats.events_unacked += len(envelopes)
+            stats.dispatch_rounds_exhausted += 1
+            log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
+            return UpdateResult()
+        except Exception as exc:
+            self.cache.forget(workflow_id)
+            stats.events_unacked += len(envelopes)
+            log.warning("workflow %s: update failed, events left for redelivery: %r",
+                        workflow_id, exc)  # fmt: skip
+            return UpdateResult()
+
+    async def _update(
+        self,
+        workflow_id: str,
+        envelopes: list[Envelope],
+        stats: PassStats,
+        sent: set[SentKey],
+        sweep: bool,
+    ) -> UpdateResult:
+        try:
+            wf = await load_definition(self.storage, workflow_id)
+            cached = await self._state(workflow_id, wf)
+        except NotFoundError:
+            stats.orphans += len(envelopes)
+            return UpdateResult(done=list(envelopes))
+        except CodecError as exc:
+            reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
+            log.error(reason)
+            done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
+            return UpdateResult(done=done)
+        excluded: dict[int, str] = {}
+        while True:
+            live = [env for env in envelopes if id(env) not in excluded]
+            try:
+                flushed = await self._flush(workflow_id, wf, cached, live, stats, sent, sweep)
+            except ApplyCrashed as crash:
+                # The state may be half-mutated: re-read it, and leave the events for redelivery
+                # unless this one has failed often enough to be set aside for good.
+                self.cache.forget(workflow_id)
+                if crash.envelope.dequeue_count < self.options.max_dequeue_count:
+                    raise
+                excluded[id(crash.envelope)] = f"applying the event failed repeatedly: {crash}"
+                cached = await self._state(workflow_id, wf)
+                continue
+            except NotFoundError:  # the workflow was deleted under us
+                stats.orphans += len(envelopes)
+                return UpdateResult(done=list(envelopes))
+            break
+        self.cache.put_state(workflow_id, flushed.cached)
+        flushed.tally.dead += [(env, why) for env in envelopes if (why := excluded.get(id(env)))]
+        return await self._settle(wf, envelopes, flushed, stats)
+
+    async def _flush(
+        self,
+        workflow_id: str,
+        wf: CompiledWorkflow,
+        cached: CachedState,
+        envelopes: list[Envelope],
+        stats: PassStats,
+        sent: set[SentKey],
+        sweep: bool,
+    ) -> _Flushed:
+        """Apply, dispatch and write the state (re-applying on conflicts)."""
+        tallies: list[Tally] = []
+
+        async def change(state: RuntimeState) -> None:
+            if not self.leadership.ok():
+                raise LeaseLost
+            now = self.clock()
+            tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
+            commands = apply_events(workflow_id, wf, state, envelopes, tallies[-1], now)
+            if sweep:
+                commands += engine.sweep(
+                    wf, state, now,
+                    lost_dispatch_after_s=self.options.lost_dispatch_after_s,
+                    cancel_grace_s=self.options.cancel_grace_s,
+                )  # fmt: skip
+            # Dispatch before the flush: a crash in between re-sends on redelivery (workers
+            # dedupe by attempt claim); flushing first could lose a dispatch forever.
+            await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
+                               commands, tallies[-1], sent, now)  # fmt: skip
+
+        async def write(state: RuntimeState, data: bytes, etag: str) -> str:
+            if not self.leadership.ok():
+                raise LeaseLost
+            meta = codec.state_metadata(state)
+            return await self.storage.workflows.write_state(workflow_id, data, etag, meta)
+
+        def conflict() -> None:
+            stats.flush_conflicts += 1
+            self.cache.forget(workflow_id)
+
+        stored, changed = await read_modify_write(
+            cached,
+            change=change,
+            encode=codec.encode_state,
+            write=write,
+            reread=lambda: self._state(workflow_id, wf),
+            attempts=self.options.max_flush_attempts,
+            on_conflict=conflict,
+        )
+        stats.flushes += changed
+        return _Flushed(stored, changed, tallies[-1])
+
+    async def _settle(
+        self,
+        wf: CompiledWorkflow,
+        envelopes: list[Envelope],
+        flushed: _Flushed,
+        stats: PassStats,
+    ) -> UpdateResult:
+        """After a good flush: count, project, dead-letter what the engine rejected."""
+        tally = flushed.tally
+        waiting = defer(tally, self.options.max_defer_deliveries)
+        stats.deferred += len(waiting)
+        stats.events_applied += tally.applied
+        stats.duplicates += tally.duplicates
+        stats.tasks_dispatched += tally.dispatched
+        stats.upstream_blobs += tally.upstream_blobs
+        stats.workflows_finished += tally.finished
+        row = index_row(wf, flushed.cached.state)
+        if flushed.changed:  # an unchanged state has nothing new to project (index-repair mends)
+            await self.projector.project(row, stats, urgent=tally.finished > 0)
+        held = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting}
+        done = [env for env in envelopes if id(env) not in held]
+        done += await self.acks.dead_letter(tally.dead, stats)
+        return UpdateResult(done=done, row=row)
+
+    async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:
+        cached = self.cache.take_state(workflow_id)
+        if cached is None:
+            data, etag = await self.storage.workflows.read_state(workflow_id)
+            cached = CachedState(codec.decode_state(data, wf), etag, data)
+        return cached
