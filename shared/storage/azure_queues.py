@@ -168,7 +168,3 @@ class AzureQueues:
         return sorted(
             [queue.name async for queue in self.service.list_queues(name_starts_with=prefix)]
         )
-
-    async def ensure_all(self, names: list[str]) -> None:
-        """Create several queues at once (idempotent)."""
-        await asyncio.gather(*(self.get(name).ensure() for name in names))

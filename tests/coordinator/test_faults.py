@@ -126,7 +126,9 @@ async def test_crash_around_flushes_dispatches_and_deletes() -> None:
     ]
     for only, mode in windows:
         for number in range(1, 6):
-            await crash_then_recover(FaultPlan(crash_at=number, mode=mode, only={only}))
+            plan = await crash_then_recover(FaultPlan(crash_at=number, mode=mode, only={only}))
+            assert plan.dead, (only, mode, number)  # the crash happened where it was aimed
+            assert plan.calls[number - 1] == only
 
 
 async def test_concurrent_writer_forces_412_and_is_reapplied() -> None:
