@@ -15,19 +15,12 @@ from __future__ import annotations
 import gc
 import re
 from collections import defaultdict, deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from shared.conditions import compile_condition
 from shared.errors import ConditionError, DefinitionError, Issue, TemplateSyntaxError
-from shared.foreach import (
-    Params,
-    Template,
-    expand,
-    expansion_count,
-    expansion_name,
-    parse_template,
-)
+from shared.foreach import Params, expand, expansion_count, expansion_name
 from shared.names import TASK_NAME_RE, queue_name_problem, safe_name_problem
 from shared.parsing import (
     MAX_DEFINITION_BYTES,
@@ -37,6 +30,12 @@ from shared.parsing import (
     parse_for_validation,
 )
 from shared.spec import RetrySpec, TaskSpec, WorkflowSpec
+from shared.templating import (
+    Template,
+    parse_command,
+    parse_template,
+    variable_env,
+)
 from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 
 __all__ = [
@@ -363,7 +362,7 @@ class _Compiler:
         kwargs = task.kwargs
         self.check_env_names(kwargs.env, f"{w.loc}.kwargs.env", task.name)
         loc = f"{w.loc}.kwargs"
-        cmd = self.template(kwargs.cmd, f"{loc}.cmd", w)
+        cmd = self.template(kwargs.cmd, f"{loc}.cmd", w, parse_command)
         env = {k: self.template(v, f"{loc}.env.{k}", w) for k, v in kwargs.env.items()}
         cwd = self.template(kwargs.cwd, f"{loc}.cwd", w)
         queue = self.template(task.queue, f"{w.loc}.queue", w)
@@ -382,6 +381,8 @@ class _Compiler:
         all_params = list(expand(foreach))
         if not self.check_variables(w, variables, all_params):
             return []
+        if not self.check_variable_env(w, all_params):
+            return []
         out: list[_Expansion] = []
         for index, params in enumerate(all_params):
             name = expansion_name(task.name, params, index)
@@ -389,7 +390,7 @@ class _Compiler:
             expansion = _Expansion(
                 name,
                 cmd.render(params, quote=True),
-                {**spec.env, **own_env} if spec.env else own_env,
+                {**spec.env, **own_env, **variable_env(params)},
                 cwd.render(params, quote=False) if cwd is not None else None,
                 queue.render(params, quote=False) if queue is not None else spec.default_queue,
                 params,
@@ -398,11 +399,17 @@ class _Compiler:
             out.append(expansion)
         return out
 
-    def template(self, text: str | None, loc: str, w: _Written) -> Template | None:
+    def template(
+        self,
+        text: str | None,
+        loc: str,
+        w: _Written,
+        parse: Callable[[str], Template] = parse_template,
+    ) -> Template | None:
         if text is None:
             return None
         try:
-            return parse_template(text)
+            return parse(text)
         except TemplateSyntaxError as exc:
             self.issues.add(loc, str(exc), w.spec.name)
             return None
@@ -429,6 +436,26 @@ class _Compiler:
                     f"template variable(s) {', '.join(missing)} used by the task are not set by"
                     f" foreach[{i}]",
                     task.name,
+                )
+                ok = False
+        return ok
+
+    def check_variable_env(self, w: _Written, all_params: list[Params]) -> bool:
+        """Each parameter reaches the task as DAGQ_VAR_<param>: no env entry may set one."""
+        names = dict.fromkeys(key for params in all_params for key in params)
+        try:
+            generated = variable_env(dict.fromkeys(names, ""))
+        except TemplateSyntaxError as exc:  # (not with identifier names; kept for safety)
+            self.issues.add(f"{w.loc}.foreach", str(exc), w.spec.name)
+            return False
+        ok = True
+        for loc, env in ((f"{w.loc}.kwargs.env", w.spec.kwargs.env), ("env", self.spec.env)):
+            for key in env.keys() & generated.keys():
+                self.issues.add(
+                    f"{loc}.{key}",
+                    f"{key} is set by dagq to the value of foreach parameter"
+                    f" {key.removeprefix('DAGQ_VAR_')!r}: remove it or rename it",
+                    w.spec.name,
                 )
                 ok = False
         return ok

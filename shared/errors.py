@@ -84,8 +84,9 @@ class DefinitionError(DagqError):
 
 
 class TemplateSyntaxError(DagqError, ValueError):
-    """A ``{{ ... }}`` placeholder that is not a single parameter name (the compiler reports it as
-    a definition issue)."""
+    """A ``{{ ... }}`` placeholder that is not a single variable name, or one placed where the
+    shell would not read its value as one plain word (the compiler reports it as a definition
+    issue)."""
 
 
 class ConditionError(DagqError):

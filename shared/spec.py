@@ -45,7 +45,8 @@ class TaskKwargs(_Spec):
 
     cmd: str
     """The shell command (run with ``sh -c`` by the worker). In a foreach task, ``{{ param }}``
-    is replaced by the shell-quoted parameter value."""
+    is replaced by the shell-quoted parameter value; it must stand where the shell reads a plain
+    word (not inside quotes), and the value is also in the variable ``$DAGQ_VAR_<param>``."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables, merged over the workflow's ``env``."""
     cwd: str | None = None

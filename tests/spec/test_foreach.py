@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from shared.foreach import expansion_name, parse_template, render_value
+from shared.foreach import expansion_name
 from shared.names import safe_name_problem
+from shared.templating import parse_template, render_value
 from tests.spec.helpers import compile_dict, one_issue, task, workflow
 
 
@@ -138,8 +139,8 @@ def test_templates_in_env_cwd_and_queue_are_raw() -> None:
         )
     )
     assert [(t.queue, t.env, t.cwd) for t in wf.tasks] == [
-        ("gpu-A100", {"GPU": "A100 x"}, "/runs/A100"),
-        ("gpu-H100", {"GPU": "H100 x"}, "/runs/H100"),
+        ("gpu-A100", {"GPU": "A100 x", "DAGQ_VAR_gpu": "A100"}, "/runs/A100"),
+        ("gpu-H100", {"GPU": "H100 x", "DAGQ_VAR_gpu": "H100"}, "/runs/H100"),
     ]
 
 
@@ -179,7 +180,7 @@ def test_template_variable_missing_from_one_list_item() -> None:
     )
 
 
-@pytest.mark.parametrize("text", ["{{ a.b }}", "{{ }}", "{{ a b }}", "{{ __import__('os') }}"])
+@pytest.mark.parametrize("text", ["{{ a-b }}", "{{ }}", "{{ a b }}", "{{ __import__('os') }}"])
 def test_invalid_placeholders(text: str) -> None:
     one_issue(
         workflow(task("t", f"echo {text}", foreach={"a": [1]})),
@@ -202,6 +203,15 @@ def test_invalid_placeholders(text: str) -> None:
 )
 def test_foreach_shape(foreach: object, contains: str) -> None:
     one_issue(workflow(task("t", foreach=foreach)), location="tasks.t.foreach", contains=contains)
+
+
+def test_a_dotted_placeholder_is_no_foreach_parameter() -> None:
+    # ({{ item.key }} is for a dynamic fan-out's items; a foreach parameter is one plain name.)
+    one_issue(
+        workflow(task("t", "echo {{ a.b }}", foreach={"a": [1]})),
+        location="tasks.t.kwargs",
+        contains="unknown template variable {{ a.b }}",
+    )
 
 
 def test_tasks_without_foreach_are_not_templated() -> None:
