@@ -9,7 +9,9 @@ App settings read here, at import time:
 - ``DAGQ_PREFIX`` (default ``dagq``): the event queue the queue trigger listens on is
   ``{prefix}-events`` (``shared.names.ResourceNames``), so a deployment names its resources once.
 - ``DAGQ_API_AUTH_LEVEL`` (default ``function``): the HTTP auth level — ``function``, ``admin`` or
-  ``anonymous``. ``/api/health`` and ``/api/openapi.json`` are always anonymous.
+  ``anonymous``. ``/api/health``, ``/api/openapi.json`` and the dashboard's page and assets
+  (``/api/ui``, which hold no data: the page calls the API with the user's key) are always
+  anonymous.
 
 And by the host, through binding expressions: ``%DAGQ_SWEEP_SCHEDULE%`` (the timer's NCRONTAB
 schedule, seconds first) and the connection ``DAGQ_STORAGE`` (connection string, or
@@ -22,9 +24,9 @@ import os
 
 import azure.functions as func
 
+from shared.api import dashboard, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
-from shared.api import triggers
 from shared.names import ResourceNames
 
 
@@ -111,6 +113,27 @@ async def health(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 async def openapi(req: func.HttpRequest) -> func.HttpResponse:
     return await api.openapi(req)
+
+
+# -- the dashboard (shared/api/dashboard.py, docs/dashboard.md) -----------------------------------
+
+
+@app.function_name("get_workflow_graph")
+@app.route(route="workflows/{id}/graph", methods=["GET"])
+async def get_workflow_graph(req: func.HttpRequest) -> func.HttpResponse:
+    return await dashboard.get_workflow_graph(req)
+
+
+@app.function_name("dashboard")
+@app.route(route="ui", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+async def dashboard_page(req: func.HttpRequest) -> func.HttpResponse:
+    return await dashboard.dashboard(req)
+
+
+@app.function_name("dashboard_asset")
+@app.route(route="ui/{*path}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+async def dashboard_asset(req: func.HttpRequest) -> func.HttpResponse:
+    return await dashboard.dashboard_asset(req)
 
 
 # -- the coordinator -------------------------------------------------------------------------------

@@ -219,10 +219,12 @@ def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> dict[str,
         "state": str(view.state),
         "attempt": view.attempt,
         "queue": wf.tasks[i].queue,
+        "queued_at": view.queued_at,
         "started_at": view.started_at,
         "finished_at": view.finished_at,
         "exit_code": view.exit_code,
         "error": view.error,
+        "worker": view.worker,
     }
 
 
@@ -279,8 +281,6 @@ def task_detail(
             "params": task.params,
             "num_retries": task.num_retries,
             "timeout_s": task.timeout_s,
-            "queued_at": view.queued_at,
-            "worker": view.worker,
             "output": _output_view(view.output),
             "log": {"container": outputs_container, "blob": view.log_blob}
             if view.log_blob

@@ -1,0 +1,185 @@
+// The Gantt chart of a run: one bar per attempt (queued → started → finished), in lanes by queue
+// or by worker, earlier attempts of retried tasks beside the current one, the critical path outlined.
+// The state blob keeps each task's current attempt; earlier attempts are those this page saw while
+// the run went on (History), so a retry seen live stays on the chart.
+import { clear, duration, h, label, s } from "./dom.js";
+
+const LABEL_W = 150, ROW_H = 22, BAR_H = 14, LANE_GAP = 10, AXIS_H = 26;
+export const DETAILED_UP_TO = 500; // above this many bars: no queue-wait segments, no focus stops
+
+/** Earlier attempts, as observed: task -> Map(attempt -> last snapshot of that attempt). */
+export class History {
+  constructor() { this.seen = new Map(); }
+  observe(tasks) {
+    for (const [name, t] of Object.entries(tasks)) {
+      if (!t.attempt || (!t.started_at && !t.queued_at)) continue;
+      let attempts = this.seen.get(name);
+      if (!attempts) {
+        if (t.attempt === 1 && (t.state === "completed" || t.state === "running")) continue; // nothing to remember
+        attempts = new Map();
+        this.seen.set(name, attempts);
+      }
+      attempts.set(t.attempt, { ...t });
+    }
+  }
+  earlier(name, current) {
+    const attempts = this.seen.get(name);
+    if (!attempts) return [];
+    return [...attempts.entries()].filter(([a]) => a < current).map(([attempt, t]) => ({ attempt, ...t }));
+  }
+}
+
+function barsOf(graph, tasks, history, laneBy, now) {
+  const bars = [];
+  for (const [i, def] of graph.tasks.entries()) {
+    const t = tasks[def.name];
+    if (!t || !t.attempt) continue;
+    const lane = laneBy === "worker" ? (t.worker || "(no worker yet)") : def.queue;
+    for (const old of history.earlier(def.name, t.attempt)) {
+      const start = old.started_at, queued = old.queued_at || start;
+      if (!queued) continue;
+      const end = old.finished_at || t.queued_at || now;
+      bars.push({ i, name: def.name, lane: laneBy === "worker" ? (old.worker || lane) : lane, attempt: old.attempt,
+        queued, start, end, state: "retried", current: false });
+    }
+    const queued = t.queued_at || t.started_at;
+    if (!queued) continue;
+    const end = t.finished_at || now;
+    bars.push({ i, name: def.name, lane, attempt: t.attempt, queued, start: t.started_at, end, state: t.state, current: true });
+  }
+  return bars;
+}
+
+/** The chain of tasks that decided when the run ended: from the last task to finish, back through
+ * the parent that finished last each time. */
+export function criticalPath(graph, tasks) {
+  let last = -1, lastEnd = -Infinity;
+  graph.tasks.forEach((def, i) => {
+    const t = tasks[def.name];
+    const end = t && (t.finished_at || (t.started_at ? Infinity : null));
+    if (end !== null && end !== undefined && end > lastEnd) { last = i; lastEnd = end; }
+  });
+  const path = [];
+  const seen = new Set();
+  while (last >= 0 && !seen.has(last)) {
+    seen.add(last);
+    path.push(last);
+    let next = -1, nextEnd = -Infinity;
+    for (const p of graph.tasks[last].parents) {
+      const t = tasks[graph.tasks[p].name];
+      if (t && t.finished_at && t.finished_at > nextEnd) { next = p; nextEnd = t.finished_at; }
+    }
+    last = next;
+  }
+  return path.reverse();
+}
+
+function niceStep(span, target) {
+  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+  return steps.find((st) => span / st <= target) || 86400 * Math.ceil(span / target / 86400);
+}
+
+/** Lanes -> rows of non-overlapping bars (greedy: each bar in the first row free at its start). */
+function pack(bars, detailed) {
+  const lanes = new Map();
+  const sorted = [...bars].sort((a, b) => (detailed ? a.queued - b.queued : a.start - b.start));
+  for (const bar of sorted) {
+    if (!detailed && !bar.start) continue;
+    if (!lanes.has(bar.lane)) lanes.set(bar.lane, []);
+    const rows = lanes.get(bar.lane);
+    const from = detailed ? bar.queued : bar.start;
+    let row = rows.findIndex((end) => end <= from);
+    if (row < 0) { row = rows.length; rows.push(0); }
+    rows[row] = bar.end;
+    bar.row = row;
+  }
+  return new Map([...lanes.entries()].sort((a, b) => a[0].localeCompare(b[0])));
+}
+
+/** Draw the chart into `host`; returns the bars drawn and the critical path. */
+export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }) {
+  const now = Date.now() / 1000;
+  const bars = barsOf(graph, wf.tasks, history, laneBy, now);
+  const detailed = bars.length <= DETAILED_UP_TO;
+  const lanes = pack(bars, detailed);
+  const critical = criticalPath(graph, wf.tasks);
+  const onPath = new Set(critical);
+  const t0 = Math.min(wf.created_at, ...bars.map((b) => b.queued));
+  const t1 = Math.max(t0 + 1, ...bars.map((b) => b.end));
+  const chartW = Math.max(560, host.clientWidth - LABEL_W - 24);
+  const x = (t) => LABEL_W + ((t - t0) / (t1 - t0)) * chartW;
+  let height = AXIS_H;
+  const laneTop = new Map();
+  for (const [lane, rows] of lanes) { laneTop.set(lane, height); height += rows.length * ROW_H + LANE_GAP; }
+  height = Math.max(height, AXIS_H + 40);
+  const width = LABEL_W + chartW + 12;
+
+  const svg = s("svg", { class: "gantt", width, height, role: "group",
+    "aria-label": `Gantt chart: ${bars.length} attempts in ${lanes.size} lanes by ${laneBy}`,
+    "data-bars": bars.length, "data-finished": bars.filter((b) => b.current && b.state !== "running" && b.state !== "queued").length });
+  svg.append(s("defs", {}, s("pattern", { id: "hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
+    s("rect", { width: 6, height: 6, fill: "#fff7e0" }), s("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#d9a441", "stroke-width": 2 }))));
+  let odd = false;
+  for (const [lane, rows] of lanes) {
+    const top = laneTop.get(lane);
+    svg.append(s("rect", { class: `lane-bg${odd ? " odd" : ""}`, x: 0, y: top - LANE_GAP / 2, width, height: rows.length * ROW_H + LANE_GAP }));
+    svg.append(s("text", { class: "lane-label", x: 10, y: top + 15 }, lane.length > 20 ? `${lane.slice(0, 19)}…` : lane));
+    odd = !odd;
+  }
+  const step = niceStep(t1 - t0, 8);
+  for (let t = 0; t <= t1 - t0; t += step) {
+    const tick = s("g", { class: "tick" }, s("line", { x1: x(t0 + t), x2: x(t0 + t), y1: AXIS_H - 6, y2: height }));
+    if (x(t0 + t) + 48 < width) tick.append(s("text", { x: x(t0 + t) + 3, y: 14 }, `+${duration(t)}`));
+    svg.append(tick);
+  }
+  const focusable = bars.length <= 300;
+  for (const bar of bars) {
+    if (bar.row === undefined) continue;
+    const y = laneTop.get(bar.lane) + bar.row * ROW_H + (ROW_H - BAR_H) / 2;
+    const run = bar.start ? bar.end - bar.start : 0;
+    const wait = bar.start ? bar.start - bar.queued : bar.end - bar.queued;
+    const text = `${bar.name}, attempt ${bar.attempt}: ${bar.state === "retried" ? "retried" : label(bar.state)}, waited ${duration(wait)}${bar.start ? `, ran ${duration(run)}` : ""}`;
+    const g = s("g", {});
+    if (detailed && bar.queued < (bar.start || bar.end)) {
+      g.append(s("rect", { class: "wait", x: x(bar.queued), y: y + 3, width: Math.max(1, x(bar.start || bar.end) - x(bar.queued)), height: BAR_H - 6 }));
+    }
+    if (bar.start) {
+      const cls = `bar b-${bar.state}${bar.current && onPath.has(bar.i) ? " critical" : ""}${bar.current && bar.name === selected ? " selected" : ""}`;
+      const rect = s("rect", { class: cls, x: x(bar.start), y, width: Math.max(2, x(bar.end) - x(bar.start)), height: BAR_H, rx: 3,
+        "data-task": bar.name, "data-attempt": bar.attempt, "data-state": bar.state },
+      s("title", {}, text));
+      if (focusable) {
+        rect.setAttribute("tabindex", "0");
+        rect.setAttribute("role", "button");
+        rect.setAttribute("aria-label", text);
+      }
+      const open = () => onOpen("task", bar.name);
+      rect.addEventListener("click", open);
+      rect.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
+      g.append(rect);
+      const wpx = x(bar.end) - x(bar.start);
+      const tag = `${bar.name}${bar.attempt > 1 ? ` ↻${bar.attempt}` : ""}`;
+      const fits = wpx > tag.length * 6.2 + 8;
+      if (fits || x(bar.end) + tag.length * 6.2 + 10 < width) {
+        g.append(s("text", { class: "bar-label", x: fits ? x(bar.start) + 5 : x(bar.end) + 4, y: y + 11 }, tag));
+      }
+    }
+    svg.append(g);
+  }
+  if (wf.status === "running" || wf.status === "cancelling" || wf.status === "pending") {
+    svg.append(s("g", { class: "now" }, s("line", { x1: x(now), x2: x(now), y1: AXIS_H - 6, y2: height }),
+      s("text", { x: x(now) - 26, y: AXIS_H - 8 }, "now")));
+  }
+  clear(host).append(svg);
+  return { bars, critical, detailed };
+}
+
+export function criticalText(graph, wf, critical) {
+  if (!critical.length) return h("span", {}, "No task has run yet.");
+  const first = wf.tasks[graph.tasks[critical[0]].name];
+  const last = wf.tasks[graph.tasks[critical[critical.length - 1]].name];
+  const from = first.queued_at || first.started_at;
+  const to = last.finished_at || Date.now() / 1000;
+  const names = critical.map((i) => graph.tasks[i].name);
+  return h("span", { id: "critical-path" }, h("b", {}, "Critical path"), ` (${duration(to - from)}): `, names.join(" → "));
+}

@@ -1,0 +1,49 @@
+// The worker registry: who is alive, on which queues, busy slots, the task each runs.
+import { api, serves } from "./api.js";
+import { ago, badge, clear, h } from "./dom.js";
+
+export function workersView(root) {
+  const body = h("div", { id: "workers" }, h("p", { class: "muted" }, "Loading…"));
+  root.append(h("div", { class: "toolbar" }, h("h1", {}, "Workers")), body);
+  let available = null;
+  return {
+    interval: () => (available ? 5000 : 0),
+    async refresh() {
+      if (available === null) available = await serves("/workers");
+      if (!available) {
+        clear(body).append(h("p", { class: "note", id: "no-registry" },
+          "The worker registry is not available on this deployment (it serves no GET /api/workers). ",
+          "Workers still run tasks; update the Functions app to see them here."));
+        return;
+      }
+      render(body, await api.workers());
+    },
+  };
+}
+
+function render(body, data) {
+  const now = Date.now() / 1000;
+  const workers = [...data.workers].sort((a, b) => (a.status === b.status ? a.worker_id.localeCompare(b.worker_id) : a.status === "alive" ? -1 : 1));
+  const alive = workers.filter((w) => w.status === "alive").length;
+  clear(body).append(h("p", { class: "muted small" },
+    `${alive} alive, ${workers.length - alive} lost (lost = not seen for ${Math.round(data.lost_after_s)} s)`));
+  if (!workers.length) {
+    body.append(h("p", { class: "note" }, "No worker has registered. Start one with ", h("code", {}, "dagq-worker QUEUE"), "."));
+    return;
+  }
+  const rows = workers.map((w) => h("tr", { "data-worker": w.worker_id },
+    h("td", { class: "name" }, h("span", { class: "mono" }, w.worker_id), h("span", { class: "id" }, w.host)),
+    h("td", {}, badge(w.status)),
+    h("td", {}, w.queues.join(", ")),
+    h("td", { class: "num" }, h("span", { class: "meter", role: "img", "aria-label": `${w.busy_slots} of ${w.slots} slots busy` },
+      h("span", { class: "bar" }, h("span", { style: `width:${w.slots ? (100 * w.busy_slots) / w.slots : 0}%` })), `${w.busy_slots}/${w.slots}`)),
+    h("td", {}, w.tasks.length ? h("ul", { class: "members" }, w.tasks.map((t) => h("li", {},
+      h("a", { href: `#/runs/${encodeURIComponent(t.workflow_id)}?task=${encodeURIComponent(t.task)}` }, `${t.task}`),
+      h("span", { class: "muted small" }, `attempt ${t.attempt} · ${t.workflow_id}`)))) : h("span", { class: "muted" }, "idle")),
+    h("td", { class: "num" }, w.version),
+    h("td", { class: "num" }, ago(w.started_at, now)),
+    h("td", { class: "num" }, ago(w.last_seen, now))));
+  body.append(h("table", { class: "list" },
+    h("thead", {}, h("tr", {}, ["Worker", "Status", "Queues", "Busy", "Running", "Version", "Started", "Last seen"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, rows)));
+}
