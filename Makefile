@@ -1,6 +1,8 @@
 # dagq — the single entry point for developers and CI.
 #   make test    install everything (virtualenv, pip packages, Azurite from npm) and run the whole suite
 #   make lint    ruff + mypy
+#   make demo    the whole stack on this machine, running examples/pipeline.yaml (KEEP=1: stay up)
+#   make screenshots  the dashboard's screenshots in docs/screenshots/
 #   make bench   benchmarks under bench/ (each prints one key=value line)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -24,8 +26,20 @@ $(NODE_STAMP): package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: install
+test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The dashboard's browser tests drive Debian's chromium (never a browser Playwright downloads):
+# installed here where it is missing (CI runs as root on a fresh Debian). Where it cannot be, those
+# tests are skipped and say why.
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get) for the dashboard's browser tests"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	      || echo "could not install chromium: the browser tests will be skipped"; \
+	  else echo "chromium is missing (as root: apt-get install chromium): the browser tests will be skipped"; fi; }
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -55,6 +69,18 @@ down:
 
 # The one-command demo: installs what is needed, starts its own local stack (Azurite, the app,
 # cpu/gpu workers), runs examples/pipeline.yaml live, prints the outcome, stops everything.
+# `make demo KEEP=1` prints the dashboard's URL and keeps the stack up until Ctrl-C.
 .PHONY: demo
 demo: install
-	$(PY) -m devtools.demo
+	$(PY) -m devtools.demo $(if $(KEEP),--keep)
+
+# The dashboard's layout library, vendored (committed) so the app needs no build step and no
+# network: `make vendor-ui` after changing its pinned version in package.json.
+UI_VENDOR := shared/api/ui/vendor
+DAGRE := node_modules/@dagrejs/dagre
+.PHONY: vendor-ui
+vendor-ui: $(NODE_STAMP)
+	sed '/^\/\/# sourceMappingURL=/d' $(DAGRE)/dist/dagre.min.js > $(UI_VENDOR)/dagre.min.js
+	cp $(DAGRE)/LICENSE $(UI_VENDOR)/dagre.LICENSE.txt
+	cp $(DAGRE)/dist/dagre.min.js.LEGAL.txt $(UI_VENDOR)/dagre.min.js.LEGAL.txt
+	cp node_modules/@dagrejs/graphlib/LICENSE $(UI_VENDOR)/graphlib.LICENSE.txt

@@ -7,12 +7,14 @@
    conditional publish) and shows it live until it ends;
 3. prints the outcome and the best run, saves every task's output and log under
    ``RUN_DIR/<workflow id>/``, and says where they are;
-4. stops everything it started: at the end, on an error, on Ctrl-C and on SIGTERM.
+4. with ``--keep`` (``make demo KEEP=1``), prints the dashboard's URL and keeps the stack up until
+   Ctrl-C, so the run can be looked at in the browser (and more workflows submitted);
+5. stops everything it started: at the end, on an error, on Ctrl-C and on SIGTERM.
 
 It never touches a stack started by ``make up`` (different ports, prefix and folder). Exit code:
 0 when the workflow completed, 1 when it did not, 130 on Ctrl-C.
 
-    python -m devtools.demo [--run-dir DIR] [--plain] [--timeout S]
+    python -m devtools.demo [--run-dir DIR] [--plain] [--timeout S] [--keep]
 """
 
 from __future__ import annotations
@@ -186,7 +188,20 @@ def save_results(client: Client, workflow_id: str, folder: Path) -> tuple[dict[s
     return outputs, logs
 
 
-def run_demo(run_dir: Path, *, plain: bool, timeout_s: float) -> int:
+def dashboard_url(api_url: str, workflow_id: str | None = None) -> str:
+    """The dashboard of the API at ``api_url`` (``http://host:port``), at a run if given."""
+    return f"{api_url}/api/ui" + (f"#/runs/{workflow_id}" if workflow_id else "")
+
+
+def keep_up(say: Callable[..., Any], api_url: str, workflow_id: str) -> None:
+    """Keep the stack up until Ctrl-C (or SIGTERM, which ``sigterm_as_interrupt`` turns into it)."""
+    say(f"dashboard: {dashboard_url(api_url, workflow_id)}", soft_wrap=True)
+    say(f"the stack stays up (API {api_url}/api, DAGQ_API_URL={api_url}): Ctrl-C stops it")
+    while True:
+        time.sleep(3600)
+
+
+def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False) -> int:
     from rich.console import Console
 
     from shared.cli import render
@@ -200,10 +215,12 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float) -> int:
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     stack = DemoStack(run_dir)
+    code: int | None = None
     try:
         with sigterm_as_interrupt():
             stack.start(say)
             say(f"stack ready in {time.monotonic() - started:.1f} s: API {stack.api_url}/api")
+            say(f"dashboard: {dashboard_url(stack.api_url)}", soft_wrap=True)
             with Client(stack.api_url) as client:
                 submitted = client.submit_file(EXAMPLES / "pipeline.yaml")
                 say(f"submitted examples/pipeline.yaml as workflow [bold]{submitted.id}[/bold]")
@@ -237,8 +254,13 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float) -> int:
                 soft_wrap=True,
             )
             say("next: README.md's Quickstart runs the other examples with the dagq CLI (make up)")
-            return 0 if final.status == "completed" else 1
+            code = 0 if final.status == "completed" else 1
+            if keep:
+                keep_up(say, stack.api_url, submitted.id)
+            return code
     except KeyboardInterrupt:
+        if code is not None:  # --keep: Ctrl-C is how the user ends it
+            return code
         say("interrupted: stopping the demo stack ...")
         return 130
     except (DemoError, AzuriteError) as exc:
@@ -274,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
         "--plain", action="store_true", help="plain progress lines, no live view (CI, logs)"
     )
     parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="after the run, print the dashboard URL and keep the stack up until Ctrl-C",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=110.0,
@@ -281,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         help="give up on the workflow after S seconds (default 110)",
     )
     args = parser.parse_args(argv)
-    return run_demo(args.run_dir.resolve(), plain=args.plain, timeout_s=args.timeout)
+    return run_demo(
+        args.run_dir.resolve(), plain=args.plain, timeout_s=args.timeout, keep=args.keep
+    )
 
 
 if __name__ == "__main__":

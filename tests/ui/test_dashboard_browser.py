@@ -1,0 +1,181 @@
+"""The dashboard in a real browser against the real stack: the list, a live run of
+examples/pipeline.yaml (graph and Gantt to completed), a task's log, cancel, a 10,000-task fan-out,
+the worker view and the function key."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from shared.client import Client
+from tests.cli.conftest import EXAMPLES, Stack
+from tests.ui.conftest import dashboard_url
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+expect = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (make install adds it)"
+).expect
+
+SLEEPER = """
+name: sleeper
+default_queue: cpu
+tasks:
+  - name: nap
+    kwargs:
+      cmd: echo napping; sleep 60
+  - name: after
+    depends_on: [nap]
+    kwargs:
+      cmd: echo never
+"""
+
+_HUNDRED = ", ".join(str(i) for i in range(100))
+WIDE = f"""
+name: wide
+default_queue: bulk
+max_parallelism: 1
+tasks:
+  - name: split
+    kwargs: {{cmd: "true"}}
+  - name: shard
+    depends_on: [split]
+    foreach:
+      a: [{_HUNDRED}]
+      b: [{_HUNDRED}]
+    kwargs: {{cmd: "echo {{{{ a }}}} {{{{ b }}}}"}}
+  - name: merge
+    depends_on: [shard]
+    kwargs: {{cmd: "true"}}
+"""
+"""1 + 10,000 + 1 tasks on a queue no worker polls (max_parallelism 1: one message queued)."""
+
+
+def submit(stack: Stack, definition: str | object) -> str:
+    with Client(stack.url.removesuffix("/api")) as client:
+        return client.submit(definition).id  # type: ignore[arg-type]
+
+
+def test_a_pipeline_run_goes_live_to_completed_in_the_graph_and_the_gantt(
+    page: Page, stack: Stack
+) -> None:
+    workflow_id = submit(stack, EXAMPLES / "pipeline.yaml")
+    page.goto(dashboard_url(stack))
+    row = page.locator(f"tr[data-id='{workflow_id}']")
+    row.wait_for()
+    assert "train-eval-publish" in row.inner_text()
+    row.get_by_role("link", name="train-eval-publish").click()
+
+    # The DAG: prep -> 6 training runs (a small foreach is drawn expanded) -> evaluate -> publish.
+    nodes = page.locator("svg.dag .node")
+    nodes.first.wait_for()
+    assert nodes.count() == 9
+    assert page.locator("svg.dag path.edge").count() == 6 + 6 + 1
+    # (expect, not wait_for_function: the page's CSP forbids evaluating strings, rightly.)
+    expect(page.locator("svg.dag .node:not([data-state='completed'])")).to_have_count(
+        0, timeout=90_000
+    )
+    page.locator("h1 .badge", has_text="completed").wait_for()
+
+    page.get_by_role("tab", name="Gantt").click()
+    gantt = page.locator("svg.gantt")
+    gantt.wait_for()
+    assert gantt.get_attribute("data-finished") == "9"
+    assert page.locator("svg.gantt rect.bar.b-completed").count() == 9
+    assert (
+        page.locator("svg.gantt rect.bar.critical").count() >= 3
+    )  # prep -> a train -> evaluate...
+    path = page.locator("#critical-path").inner_text()
+    assert re.search(r"prep → train\..* → evaluate → publish", path), path
+    page.locator("#lane-by").select_option("worker")
+    assert page.locator("svg.gantt .lane-label").count() >= 2
+
+    # A task's detail and log tail, then its full log.
+    page.locator("svg.gantt rect.bar[data-task='evaluate']").click()
+    facts = page.locator("#task-facts")
+    facts.wait_for()
+    assert "completed" in facts.inner_text()
+    assert "exit code" in facts.inner_text()
+    tail = page.locator("#task-log pre")
+    tail.wait_for()
+    assert tail.inner_text().strip()
+    assert '"best"' in page.locator("#task-output pre").inner_text()
+    page.locator("#full-log").click()
+    full = page.locator("#full-log-text")
+    full.wait_for()
+    expect(full).not_to_have_text("Loading…")
+    assert full.inner_text().strip()
+
+
+def test_cancel_asks_for_confirmation_then_cancels_the_run(page: Page, stack: Stack) -> None:
+    workflow_id = submit(stack, SLEEPER)
+    page.goto(dashboard_url(stack, f"#/runs/{workflow_id}"))
+    page.locator("svg.dag .node[data-name='nap'][data-state='running']").wait_for(timeout=60_000)
+    page.locator("#cancel-run").click()
+    dialog = page.locator("#confirm-dialog")
+    assert dialog.is_visible()
+    page.get_by_role("button", name="Keep it").click()  # changing one's mind cancels nothing
+    assert not dialog.is_visible()
+    page.locator("#cancel-run").click()
+    page.locator("#confirm-yes").click()
+    page.locator("h1 .badge", has_text="cancelled").wait_for(timeout=60_000)
+    assert (
+        page.locator("svg.dag .node[data-name='after']").get_attribute("data-state") == "cancelled"
+    )
+    assert page.locator("#retry-run").is_visible()  # a cancelled run can be rerun
+    assert page.locator("#cancel-run").is_hidden()
+
+
+def test_a_ten_thousand_task_fan_out_draws_as_a_handful_of_nodes(page: Page, stack: Stack) -> None:
+    workflow_id = submit(stack, WIDE)
+    page.goto(dashboard_url(stack, f"#/runs/{workflow_id}"))
+    dag = page.locator("svg.dag")
+    dag.wait_for()
+    assert dag.get_attribute("data-tasks") == "10002"
+    assert dag.get_attribute("data-nodes") == "3"  # split -> shard ×10000 -> merge
+    print(f"ui_10k_layout_ms={dag.get_attribute('data-layout-ms')}")
+    group = page.locator("svg.dag .node[data-kind='group']")
+    assert "×10000" in (group.text_content() or "")
+    assert "10000 tasks" in (group.get_attribute("aria-label") or "")
+    group.focus()
+    page.keyboard.press("Enter")
+    panel = page.locator("aside.detail")
+    panel.get_by_text("10000 tasks").wait_for()
+    assert page.locator("#toggle-group").is_disabled()  # too many to draw one by one
+    started = time.perf_counter()
+    page.get_by_role("tab", name="Gantt").click()
+    page.locator("svg.gantt").wait_for()
+    print(f"ui_10k_gantt_ms={(time.perf_counter() - started) * 1000:.0f}")
+
+
+def test_the_worker_view_shows_the_registry_or_says_it_is_missing(page: Page, stack: Stack) -> None:
+    page.goto(dashboard_url(stack, "#/workers"))
+    page.locator("#workers table, #no-registry").first.wait_for()
+    if page.locator("#no-registry").count():
+        assert "not available" in page.locator("#no-registry").inner_text()
+    else:
+        page.locator("#workers tr[data-worker]").first.wait_for()
+        assert "cpu" in page.locator("#workers table").inner_text()
+
+
+def test_a_pasted_function_key_is_kept_and_sent_with_every_data_call(
+    page: Page, stack: Stack
+) -> None:
+    page.goto(dashboard_url(stack))
+    page.locator("table.list").wait_for()
+    page.get_by_role("button", name=re.compile("API key")).click()
+    page.locator("#key-input").fill("k3y-from-the-portal")
+    with page.expect_request(re.compile(r"/api/workflows\?")) as request:
+        page.locator("#key-save").click()
+    assert request.value.headers.get("x-functions-key") == "k3y-from-the-portal"
+    page.reload()
+    with page.expect_request(re.compile(r"/api/workflows\?")) as again:
+        page.locator("table.list").wait_for()
+    assert again.value.headers.get("x-functions-key") == "k3y-from-the-portal"
+    page.get_by_role("button", name=re.compile("API key")).click()
+    page.locator("#key-clear").click()
+    assert page.evaluate("localStorage.getItem('dagq.functionKey')") is None
