@@ -23,8 +23,8 @@ from urllib.parse import quote, urlsplit
 
 import azure.functions as func
 
-from shared.api.http import Handler, guarded, json_response, problem_response
-from shared.api.problems import ApiProblem
+from shared.api.http import Handler, guarded, json_response
+from shared.errors import NotFoundError
 
 if TYPE_CHECKING:
     from shared.workflow import CompiledWorkflow
@@ -114,8 +114,7 @@ async def _asset(req: func.HttpRequest) -> func.HttpResponse:
         return await _page(req)
     asset = assets().get(name)
     if asset is None:
-        problem = ApiProblem(404, f"the dashboard has no file {name[:100]!r}", slug="not-found")
-        return problem_response(problem, urlsplit(req.url).path)
+        raise NotFoundError(f"the dashboard has no file {name[:100]!r}")
     response: func.HttpResponse = _asset_response(req, asset)
     return response
 
