@@ -93,6 +93,12 @@ class ConditionError(DagqError):
     """A task condition cannot be parsed or evaluated (the task is skipped with this reason)."""
 
 
+class ConditionBudgetError(ConditionError):
+    """A condition needs more evaluation steps than ``shared.conditions.MAX_CONDITION_STEPS``
+    (found at submit when it can be known, else while evaluating): the task fails, it is not
+    skipped."""
+
+
 # -- stored data and messages --------------------------------------------------------------------
 
 

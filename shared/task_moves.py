@@ -18,7 +18,8 @@ LEGAL_MOVES: dict[TaskState, frozenset[TaskState]] = {
     # Decided by its dependency policy and condition, or cancelled with the workflow. QUEUED: an
     # event for an attempt ahead of the state (dispatched by a pass that crashed before it flushed)
     # is adopted. COMPLETED: a dynamic foreach group that has expanded (it never runs itself).
-    _P: frozenset({_R, _SKIP, _UP, _CANC, _Q, _DONE}),
+    # FAILED: its condition needs more than its evaluation budget.
+    _P: frozenset({_R, _SKIP, _UP, _CANC, _Q, _DONE, _FAIL}),
     # Dispatched when a max_parallelism slot frees; QUEUED also by adoption.
     _R: frozenset({_Q, _CANC}),
     # A worker reports a start, a result, or the attempt fails: retried (stays QUEUED), failed

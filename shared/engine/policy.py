@@ -10,8 +10,8 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
-from shared.errors import ConditionError, DagqError
-from shared.state import READY, UPSTREAM_FAILED, RuntimeState
+from shared.errors import ConditionBudgetError, ConditionError, DagqError
+from shared.state import FAILED, READY, SKIPPED, UPSTREAM_FAILED, RuntimeState
 from shared.workflow import CompiledWorkflow, DepPolicy
 
 
@@ -75,16 +75,19 @@ def _compile(wf: CompiledWorkflow, task: int) -> Condition | ConditionError:
     return found
 
 
-def condition_skip_reason(wf: CompiledWorkflow, state: RuntimeState, task: int) -> str | None:
-    """None if task ``task`` has no condition or its condition holds; otherwise why it is skipped
-    (the condition was false, or could not be compiled or evaluated). Blob outputs are not read:
-    a condition sees inline outputs only."""
+def condition_verdict(
+    wf: CompiledWorkflow, state: RuntimeState, task: int
+) -> tuple[int, str] | None:
+    """None if task ``task`` has no condition or its condition holds; otherwise (SKIPPED, why)
+    (the condition was false, or could not be compiled or evaluated) or (FAILED, why) when it
+    needs more than its evaluation budget. Blob outputs are not read: a condition sees inline
+    outputs only."""
     expr = wf.tasks[task].condition
     if expr is None:
         return None
     condition = _compile(wf, task)
     if isinstance(condition, ConditionError):
-        return f"condition error: {condition}"
+        return _condition_error(condition)
     from shared.conditions import ParentView
 
     inputs: dict[str, ParentView] = {}
@@ -96,5 +99,13 @@ def condition_skip_reason(wf: CompiledWorkflow, state: RuntimeState, task: int) 
     try:
         holds = condition.evaluate(inputs)
     except DagqError as exc:  # ConditionError, or any other deliberate error of the evaluator
-        return f"condition error: {exc}"
-    return None if holds else f"condition is false: {expr}"
+        return _condition_error(exc)
+    return None if holds else (SKIPPED, f"condition is false: {expr}")
+
+
+def _condition_error(exc: DagqError) -> tuple[int, str]:
+    # Over budget is not an answer about the data: the task fails rather than letting its
+    # children run as if it were skipped.
+    if isinstance(exc, ConditionBudgetError):
+        return FAILED, f"condition over budget: {exc}"
+    return SKIPPED, f"condition error: {exc}"

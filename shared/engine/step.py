@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from shared.backoff import retry_delay_s
 from shared.commands import Command, Dispatch, WorkflowFinished
-from shared.engine.policy import condition_skip_reason, decide
+from shared.engine.policy import condition_verdict, decide
 from shared.messages import FailureReason, OutputRef
 from shared.state import (
     CANCELLED,
@@ -19,7 +19,6 @@ from shared.state import (
     IS_OK,
     PENDING,
     READY,
-    SKIPPED,
     TASK_STATES,
     UPSTREAM_FAILED,
     RuntimeState,
@@ -105,9 +104,9 @@ class Step:
             self._settle_unrun(task, UPSTREAM_FAILED, why, work)
             return
         if tdef.condition is not None:
-            reason = condition_skip_reason(wf, st, task)
-            if reason is not None:
-                self._settle_unrun(task, SKIPPED, reason, work)
+            outcome = condition_verdict(wf, st, task)
+            if outcome is not None:
+                self._settle_unrun(task, outcome[0], outcome[1], work)
                 return
         self.changed = True
         st.move(task, READY)
