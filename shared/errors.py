@@ -129,6 +129,31 @@ class LeaseError(DagqError):
     """The coordinator lease for a prefix is held by another coordinator, or was lost."""
 
 
+# -- the coordinator's workflow update (internal: each ends in redelivery or a dead letter) ------
+
+
+class ApplyError(DagqError):
+    """The engine raised unexpectedly while applying one event (a defect, or an event the bounds
+    let through); the state may be half-mutated. ``envelope`` is the event in flight."""
+
+    def __init__(self, detail: str, envelope: Any) -> None:
+        super().__init__(detail)
+        self.envelope = envelope
+
+
+class DispatchError(DagqError):
+    """A task message could not be sent (or the lease was no longer safe to send under)."""
+
+
+class DispatchBoundError(DagqError):
+    """Dispatching one workflow did not settle within its bound (``coordinator.apply.
+    dispatch_rounds``): a defect, logged and counted, never a dropped dispatch."""
+
+
+class FlushConflictsError(DagqError):
+    """A state write lost the compare-and-swap too many times in a row."""
+
+
 class ConfigError(DagqError):
     """Settings are missing or contradictory (say, neither a connection string nor an account)."""
 

@@ -14,7 +14,7 @@ from shared import engine
 from shared.commands import Command, Dispatch, WorkflowFinished
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
-from shared.errors import MessageError
+from shared.errors import ApplyError, DispatchBoundError, DispatchError, MessageError
 from shared.messages import ERROR_TAIL_CHARS, Event, TaskFailedEvent
 from shared.state import RuntimeState
 from shared.workflow import CompiledWorkflow
@@ -33,23 +33,6 @@ class Tally:
     finished: int = 0
     dead: list[tuple[Envelope, str]] = field(default_factory=list)
     deferred: list[Envelope] = field(default_factory=list)
-
-
-class ApplyCrashed(Exception):
-    """The engine raised something unexpected while applying ``envelope`` (a bug, or an event
-    the bounds let through): the state may be half-mutated."""
-
-    def __init__(self, envelope: Envelope, detail: str) -> None:
-        super().__init__(detail)
-        self.envelope = envelope
-
-
-class SendFailed(Exception):
-    """A task message could not be sent (or the lease is no longer safe to send under)."""
-
-
-class DispatchRoundsExhausted(Exception):
-    """Dispatching did not settle within its bound (see ``dispatch_rounds``)."""
 
 
 def apply_events(
@@ -73,7 +56,7 @@ def apply_events(
             return
         except Exception as exc:
             log.exception("workflow %s: applying %s failed", workflow_id, env.message_id)
-            raise ApplyCrashed(env, repr(exc)) from exc
+            raise ApplyError(repr(exc), env) from exc
         tally.applied += 1
         if not out and fingerprint(wf, state, event) == before:
             tally.duplicates += 1
@@ -117,7 +100,7 @@ async def dispatch_all(
     """Send the dispatches among ``commands``. An attempt whose message cannot be sent at all
     fails (reason ``error``), which may dispatch its retry: rounds go on until no dispatch is
     left, at most ``max_rounds`` (default ``dispatch_rounds(wf)``) — if that is ever reached,
-    DispatchRoundsExhausted (never a silently dropped dispatch)."""
+    DispatchBoundError (never a silently dropped dispatch)."""
     rounds = dispatch_rounds(wf) if max_rounds is None else max_rounds
     for _ in range(rounds):
         dispatches = [c for c in commands if isinstance(c, Dispatch)]
@@ -125,12 +108,12 @@ async def dispatch_all(
         if not dispatches:
             return
         if not may_send():
-            raise SendFailed
+            raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
         outcome = await dispatcher.send_all(workflow_id, wf, dispatches, sent)
         tally.dispatched += outcome.sent
         tally.upstream_blobs += outcome.upstream_blobs
         if not outcome.ok:
-            raise SendFailed
+            raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
         commands = []
         for command, reason in outcome.unsendable:
             failure = TaskFailedEvent(
@@ -143,7 +126,7 @@ async def dispatch_all(
             )
             commands += engine.apply(wf, state, failure, now)
     if any(isinstance(c, Dispatch) for c in commands):
-        raise DispatchRoundsExhausted(
+        raise DispatchBoundError(
             f"dispatches of workflow {workflow_id} did not settle in {rounds} rounds"
         )
 

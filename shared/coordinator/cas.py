@@ -7,16 +7,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from shared.coordinator.cache import CachedState
-from shared.errors import StaleStateError
+from shared.errors import FlushConflictsError, StaleStateError
 from shared.state import RuntimeState
-
-
-class FlushConflicts(Exception):
-    """The write lost the compare-and-swap ``attempts`` times in a row."""
-
-    def __init__(self, attempts: int) -> None:
-        super().__init__(f"{attempts} flush conflicts in a row")
-        self.attempts = attempts
 
 
 async def read_modify_write(
@@ -31,7 +23,7 @@ async def read_modify_write(
 ) -> tuple[CachedState, bool]:
     """Change ``cached.state`` and write it back unless it encodes as before; return the state as
     stored and whether it was written. ``write(state, data, etag)`` returns the new ETag or raises
-    StaleStateError; after ``attempts`` conflicts, FlushConflicts."""
+    StaleStateError; after ``attempts`` conflicts, FlushConflictsError."""
     for attempt in range(1, attempts + 1):
         await change(cached.state)
         data = encode(cached.state)
@@ -46,4 +38,4 @@ async def read_modify_write(
             cached = await reread()
             continue
         return CachedState(cached.state, etag, data), True
-    raise FlushConflicts(attempts)
+    raise FlushConflictsError(f"{attempts} flush conflicts in a row")

@@ -15,24 +15,24 @@ from dataclasses import dataclass, field
 
 from shared import codec, engine
 from shared.coordinator.acks import Acknowledger
-from shared.coordinator.apply import (
-    ApplyCrashed,
-    DispatchRoundsExhausted,
-    SendFailed,
-    Tally,
-    apply_events,
-    defer,
-    dispatch_all,
-)
+from shared.coordinator.apply import Tally, apply_events, defer, dispatch_all
 from shared.coordinator.cache import CachedState, WorkflowCache
-from shared.coordinator.cas import FlushConflicts, read_modify_write
+from shared.coordinator.cas import read_modify_write
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.projector import Projector
 from shared.coordinator.stats import PassStats
-from shared.errors import CodecError, NotFoundError
+from shared.errors import (
+    ApplyError,
+    CodecError,
+    DispatchBoundError,
+    DispatchError,
+    FlushConflictsError,
+    LeaseError,
+    NotFoundError,
+)
 from shared.projection import index_row
 from shared.state import RuntimeState
 from shared.storage.definitions import load_definition
@@ -40,10 +40,6 @@ from shared.storage.ports import IndexRow, Storage
 from shared.workflow import CompiledWorkflow
 
 log = logging.getLogger("dagq.coordinator")
-
-
-class LeaseLost(Exception):
-    """The lease is no longer safe to write under: stop before the next write."""
 
 
 @dataclass
@@ -112,15 +108,15 @@ class WorkflowUpdater:
         flush once, project. Never raises: a failure leaves the events unacknowledged."""
         try:
             return await self._update(workflow_id, envelopes, stats, sent, sweep)
-        except (SendFailed, LeaseLost, FlushConflicts) as exc:
+        except (DispatchError, LeaseError, FlushConflictsError) as exc:
             self.cache.forget(workflow_id)
             stats.events_unacked += len(envelopes)
-            if isinstance(exc, SendFailed):
+            if isinstance(exc, DispatchError):
                 stats.send_failures += 1
-            elif isinstance(exc, FlushConflicts):
+            elif isinstance(exc, FlushConflictsError):
                 log.warning("workflow %s: %s; events left for redelivery", workflow_id, exc)
             return UpdateResult()
-        except DispatchRoundsExhausted as exc:
+        except DispatchBoundError as exc:
             self.cache.forget(workflow_id)
             stats.events_unacked += len(envelopes)
             stats.dispatch_rounds_exhausted += 1
@@ -157,7 +153,7 @@ class WorkflowUpdater:
             live = [env for env in envelopes if id(env) not in excluded]
             try:
                 flushed = await self._flush(workflow_id, wf, cached, live, stats, sent, sweep)
-            except ApplyCrashed as crash:
+            except ApplyError as crash:
                 # The state may be half-mutated: re-read it, and leave the events for redelivery
                 # unless this one has failed often enough to be set aside for good.
                 self.cache.forget(workflow_id)
@@ -189,7 +185,7 @@ class WorkflowUpdater:
 
         async def change(state: RuntimeState) -> None:
             if not self.leadership.ok():
-                raise LeaseLost
+                raise LeaseError("the coordinator lease is no longer safe to write under")
             now = self.clock()
             tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
             commands = apply_events(workflow_id, wf, state, envelopes, tallies[-1], now)
@@ -206,7 +202,7 @@ class WorkflowUpdater:
 
         async def write(state: RuntimeState, data: bytes, etag: str) -> str:
             if not self.leadership.ok():
-                raise LeaseLost
+                raise LeaseError("the coordinator lease is no longer safe to write under")
             meta = codec.state_metadata(state)
             return await self.storage.workflows.write_state(workflow_id, data, etag, meta)
 
