@@ -103,6 +103,18 @@ async def list_workers(req: func.HttpRequest) -> func.HttpResponse:
     return await ops.list_workers(req)
 
 
+@app.function_name("delete_workflow")
+@app.route(route="workflows/{id}", methods=["DELETE"])
+async def delete_workflow(req: func.HttpRequest) -> func.HttpResponse:
+    return await ops.delete_workflow(req)
+
+
+@app.function_name("purge_workflows")
+@app.route(route="purge", methods=["POST"])
+async def purge_workflows(req: func.HttpRequest) -> func.HttpResponse:
+    return await ops.purge_workflows(req)
+
+
 @app.function_name("health")
 @app.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 async def health(req: func.HttpRequest) -> func.HttpResponse:

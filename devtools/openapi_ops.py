@@ -15,13 +15,38 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from shared.ops.views import WorkersView
+from shared.ops.views import PurgedView, PurgeReport, WorkersView
 
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "shared" / "api" / "openapi.json"
 REF = "#/components/schemas/{model}"
 PROBLEM = {"$ref": "#/components/responses/Problem"}
 
-MODELS: tuple[type[BaseModel], ...] = (WorkersView,)
+MODELS: tuple[type[BaseModel], ...] = (WorkersView, PurgedView, PurgeReport)
+ID_PARAMETER = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "Workflow id",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
+}
+
+
+def _query(name: str, schema: dict[str, Any], description: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": "query", "description": description, "schema": schema, **extra}
+
+
+PURGE_PARAMETERS = [
+    _query(
+        "older_than_s",
+        {"type": "number", "minimum": 0},
+        "Purge workflows that finished more than this many seconds ago",
+        required=True,
+    ),
+    _query("status", {"type": "string"}, "Comma-separated: completed, failed, cancelled"),
+    _query("dry_run", {"type": "boolean"}, "List what would be purged; delete nothing"),
+    _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "Index rows per step"),
+    _query("next", {"type": "string"}, "The 'next' of the previous step"),
+]
 
 
 def _ok(model: type[BaseModel], description: str) -> dict[str, Any]:
@@ -39,6 +64,27 @@ def paths() -> dict[str, Any]:
                 "responses": {"200": _ok(WorkersView, "The registered workers")},
             }
         },
+        "/workflows/{id}": {
+            "delete": {
+                "operationId": "delete_workflow",
+                "summary": "Purge a finished workflow: definition, state, index row, outputs, logs",
+                "parameters": [ID_PARAMETER],
+                "responses": {
+                    "200": _ok(PurgedView, "Purged (also when an interrupted purge was finished)"),
+                    "400": PROBLEM,
+                    "404": PROBLEM,
+                    "409": PROBLEM,
+                },
+            }
+        },
+        "/purge": {
+            "post": {
+                "operationId": "purge_workflows",
+                "summary": "One step of a bulk purge of workflows finished long ago",
+                "parameters": PURGE_PARAMETERS,
+                "responses": {"200": _ok(PurgeReport, "What this step purged"), "400": PROBLEM},
+            }
+        },
     }
 
 
@@ -51,7 +97,8 @@ def schemas() -> dict[str, Any]:
 
 def update(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` with the operations paths and schemas replaced by freshly generated ones."""
-    document["paths"].update(paths())
+    for path, operations in paths().items():
+        document["paths"].setdefault(path, {}).update(operations)
     document["components"]["schemas"].update(schemas())
     return document
 

@@ -97,6 +97,16 @@ param gpuQueues array = [
   'gpu'
 ]
 
+// -- retention (infra/modules/retention.bicep; docs/operations.md) ---------------------------------
+
+@description('Days after their last write that task outputs and logs are deleted by the blob lifecycle policy.')
+@minValue(1)
+param outputsRetentionDays int = 90
+
+@description('Days after which dead-lettered events are deleted by the blob lifecycle policy.')
+@minValue(1)
+param deadletterRetentionDays int = 30
+
 // -- AKS workers, optional -----------------------------------------------------------------------
 
 @description('OIDC issuer URL of an AKS cluster (az aks show --query oidcIssuerProfile.issuerUrl): federates the worker identity with the pods in infra/aks/ and with KEDA. Empty: no AKS.')
@@ -137,6 +147,17 @@ module storage 'modules/storage.bicep' = {
     allowSharedKeyAccess: allowSharedKeyAccess
     deploymentContainerName: names.deploymentContainer
     tags: tags
+  }
+}
+
+module retention 'modules/retention.bicep' = {
+  name: 'retention'
+  scope: rg
+  params: {
+    storageAccountName: storage.outputs.name
+    prefix: prefix
+    outputsRetentionDays: outputsRetentionDays
+    deadletterRetentionDays: deadletterRetentionDays
   }
 }
 

@@ -189,6 +189,19 @@ class ResourceNames:
     def state_blob(workflow_id: str) -> str:
         return f"{workflow_id}.state"
 
+    PURGE_MARKER_PREFIX = "_purging/"
+    """Purge markers in the workflows container start with this (never a workflow id: '_')."""
+
+    @classmethod
+    def purge_marker_blob(cls, workflow_id: str) -> str:
+        """Written first and deleted last by a purge, so an interrupted purge is found again."""
+        return f"{cls.PURGE_MARKER_PREFIX}{workflow_id}"
+
+    @staticmethod
+    def outputs_prefix(workflow_id: str) -> str:
+        """Every outputs-container blob of a workflow (outputs, logs, upstream bundles, claims)."""
+        return f"{workflow_id}/"
+
     @staticmethod
     def lease_blob(partition: int = 0) -> str:
         """The sentinel whose lease makes one coordinator the writer of a partition (never a valid

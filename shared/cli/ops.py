@@ -7,8 +7,41 @@ so these need only its URL and key.
 from __future__ import annotations
 
 import argparse
+import re
 
 from shared.cli.connect import api_options, open_client, report_errors
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_PURGEABLE = ("completed", "failed", "cancelled")
+
+
+def parse_age(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``3600s``, ``2w`` (or plain seconds) -> seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected an age such as 30d, 12h, 90m or 3600s, got {text!r}"
+        )
+    return float(match.group(1)) * _AGE_UNITS[match.group(2) or "s"]
+
+
+def _age(seconds: float) -> str:
+    """The largest whole unit: 2592000 -> ``30d``."""
+    for unit in "wdhm":
+        if seconds and seconds % _AGE_UNITS[unit] == 0:
+            return f"{seconds / _AGE_UNITS[unit]:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def parse_statuses(text: str) -> list[str]:
+    """``completed,failed`` -> the list, each a status a purge may take."""
+    statuses = [part.strip().lower() for part in text.split(",") if part.strip()]
+    bad = [s for s in statuses if s not in _PURGEABLE]
+    if bad or not statuses:
+        raise argparse.ArgumentTypeError(
+            f"purge takes finished workflows only: use one or more of {', '.join(_PURGEABLE)}"
+        )
+    return statuses
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +60,36 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--json", action="store_true", help='print {"workers": [...], "lost_after_s": N}'
     )
     workers.set_defaults(handler=run_workers)
+
+    purge = commands.add_parser(
+        "purge",
+        parents=[api],
+        help="delete finished workflows for good (definition, state, index row, outputs, logs)",
+        description="Delete finished workflows for good: their definition and state blobs, index"
+        " row, outputs, logs and claims. Either name them (dagq purge ID...), or give"
+        " --older-than to purge every workflow that finished longer ago (optionally only those in"
+        " --status). Running workflows are never purged (cancel them first). Idempotent and safe"
+        " to interrupt: a purge cut short is finished by the next one. Exit 3 if a named workflow"
+        " does not exist, 4 if one is still running.",
+    )
+    purge.add_argument("ids", nargs="*", metavar="ID", help="workflows to purge")
+    purge.add_argument(
+        "--older-than",
+        type=parse_age,
+        metavar="AGE",
+        help="purge workflows that finished more than AGE ago: 30d, 12h, 90m, 3600s, 2w",
+    )
+    purge.add_argument(
+        "--status",
+        type=parse_statuses,
+        metavar="S[,S]",
+        help="with --older-than: only these statuses (completed, failed, cancelled; default all)",
+    )
+    purge.add_argument(
+        "--dry-run", action="store_true", help="with --older-than: list what would be purged"
+    )
+    purge.add_argument("--json", action="store_true", help="print the API's JSON")
+    purge.set_defaults(handler=run_purge)
 
 
 @report_errors
@@ -47,4 +110,76 @@ def run_workers(args: argparse.Namespace) -> int:
         console.print("no workers registered: start one with `dagq-worker QUEUE` (docs/worker.md)")
         return 0
     console.print(ops_render.workers_table(view, time.time()))
+    return 0
+
+
+@report_errors
+def run_purge(args: argparse.Namespace) -> int:
+    import sys
+
+    if bool(args.ids) == (args.older_than is not None):
+        print("dagq purge: give workflow ids, or --older-than AGE (not both)", file=sys.stderr)
+        return 2
+    if args.ids and (args.status or args.dry_run):
+        print("dagq purge: --status and --dry-run go with --older-than", file=sys.stderr)
+        return 2
+    if args.ids:
+        return _purge_ids(args)
+    return _purge_older(args)
+
+
+def _purge_ids(args: argparse.Namespace) -> int:
+    import sys
+
+    from shared.cli import render
+    from shared.cli.exitcodes import ExitCode
+    from shared.client import ApiError
+
+    code = ExitCode.OK
+    done = []
+    with open_client(args) as client:
+        for workflow_id in args.ids:
+            try:
+                view = client.delete(workflow_id)
+            except ApiError as exc:
+                print(f"dagq: {workflow_id}: {exc.describe()}", file=sys.stderr)
+                failed = ExitCode.NOT_FOUND if exc.is_not_found else ExitCode.API_ERROR
+                code = code or failed
+                continue
+            done.append(view)
+            if not args.json:
+                print(f"purged {view.id} ({view.status}, {view.blobs_deleted} output blobs)")
+    if args.json:
+        print(render.dumps([view.model_dump(mode="json") for view in done]))
+    return code
+
+
+def _purge_older(args: argparse.Namespace) -> int:
+    from shared.cli import render
+
+    items, resumed = [], []
+    with open_client(args) as client:
+        for report in client.iter_purge(
+            args.older_than, statuses=args.status or (), dry_run=args.dry_run
+        ):
+            items += report.workflows
+            resumed += [i for i in report.resumed if i not in resumed]
+            if not args.json:
+                for item in report.workflows:
+                    verb = "would purge" if args.dry_run else "purged"
+                    print(f"{verb} {item.id} {item.name} ({item.status})")
+    if args.json:
+        body = {
+            "dry_run": args.dry_run,
+            "older_than_s": args.older_than,
+            "workflows": [item.model_dump(mode="json") for item in items],
+            "resumed": resumed,
+        }
+        print(render.dumps(body))
+        return 0
+    if resumed:
+        verb = "found" if args.dry_run else "finished"
+        print(f"{verb} {len(resumed)} interrupted purge(s): {', '.join(resumed)}")
+    verb = "would purge" if args.dry_run else "purged"
+    print(f"{verb} {len(items)} workflow(s) finished more than {_age(args.older_than)} ago")
     return 0

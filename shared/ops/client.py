@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from shared.ops.views import WorkersView
+from shared.ops.views import PurgedView, PurgeReport, WorkersView
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Iterator, Mapping
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -35,3 +35,42 @@ class OperationsMixin:
         """The worker registry: every worker agent with its queues, busy slots, current tasks and
         whether it is alive or lost."""
         return self._model(WorkersView, "GET", "/workers")
+
+    def delete(self, workflow_id: str) -> PurgedView:
+        """Purge one finished workflow: its definition, state, index row, outputs and logs
+        (ApiError 409 while it runs, 404 if unknown). Finishes an interrupted purge too."""
+        from shared.client import _seg
+
+        return self._model(PurgedView, "DELETE", f"/workflows/{_seg(workflow_id)}")
+
+    def purge(
+        self,
+        older_than_s: float,
+        *,
+        statuses: Collection[str] = (),
+        dry_run: bool = False,
+        limit: int = 100,
+        next_token: str | None = None,
+    ) -> PurgeReport:
+        """One step of a bulk purge of workflows finished more than ``older_than_s`` ago; pass
+        ``report.next`` back as ``next_token`` until it is None (``iter_purge`` does)."""
+        params: dict[str, str | int] = {"older_than_s": repr(float(older_than_s)), "limit": limit}
+        if statuses:
+            params["status"] = ",".join(statuses)
+        if dry_run:
+            params["dry_run"] = "true"
+        if next_token:
+            params["next"] = next_token
+        return self._model(PurgeReport, "POST", "/purge", params=params)
+
+    def iter_purge(
+        self, older_than_s: float, *, statuses: Collection[str] = (), dry_run: bool = False
+    ) -> Iterator[PurgeReport]:
+        """Every step of a bulk purge, to the end of the scan."""
+        token: str | None = None
+        while True:
+            report = self.purge(older_than_s, statuses=statuses, dry_run=dry_run, next_token=token)
+            yield report
+            if report.next is None:
+                return
+            token = report.next

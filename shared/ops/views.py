@@ -44,3 +44,37 @@ class WorkersView(_View):
     workers: list[WorkerView]
     lost_after_s: float
     """A worker not seen for this long is ``lost``."""
+
+
+class PurgedView(_View):
+    """``DELETE /api/workflows/{id}``: what was purged."""
+
+    id: str
+    status: str
+    """The workflow's final status (``purging`` when an interrupted purge was finished)."""
+    purged: bool = True
+    blobs_deleted: int
+    """Output, log, upstream and claim blobs deleted."""
+
+
+class PurgedItem(_View):
+    """One workflow a bulk purge deleted (or, in a dry run, would delete)."""
+
+    id: str
+    name: str
+    status: str
+    finished_at: float | None
+
+
+class PurgeReport(_View):
+    """``POST /api/purge``: one step of a bulk purge."""
+
+    dry_run: bool
+    older_than_s: float
+    statuses: list[str]
+    workflows: list[PurgedItem]
+    """Purged in this step (in a dry run: those that would be)."""
+    resumed: list[str]
+    """Ids of interrupted purges found (and finished, unless this is a dry run)."""
+    next: str | None
+    """Pass back as ``next`` to go on; None when the scan is done."""

@@ -24,10 +24,30 @@ from azure.storage.blob.aio import ContainerClient
 
 from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
 from shared.names import ResourceNames
-from shared.storage.encoding import dead_letter_from_json, dead_letter_json
+from shared.storage.encoding import (
+    dead_letter_from_json,
+    dead_letter_json,
+    purge_marker_created_at,
+    purge_marker_json,
+)
 from shared.storage.ports import DeadLetter
 
 BINARY = ContentSettings(content_type="application/octet-stream")
+JSON = ContentSettings(content_type="application/json")
+
+DELETE_CONCURRENCY = 16
+"""Blob deletes a purge keeps in flight at once."""
+
+
+async def delete_if_present(container: ContainerClient, name: str) -> bool:
+    """Delete a blob; False (no error) if it was not there."""
+    try:
+        await container.delete_blob(name)
+    except ResourceNotFoundError as error:
+        if getattr(error, "error_code", None) == "ContainerNotFound":
+            raise_missing(error, container.container_name, f"blob {name!r}")
+        return False
+    return True
 
 
 def raise_missing(error: ResourceNotFoundError, container: str, what: str) -> NoReturn:
@@ -143,6 +163,43 @@ class AzureWorkflowBlobs:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
         return dict(properties.metadata)
 
+    async def delete(self, workflow_id: str) -> None:
+        for name in (
+            ResourceNames.state_blob(workflow_id),
+            ResourceNames.definition_blob(workflow_id),
+        ):
+            await delete_if_present(self.container, name)
+
+    async def mark_purge(self, workflow_id: str, created_at: float) -> None:
+        name = ResourceNames.purge_marker_blob(workflow_id)
+        try:
+            await self.container.upload_blob(
+                name, purge_marker_json(created_at), overwrite=True, content_settings=JSON
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+
+    async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
+        prefix = ResourceNames.PURGE_MARKER_PREFIX
+        names: builtins.list[str] = []
+        async for blob in self.container.list_blobs(name_starts_with=prefix):
+            if len(names) >= limit:
+                break
+            names.append(blob.name)
+
+        async def created_at(name: str) -> float:
+            try:
+                downloader = await self.container.download_blob(name)
+            except ResourceNotFoundError:  # finished meanwhile by a concurrent purge
+                return -1.0
+            return purge_marker_created_at(await downloader.readall())
+
+        found = await asyncio.gather(*(created_at(name) for name in names))
+        return {n.removeprefix(prefix): at for n, at in zip(names, found, strict=True) if at >= 0}
+
+    async def unmark_purge(self, workflow_id: str) -> None:
+        await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
+
 
 class AzureOutputBlobs:
     """OutputBlobs in the ``{prefix}-outputs`` container."""
@@ -169,6 +226,16 @@ class AzureOutputBlobs:
             return await downloader.readall()
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
+
+    async def delete_prefix(self, prefix: str) -> int:
+        names = [blob.name async for blob in self.container.list_blobs(name_starts_with=prefix)]
+        slots = asyncio.Semaphore(DELETE_CONCURRENCY)
+
+        async def one(name: str) -> bool:
+            async with slots:
+                return await delete_if_present(self.container, name)
+
+        return sum(await asyncio.gather(*(one(name) for name in names)))
 
 
 class AzureDeadLetters:

@@ -27,6 +27,7 @@ from shared.states import WorkflowStatus
 from shared.storage.encoding import (
     MAX_ERROR_CHARS,
     MAX_PAGE,
+    created_before_key,
     decode_continuation,
     encode_continuation,
 )
@@ -193,6 +194,40 @@ class AzureIndex:
             token = pages.continuation_token  # type: ignore[attr-defined]
             if not token or len(rows) >= limit:
                 break
+        next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
+        return IndexPage(rows, next_token)
+
+    async def delete(self, workflow_id: str, created_at: float) -> None:
+        # delete_entity sends If-Match: * and ignores a missing entity.
+        try:
+            await self.table.delete_entity(INDEX_PARTITION, index_row_key(workflow_id, created_at))
+        except ResourceNotFoundError as error:
+            missing = _missing_table(error, self.table.table_name)
+            if missing:
+                raise missing from error
+
+    async def created_before(
+        self, before: float, *, limit: int = 100, continuation: str | None = None
+    ) -> IndexPage:
+        limit = min(max(limit, 1), MAX_PAGE)
+        token = None
+        if continuation is not None:
+            token = decode_continuation(continuation, _TOKEN_KEYS)
+        query = (
+            f"PartitionKey eq {odata_string(INDEX_PARTITION)}"
+            f" and RowKey gt {odata_string(created_before_key(before))}"
+        )
+        pages = self.table.query_entities(query, results_per_page=limit).by_page(
+            continuation_token=token  # type: ignore[arg-type]
+        )
+        try:
+            page = await pages.__anext__()
+            rows = [from_entity(entity) async for entity in page]
+        except ResourceNotFoundError as error:
+            raise _missing_table(error, self.table.table_name) or error from error
+        except StopAsyncIteration:
+            return IndexPage([], None)
+        token = pages.continuation_token  # type: ignore[attr-defined]
         next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
         return IndexPage(rows, next_token)
 

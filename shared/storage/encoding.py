@@ -7,6 +7,7 @@ import binascii
 import json
 
 from shared.errors import InvalidContinuationError
+from shared.names import index_row_key
 from shared.storage.ports import DeadLetter
 
 MAX_ERROR_CHARS = 16_000
@@ -32,6 +33,26 @@ def dead_letter_from_json(name: str, data: bytes) -> DeadLetter:
         reason=str(body["reason"]),
         received_at=float(body["received_at"]),
     )
+
+
+def purge_marker_json(created_at: float) -> bytes:
+    """The body of a purge marker blob: what a resumed purge needs to find the index row."""
+    return json.dumps({"created_at": created_at}).encode()
+
+
+def purge_marker_created_at(data: bytes) -> float:
+    """The creation time a purge marker holds (0 when unreadable: the row is then left to the
+    lifecycle of the table, and the blobs are still deleted)."""
+    try:
+        return float(json.loads(data)["created_at"])
+    except (ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def created_before_key(before: float) -> str:
+    """Every index RowKey of a workflow created before ``before`` sorts after this (the keys
+    invert the creation time)."""
+    return index_row_key("", before).removesuffix("-")
 
 
 def encode_continuation(payload: dict[str, str]) -> str:

@@ -34,10 +34,13 @@ from shared.states import WorkflowStatus
 from shared.storage.encoding import (
     MAX_ERROR_CHARS,
     MAX_PAGE,
+    created_before_key,
     dead_letter_from_json,
     dead_letter_json,
     decode_continuation,
     encode_continuation,
+    purge_marker_created_at,
+    purge_marker_json,
 )
 from shared.storage.memory_registry import MemoryRegistry
 from shared.storage.ports import (
@@ -161,6 +164,25 @@ class MemoryWorkflowBlobs:
         name = ResourceNames.state_blob(workflow_id)
         return dict(self.container.get(name, f"state of workflow {workflow_id!r}:").metadata)
 
+    async def delete(self, workflow_id: str) -> None:
+        self.container.blobs.pop(ResourceNames.state_blob(workflow_id), None)
+        self.container.blobs.pop(ResourceNames.definition_blob(workflow_id), None)
+
+    async def mark_purge(self, workflow_id: str, created_at: float) -> None:
+        body = purge_marker_json(created_at)
+        self.container.put(ResourceNames.purge_marker_blob(workflow_id), body)
+
+    async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
+        prefix = ResourceNames.PURGE_MARKER_PREFIX
+        names = sorted(n for n in self.container.blobs if n.startswith(prefix))[: max(limit, 0)]
+        return {
+            n.removeprefix(prefix): purge_marker_created_at(self.container.blobs[n].data)
+            for n in names
+        }
+
+    async def unmark_purge(self, workflow_id: str) -> None:
+        self.container.blobs.pop(ResourceNames.purge_marker_blob(workflow_id), None)
+
 
 class MemoryOutputBlobs:
     """OutputBlobs over a MemoryContainer."""
@@ -176,6 +198,12 @@ class MemoryOutputBlobs:
 
     async def get(self, name: str) -> bytes:
         return self.container.get(name, "output blob").data
+
+    async def delete_prefix(self, prefix: str) -> int:
+        doomed = [name for name in self.container.blobs if name.startswith(prefix)]
+        for name in doomed:
+            del self.container.blobs[name]
+        return len(doomed)
 
 
 class MemoryDeadLetters:
@@ -455,6 +483,21 @@ class MemoryIndex:
             and (status is None or self.rows[key].status == status)
             and (not name_prefix or self.rows[key].name.startswith(name_prefix))
         ]
+        page = matching[: min(max(limit, 1), MAX_PAGE)]
+        more = len(matching) > len(page)
+        token = encode_continuation({"after": page[-1]}) if more else None
+        return IndexPage([_copy_row(self.rows[key]) for key in page], token)
+
+    async def delete(self, workflow_id: str, created_at: float) -> None:
+        self.rows.pop(index_row_key(workflow_id, created_at), None)
+
+    async def created_before(
+        self, before: float, *, limit: int = 100, continuation: str | None = None
+    ) -> IndexPage:
+        after = created_before_key(before)
+        if continuation is not None:
+            after = max(after, decode_continuation(continuation, frozenset({"after"}))["after"])
+        matching = [key for key in sorted(self.rows) if key > after]
         page = matching[: min(max(limit, 1), MAX_PAGE)]
         more = len(matching) > len(page)
         token = encode_continuation({"after": page[-1]}) if more else None

@@ -58,6 +58,23 @@ class WorkflowBlobs(Protocol):
         cancelled workflow. Raises NotFoundError."""
         ...
 
+    async def delete(self, workflow_id: str) -> None:
+        """Delete the state blob, then the definition blob (purge); missing ones are no error."""
+        ...
+
+    async def mark_purge(self, workflow_id: str, created_at: float) -> None:
+        """Write the purge marker of a workflow (``shared.names`` ``purge_marker_blob``): a purge
+        interrupted after this point is found and finished by the next one."""
+        ...
+
+    async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
+        """Workflows with a purge marker (purges begun and not finished) -> their creation time."""
+        ...
+
+    async def unmark_purge(self, workflow_id: str) -> None:
+        """Delete the purge marker (the last step of a purge); no error if it is gone."""
+        ...
+
 
 class OutputBlobs(Protocol):
     """The outputs container: large outputs, logs, upstream bundles, attempt claims."""
@@ -73,6 +90,11 @@ class OutputBlobs(Protocol):
 
     async def get(self, name: str) -> bytes:
         """A blob's bytes. Raises NotFoundError."""
+        ...
+
+    async def delete_prefix(self, prefix: str) -> int:
+        """Delete every blob whose name starts with ``prefix`` (a workflow's ``{id}/``); return how
+        many were deleted. Idempotent."""
         ...
 
 
@@ -230,6 +252,17 @@ class Index(Protocol):
         continuation: str | None = None,
     ) -> IndexPage:
         """Newest first, optionally filtered; cost independent of DAG sizes."""
+        ...
+
+    async def delete(self, workflow_id: str, created_at: float) -> None:
+        """Delete a row (purge); no error if it is gone."""
+        ...
+
+    async def created_before(
+        self, before: float, *, limit: int = 100, continuation: str | None = None
+    ) -> IndexPage:
+        """Rows of workflows created before ``before`` (give or take a millisecond), newest
+        first, one page at a time: the candidates of ``purge --older-than``."""
         ...
 
     async def active(self) -> builtins.list[IndexRow]:

@@ -62,6 +62,8 @@ EXPECTED_HTTP = {
     "cancel_workflow": ("workflows/{id}/cancel", ["POST"]),
     "retry_workflow": ("workflows/{id}/retry", ["POST"]),
     "list_workers": ("workers", ["GET"]),
+    "delete_workflow": ("workflows/{id}", ["DELETE"]),
+    "purge_workflows": ("purge", ["POST"]),
     "health": ("health", ["GET"]),
     "openapi": ("openapi.json", ["GET"]),
     "get_workflow_graph": ("workflows/{id}/graph", ["GET"]),

@@ -7,7 +7,8 @@ import json
 import time
 from collections.abc import Callable
 
-from tests.cli.conftest import Result, Stack
+from shared.cli.exitcodes import ExitCode
+from tests.cli.conftest import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
 
@@ -36,3 +37,52 @@ def test_workers_lists_the_running_agents(dagq: Dagq, stack: Stack) -> None:
     assert "alive" in table.out
     assert "cpu" in table.out
     assert "gpu" in table.out
+
+
+LONG = """
+name: long-sleep
+default_queue: cpu
+tasks:
+  - name: sleeper
+    kwargs:
+      cmd: sleep 60
+"""
+
+
+def test_purge_deletes_a_finished_workflow_and_refuses_a_running_one(
+    dagq: Dagq, stack: Stack
+) -> None:
+    done = dagq("submit", str(EXAMPLES / "diamond.yaml"), "--wait", "--timeout", "90")
+    assert done.code == ExitCode.OK, done.err + stack.diagnostics()
+    finished = done.out.splitlines()[0].strip()
+    running = dagq("submit", "-", stdin=LONG).out.splitlines()[0].strip()
+
+    dry = dagq("purge", "--older-than", "0s", "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    assert finished in [w["id"] for w in json.loads(dry.out)["workflows"]]
+    assert running not in [w["id"] for w in json.loads(dry.out)["workflows"]]
+    assert dagq("status", finished).code == ExitCode.OK  # a dry run deletes nothing
+
+    refused = dagq("purge", running)
+    assert refused.code == ExitCode.API_ERROR
+    assert "cancel it first" in refused.err
+
+    purged = dagq("purge", finished)
+    assert purged.code == ExitCode.OK, purged.err
+    assert f"purged {finished} (completed" in purged.out
+    assert dagq("status", finished).code == ExitCode.NOT_FOUND
+    assert finished not in dagq("list", "--all").out
+    assert dagq("purge", finished).code == ExitCode.NOT_FOUND  # gone: unknown now
+
+    dagq("cancel", running, "--wait", "--timeout", "60")
+    bulk = dagq("purge", "--older-than", "0s", "--status", "cancelled")
+    assert bulk.code == 0, bulk.err
+    assert f"purged {running}" in bulk.out
+    assert dagq("status", running).code == ExitCode.NOT_FOUND
+
+
+def test_purge_usage_errors_exit_2(dagq: Dagq) -> None:
+    assert dagq("purge").code == ExitCode.USAGE
+    assert dagq("purge", "x", "--older-than", "1d").code == ExitCode.USAGE
+    assert dagq("purge", "--older-than", "soon").code == ExitCode.USAGE
+    assert dagq("purge", "--older-than", "1d", "--status", "running").code == ExitCode.USAGE

@@ -20,6 +20,7 @@ EXPECTED_FILES = {
     "modules/identity.bicep",
     "modules/functionapp.bicep",
     "modules/gpu-vmss.bicep",
+    "modules/retention.bicep",
 }
 
 

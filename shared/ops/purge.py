@@ -1,0 +1,148 @@
+"""Purge: delete finished workflows for good — ``DELETE /api/workflows/{id}`` and ``POST
+/api/purge`` (``dagq purge``).
+
+One workflow is purged in this order, each step idempotent:
+
+1. write its purge marker (``_purging/{id}`` in the workflows container, holding its creation time);
+2. delete its index row: from here on it is no longer listed, so it is never *listed but broken*;
+3. delete its outputs-container blobs (``{id}/``: outputs, logs, upstream bundles, claims);
+4. delete its state blob, then its definition blob;
+5. delete the index row again (a write-behind projection may have landed after step 2);
+6. delete the marker.
+
+A purge interrupted anywhere leaves the marker, and every later purge (the same DELETE, or any
+``dagq purge``) finishes the marked workflows first. Only terminal workflows (completed, failed,
+cancelled, as their state blob says) are purged: 409 otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from shared.errors import ConflictError, NotFoundError
+from shared.names import ResourceNames
+from shared.ops.views import PurgedItem, PurgedView, PurgeReport
+from shared.states import WorkflowStatus
+
+if TYPE_CHECKING:
+    from shared.storage.ports import IndexRow, Storage
+
+TERMINAL = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED})
+PURGE_CONCURRENCY = 8
+"""Workflows one bulk purge request deletes at once."""
+
+
+async def finish_purge(storage: Storage, workflow_id: str, created_at: float) -> int:
+    """Steps 1-6 above for one workflow; returns how many output blobs were deleted."""
+    await storage.workflows.mark_purge(workflow_id, created_at)
+    await storage.index.delete(workflow_id, created_at)
+    deleted = await storage.outputs.delete_prefix(ResourceNames.outputs_prefix(workflow_id))
+    await storage.workflows.delete(workflow_id)
+    await storage.index.delete(workflow_id, created_at)
+    await storage.workflows.unmark_purge(workflow_id)
+    return deleted
+
+
+async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
+    """Purge one terminal workflow, or finish its interrupted purge.
+
+    NotFoundError if there is no such workflow (or it is purged already); ConflictError if it is
+    still pending, running or cancelling, or its submit never completed.
+    """
+    from shared.api.service import check_workflow_id, load_workflow
+    from shared.storage.definitions import forget_definition
+
+    check_workflow_id(workflow_id)
+    try:
+        _wf, state = await load_workflow(storage, workflow_id)
+    except NotFoundError:
+        return await _purge_without_state(storage, workflow_id)
+    if state.status not in TERMINAL:
+        raise ConflictError(
+            f"workflow {workflow_id!r} is {state.status}: only completed, failed or cancelled"
+            " workflows can be purged (cancel it first)"
+        )
+    deleted = await finish_purge(storage, workflow_id, state.created_at)
+    forget_definition(storage, workflow_id)
+    return PurgedView(id=workflow_id, status=str(state.status), blobs_deleted=deleted)
+
+
+async def _purge_without_state(storage: Storage, workflow_id: str) -> PurgedView:
+    marks = await storage.workflows.purge_marks()
+    if workflow_id in marks:
+        deleted = await finish_purge(storage, workflow_id, marks[workflow_id])
+        return PurgedView(id=workflow_id, status="purging", blobs_deleted=deleted)
+    try:
+        await storage.workflows.read_definition(workflow_id)
+    except NotFoundError:
+        raise NotFoundError(f"workflow {workflow_id!r} not found") from None
+    raise ConflictError(
+        f"workflow {workflow_id!r} was never completely submitted (it has a definition but no"
+        f" state): submit the same definition again with ?id={workflow_id} to complete it"
+    )
+
+
+def is_candidate(row: IndexRow, cutoff: float, statuses: Collection[WorkflowStatus]) -> bool:
+    """Whether the index says ``row``'s workflow finished before ``cutoff`` in one of
+    ``statuses`` (its state blob is checked again before anything is deleted)."""
+    finished = row.finished_at if row.finished_at is not None else row.updated_at
+    return row.status in statuses and row.status in TERMINAL and finished < cutoff
+
+
+def _item(row: IndexRow) -> PurgedItem:
+    return PurgedItem(
+        id=row.workflow_id, name=row.name, status=str(row.status), finished_at=row.finished_at
+    )
+
+
+async def purge_many(
+    storage: Storage,
+    *,
+    now: float,
+    older_than_s: float,
+    statuses: Collection[WorkflowStatus] = TERMINAL,
+    dry_run: bool = False,
+    limit: int = 100,
+    continuation: str | None = None,
+) -> PurgeReport:
+    """One step of a bulk purge: finish interrupted purges, then purge (or, with ``dry_run``,
+    list) the workflows of one index page that finished more than ``older_than_s`` ago. Pass
+    ``next`` back to go on; ``next`` is None at the end."""
+    marks = await storage.workflows.purge_marks(limit)
+    if not dry_run:
+        for workflow_id, created_at in marks.items():
+            await finish_purge(storage, workflow_id, created_at)
+    cutoff = now - older_than_s
+    page = await storage.index.created_before(cutoff, limit=limit, continuation=continuation)
+    chosen = [row for row in page.rows if is_candidate(row, cutoff, statuses)]
+    purged = chosen if dry_run else await _purge_rows(storage, chosen)
+    return PurgeReport(
+        dry_run=dry_run,
+        older_than_s=older_than_s,
+        statuses=sorted(str(s) for s in statuses),
+        workflows=[_item(row) for row in purged],
+        resumed=sorted(marks),
+        next=page.next,
+    )
+
+
+async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
+    """Purge each row's workflow; the rows whose workflows were purged (a workflow whose state
+    says it is not finished after all is left alone)."""
+    slots = asyncio.Semaphore(PURGE_CONCURRENCY)
+
+    async def one(row: IndexRow) -> bool:
+        async with slots:
+            try:
+                await purge_workflow(storage, row.workflow_id)
+            except ConflictError:
+                return False
+            except NotFoundError:
+                # A row whose workflow is gone: listed but broken. Remove it.
+                await storage.index.delete(row.workflow_id, row.created_at)
+            return True
+
+    done = await asyncio.gather(*(one(row) for row in rows))
+    return [row for row, ok in zip(rows, done, strict=True) if ok]

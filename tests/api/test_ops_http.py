@@ -1,0 +1,52 @@
+"""The operations endpoints over real HTTP (the app under the local host, on Azurite): statuses,
+problem+json errors, and bad input rejected before storage is touched."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support.api_host import HostProcess
+
+pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
+
+
+def test_workers_answers_the_registry_shape(api_host: HostProcess) -> None:
+    response = httpx.get(f"{api_host.url}/workers")
+    assert response.status_code == 200
+    assert response.json() == {"workers": [], "lost_after_s": 90.0}
+
+
+def test_delete_of_an_unknown_or_malformed_id(api_host: HostProcess) -> None:
+    unknown = httpx.delete(f"{api_host.url}/workflows/no-such-workflow")
+    assert unknown.status_code == 404
+    assert unknown.headers["content-type"].startswith("application/problem+json")
+    assert "no-such-workflow" in unknown.json()["detail"]
+    malformed = httpx.delete(f"{api_host.url}/workflows/..bad")
+    assert malformed.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("query", "complaint"),
+    [
+        ("", "older_than_s"),
+        ("older_than_s=-1", "older_than_s"),
+        ("older_than_s=nan", "older_than_s"),
+        ("older_than_s=10&status=running", "cannot be purged"),
+        ("older_than_s=10&limit=0", "limit"),
+        ("older_than_s=10&dry_run=maybe", "dry_run"),
+    ],
+)
+def test_purge_rejects_bad_parameters(api_host: HostProcess, query: str, complaint: str) -> None:
+    response = httpx.post(f"{api_host.url}/purge?{query}")
+    assert response.status_code == 400
+    assert complaint in response.json()["detail"]
+
+
+def test_a_dry_run_purge_of_an_empty_deployment(api_host: HostProcess) -> None:
+    response = httpx.post(f"{api_host.url}/purge?older_than_s=0&dry_run=true")
+    assert response.status_code == 200
+    assert response.json() == {
+        "dry_run": True, "older_than_s": 0.0, "statuses": ["cancelled", "completed", "failed"],
+        "workflows": [], "resumed": [], "next": None,
+    }  # fmt: skip

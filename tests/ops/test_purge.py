@@ -1,0 +1,154 @@
+"""Purge, on the memory fakes AND Azurite: one workflow, many, and purges interrupted at every
+storage call (fault injection) that the next purge finishes — never leaving a workflow listed but
+broken."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.api.service import get_workflow
+from shared.codec import encode_definition
+from shared.errors import ConflictError, NotFoundError
+from shared.ops.purge import purge_many, purge_workflow
+from shared.states import WorkflowStatus
+from shared.storage.ports import Storage
+from tests.coordinator.faults import Crash, FaultPlan, faulty
+from tests.coordinator.helpers import FakeClock, diamond, submit
+from tests.ops.conftest import finished_workflow
+
+DAY = 86400.0
+
+
+async def listed(storage: Storage) -> list[str]:
+    return [row.workflow_id for row in (await storage.index.list(limit=1000)).rows]
+
+
+async def gone(storage: Storage, workflow_id: str) -> bool:
+    """Nothing of the workflow is left: no blob, no row, no marker."""
+    for read in (storage.workflows.read_state, storage.workflows.read_definition):
+        try:
+            await read(workflow_id)
+        except NotFoundError:
+            continue
+        return False
+    return (
+        workflow_id not in await listed(storage)
+        and workflow_id not in await storage.workflows.purge_marks()
+        and await storage.outputs.delete_prefix(f"{workflow_id}/") == 0
+    )
+
+
+async def listed_ones_are_readable(storage: Storage) -> None:
+    """The invariant of an interrupted purge: whatever the index lists can be read."""
+    for workflow_id in await listed(storage):
+        await get_workflow(storage, workflow_id)
+
+
+async def test_purging_a_finished_workflow_removes_everything(storage: Storage) -> None:
+    clock = FakeClock()
+    await finished_workflow(storage, "wf-done", clock)
+    await finished_workflow(storage, "wf-kept", clock)
+    view = await purge_workflow(storage, "wf-done")
+    assert (view.id, view.status, view.purged) == ("wf-done", "completed", True)
+    assert view.blobs_deleted >= 3
+    assert await gone(storage, "wf-done")
+    assert await listed(storage) == ["wf-kept"]
+    await get_workflow(storage, "wf-kept")
+    with pytest.raises(NotFoundError):
+        await purge_workflow(storage, "wf-done")  # purged: unknown now
+    with pytest.raises(NotFoundError):
+        await get_workflow(storage, "wf-done")
+
+
+async def test_an_unfinished_workflow_is_refused_and_untouched(storage: Storage) -> None:
+    clock = FakeClock()
+    await submit(storage, diamond(), "wf-pending", clock.now)
+    with pytest.raises(ConflictError, match="cancel it first"):
+        await purge_workflow(storage, "wf-pending")
+    assert await listed(storage) == ["wf-pending"]
+    await get_workflow(storage, "wf-pending")
+
+
+async def test_a_definition_without_state_is_a_conflict_and_unknown_is_not_found(
+    storage: Storage,
+) -> None:
+    await storage.workflows.create_definition("wf-half", encode_definition(diamond()))
+    with pytest.raises(ConflictError, match="never completely submitted"):
+        await purge_workflow(storage, "wf-half")
+    with pytest.raises(NotFoundError):
+        await purge_workflow(storage, "wf-never")
+
+
+@pytest.mark.parametrize("crash_at", range(1, 8))
+async def test_an_interrupted_purge_is_finished_by_the_next(
+    storage: Storage, crash_at: int
+) -> None:
+    clock = FakeClock()
+    await finished_workflow(storage, "wf-cut", clock)
+    purging_calls = {
+        "workflows.mark_purge", "index.delete", "outputs.delete_prefix", "workflows.delete",
+        "workflows.unmark_purge",
+    }  # fmt: skip
+    plan = FaultPlan(crash_at=crash_at, only=purging_calls)
+    try:
+        await purge_workflow(faulty(storage, plan), "wf-cut")
+    except Crash:
+        pass
+    else:
+        assert crash_at > len(plan.calls), "the purge made fewer calls than expected"
+    await listed_ones_are_readable(storage)
+    if crash_at <= 6:  # it died before the marker was deleted: the next purge finishes it
+        report = await purge_many(storage, now=clock.now, older_than_s=10 * DAY)
+        assert report.resumed == (["wf-cut"] if crash_at > 1 else [])
+        if crash_at == 1:  # nothing was done yet: it is still an ordinary finished workflow
+            await purge_workflow(storage, "wf-cut")
+    assert await gone(storage, "wf-cut")
+
+
+async def test_the_same_delete_finishes_an_interrupted_purge(storage: Storage) -> None:
+    clock = FakeClock()
+    await finished_workflow(storage, "wf-cut", clock)
+    plan = FaultPlan(crash_at=1, only={"workflows.delete"})
+    with pytest.raises(Crash):
+        await purge_workflow(faulty(storage, plan), "wf-cut")
+    await storage.workflows.delete("wf-cut")  # as if it died right after deleting the blobs
+    view = await purge_workflow(storage, "wf-cut")
+    assert view.status == "purging"
+    assert await gone(storage, "wf-cut")
+
+
+async def test_bulk_purge_takes_old_finished_workflows_of_the_chosen_statuses(
+    storage: Storage,
+) -> None:
+    clock = FakeClock()
+    old = [f"wf-old{i}" for i in range(3)]
+    for workflow_id in old:
+        await finished_workflow(storage, workflow_id, clock, outputs=1)
+    clock.advance(40 * DAY)
+    await finished_workflow(storage, "wf-new", clock, outputs=1)
+    await submit(storage, diamond(), "wf-active", clock.now - 50 * DAY)  # old, but not finished
+
+    dry = await purge_many(storage, now=clock.now, older_than_s=30 * DAY, dry_run=True)
+    assert sorted(item.id for item in dry.workflows) == old
+    assert dry.next is None
+    assert len(await listed(storage)) == 5  # a dry run deletes nothing
+
+    none = await purge_many(
+        storage, now=clock.now, older_than_s=30 * DAY, statuses={WorkflowStatus.FAILED}
+    )
+    assert none.workflows == []
+
+    seen: list[str] = []
+    token: str | None = None
+    while True:
+        report = await purge_many(
+            storage, now=clock.now, older_than_s=30 * DAY, limit=2, continuation=token
+        )
+        seen += [item.id for item in report.workflows]
+        token = report.next
+        if token is None:
+            break
+    assert sorted(seen) == old
+    for workflow_id in old:
+        assert await gone(storage, workflow_id)
+    assert sorted(await listed(storage)) == ["wf-active", "wf-new"]

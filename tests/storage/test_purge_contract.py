@@ -1,0 +1,84 @@
+"""Contract tests of the storage operations purge uses: every test runs against the memory fakes
+AND Azurite."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import NotFoundError
+from shared.states import WorkflowStatus
+from shared.storage.ports import IndexRow, Storage
+
+
+async def test_deleting_a_workflows_blobs_is_idempotent(storage: Storage) -> None:
+    await storage.workflows.create_definition("wf1", b"def")
+    await storage.workflows.create_state("wf1", b"state", {"status": "completed"})
+    await storage.workflows.create_definition("wf2", b"other")
+    await storage.workflows.delete("wf1")
+    await storage.workflows.delete("wf1")
+    await storage.workflows.delete("never")
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_state("wf1")
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_definition("wf1")
+    assert await storage.workflows.read_definition("wf2") == b"other"
+
+
+async def test_purge_marks_round_trip(storage: Storage) -> None:
+    assert await storage.workflows.purge_marks() == {}
+    await storage.workflows.mark_purge("wf1", 1234.5)
+    await storage.workflows.mark_purge("wf2", 99.0)
+    await storage.workflows.mark_purge("wf1", 1234.5)  # again: harmless
+    assert await storage.workflows.purge_marks() == {"wf1": 1234.5, "wf2": 99.0}
+    assert len(await storage.workflows.purge_marks(limit=1)) == 1
+    await storage.workflows.unmark_purge("wf1")
+    await storage.workflows.unmark_purge("wf1")
+    assert await storage.workflows.purge_marks() == {"wf2": 99.0}
+
+
+async def test_markers_are_not_workflows(storage: Storage) -> None:
+    await storage.workflows.mark_purge("wf1", 1.0)
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_state("wf1")
+
+
+async def test_delete_prefix_deletes_one_workflows_outputs_only(storage: Storage) -> None:
+    names = ["wf1/a/1/output.json", "wf1/a/1/log.txt", "wf1/b/2/claim", "wf10/a/1/log.txt"]
+    for name in names:
+        await storage.outputs.put(name, b"x")
+    assert await storage.outputs.delete_prefix("wf1/") == 3
+    assert await storage.outputs.delete_prefix("wf1/") == 0
+    assert await storage.outputs.get("wf10/a/1/log.txt") == b"x"
+    with pytest.raises(NotFoundError):
+        await storage.outputs.get("wf1/a/1/log.txt")
+
+
+def row(workflow_id: str, created_at: float) -> IndexRow:
+    return IndexRow(
+        workflow_id, "demo", WorkflowStatus.COMPLETED, created_at=created_at, updated_at=created_at
+    )
+
+
+async def test_index_delete_is_idempotent(storage: Storage) -> None:
+    await storage.index.create(row("wf1", 100.0))
+    await storage.index.delete("wf1", 100.0)
+    await storage.index.delete("wf1", 100.0)
+    assert await storage.index.get("wf1", 100.0) is None
+    assert (await storage.index.list()).rows == []
+
+
+async def test_created_before_pages_through_the_old_rows_only(storage: Storage) -> None:
+    for i in range(7):
+        await storage.index.create(row(f"old{i}", 1000.0 + i))
+    await storage.index.create(row("new", 5000.0))
+    seen: list[str] = []
+    token: str | None = None
+    for _ in range(10):
+        page = await storage.index.created_before(2000.0, limit=3, continuation=token)
+        assert len(page.rows) <= 3
+        seen += [r.workflow_id for r in page.rows]
+        token = page.next
+        if token is None:
+            break
+    assert seen == [f"old{i}" for i in reversed(range(7))]  # newest first
+    assert (await storage.index.created_before(500.0)).rows == []
