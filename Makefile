@@ -74,6 +74,12 @@ down:
 demo: install
 	$(PY) -m devtools.demo $(if $(KEEP),--keep)
 
+# The dashboard's views as PNGs in docs/screenshots/ (the README shows them): a demo stack,
+# a few workflows, headless chromium.
+.PHONY: screenshots
+screenshots: install browser
+	$(PY) -m devtools.screenshots
+
 # The dashboard's layout library, vendored (committed) so the app needs no build step and no
 # network: `make vendor-ui` after changing its pinned version in package.json.
 UI_VENDOR := shared/api/ui/vendor

@@ -102,6 +102,8 @@ class DemoStack:
                 "DAGQ_WORKER_MAX_POLL_S": "0.5",
                 # Report starts early, so the live view shows the 2-second runs as running.
                 "DAGQ_WORKER_STARTED_AFTER_S": "0.5",
+                # A fresh worker registry for the dashboard's Workers view.
+                "DAGQ_WORKER_REGISTRY_S": "2",
             }
             self._spawn(f"worker-{queue}", [sys.executable, "-m", "worker_agent", queue, *extra],
                         worker_env)  # fmt: skip

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.watch",
     "shared.cli.control",
     "shared.cli.ops",
+    "shared.cli.ui",
 )
 """Modules that register subcommands, in the order ``dagq --help`` lists them."""
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,11 +21,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 
-def _demo(run_dir: Path) -> subprocess.Popen[str]:
+def _demo(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAGQ_")}
     return subprocess.Popen(
         [sys.executable, "-m", "devtools.demo", "--plain", "--run-dir", str(run_dir),
-         "--timeout", "100"],
+         "--timeout", "100", *extra],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
 
@@ -71,5 +72,34 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     demo.send_signal(signal.SIGINT)
     rest, _ = demo.communicate(timeout=60)
     assert demo.returncode == 130, "".join(seen) + rest
+    assert "stopped everything" in rest
+    assert not [pid for pid in _started_pids(run_dir) if alive(pid)]
+
+
+def test_demo_keep_serves_the_dashboard_until_ctrl_c(tmp_path: Path) -> None:
+    run_dir = tmp_path / "demo"
+    demo = _demo(run_dir, "--keep")
+    assert demo.stdout is not None
+    deadline = time.monotonic() + 180
+    seen: list[str] = []
+    for line in demo.stdout:
+        seen.append(line)
+        if line.startswith("the stack stays up"):
+            break
+        assert time.monotonic() < deadline, "".join(seen)
+    urls = [line.split(" ", 1)[1].strip() for line in seen if line.startswith("dashboard: ")]
+    assert len(urls) == 2, "".join(seen)  # when the stack is ready, and at the run when it ended
+    page, run = urls
+    assert "#/runs/" in run
+    workflow_id = run.rsplit("/", 1)[1]
+    with urllib.request.urlopen(page, timeout=10) as answer:  # the stack is still up
+        assert answer.status == 200
+        assert "<title>dagq dashboard</title>" in answer.read().decode()
+    api = page.removesuffix("/ui")
+    with urllib.request.urlopen(f"{api}/workflows/{workflow_id}", timeout=10) as answer:
+        assert json.loads(answer.read())["status"] == "completed"
+    demo.send_signal(signal.SIGINT)
+    rest, _ = demo.communicate(timeout=60)
+    assert demo.returncode == 0, "".join(seen) + rest  # Ctrl-C is how a kept demo ends
     assert "stopped everything" in rest
     assert not [pid for pid in _started_pids(run_dir) if alive(pid)]

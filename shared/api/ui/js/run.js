@@ -87,8 +87,10 @@ export function runView(root, route, ctx) {
   }
 
   async function renderDetail() {
+    const wasOpen = body.classList.contains("with-detail");
     body.classList.toggle("with-detail", Boolean(selection));
     detail.hidden = !selection;
+    if (wasOpen !== Boolean(selection) && drawn) drawn.fit(); // the canvas changed width
     if (!selection) return;
     const close = () => { location.hash = href(tab, null); };
     if (selection.kind === "group") {

@@ -31,10 +31,10 @@ export async function taskPanel(panel, { id, name, close, ctx }) {
   const heading = header(panel, t.name, close);
   const waited = t.started_at && t.queued_at ? t.started_at - t.queued_at : null;
   const ran = t.started_at ? (t.finished_at || Date.now() / 1000) - t.started_at : null;
-  const budget = (t.num_retries || 0) + 1;
   panel.append(h("dl", { id: "task-facts" },
     fact("state", badge(t.state)),
-    fact("attempt", `${t.attempt}${t.attempt > 1 ? ` (${t.attempt - 1} earlier)` : ""} · budget ${budget} per run`),
+    fact("attempt", `${t.attempt}${t.attempt > 1 ? ` (${t.attempt - 1} before it)` : ""}`),
+    fact("retries", `${t.num_retries || 0} allowed per run`),
     fact("exit code", t.exit_code ?? "–"),
     fact("queue", t.queue),
     fact("worker", t.worker || "–"),
