@@ -7,25 +7,26 @@ import { clear, duration, h, label, s } from "./dom.js";
 const LABEL_W = 150, ROW_H = 22, BAR_H = 14, LANE_GAP = 10, AXIS_H = 26;
 export const DETAILED_UP_TO = 500; // above this many bars: no queue-wait segments, no focus stops
 
-/** Earlier attempts, as observed: task -> Map(attempt -> last snapshot of that attempt). */
+/** Earlier attempts, as observed: each refresh compares every task with the previous answer, and a
+ * task whose attempt number grew leaves its previous attempt here. */
 export class History {
-  constructor() { this.seen = new Map(); }
+  constructor() {
+    this.previous = null; // the last answer's tasks
+    this.attempts = new Map(); // task -> [snapshots of its earlier attempts]
+  }
   observe(tasks) {
-    for (const [name, t] of Object.entries(tasks)) {
-      if (!t.attempt || (!t.started_at && !t.queued_at)) continue;
-      let attempts = this.seen.get(name);
-      if (!attempts) {
-        if (t.attempt === 1 && (t.state === "completed" || t.state === "running")) continue; // nothing to remember
-        attempts = new Map();
-        this.seen.set(name, attempts);
+    if (this.previous) {
+      for (const [name, t] of Object.entries(tasks)) {
+        const before = this.previous[name];
+        if (!before || !before.attempt || t.attempt <= before.attempt) continue;
+        if (!this.attempts.has(name)) this.attempts.set(name, []);
+        this.attempts.get(name).push(before);
       }
-      attempts.set(t.attempt, { ...t });
     }
+    this.previous = tasks;
   }
   earlier(name, current) {
-    const attempts = this.seen.get(name);
-    if (!attempts) return [];
-    return [...attempts.entries()].filter(([a]) => a < current).map(([attempt, t]) => ({ attempt, ...t }));
+    return (this.attempts.get(name) || []).filter((t) => t.attempt < current);
   }
 }
 
@@ -98,6 +99,7 @@ function pack(bars, detailed) {
 
 /** Draw the chart into `host`; returns the bars drawn and the critical path. */
 export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }) {
+  const started = performance.now();
   const now = Date.now() / 1000;
   const bars = barsOf(graph, wf.tasks, history, laneBy, now);
   const detailed = bars.length <= DETAILED_UP_TO;
@@ -160,7 +162,7 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
       const wpx = x(bar.end) - x(bar.start);
       const tag = `${bar.name}${bar.attempt > 1 ? ` ↻${bar.attempt}` : ""}`;
       const fits = wpx > tag.length * 6.2 + 8;
-      if (fits || x(bar.end) + tag.length * 6.2 + 10 < width) {
+      if (fits || (detailed && x(bar.end) + tag.length * 6.2 + 10 < width)) {
         g.append(s("text", { class: "bar-label", x: fits ? x(bar.start) + 5 : x(bar.end) + 4, y: y + 11 }, tag));
       }
     }
@@ -171,6 +173,7 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
       s("text", { x: x(now) - 26, y: AXIS_H - 8 }, "now")));
   }
   clear(host).append(svg);
+  svg.setAttribute("data-render-ms", (performance.now() - started).toFixed(1));
   return { bars, critical, detailed };
 }
 
