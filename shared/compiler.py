@@ -17,19 +17,15 @@ import re
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 
-from shared.conditions import compile_condition
+from shared.conditions import MAX_GLOB_MATCHES, MatchBudget, compile_condition
 from shared.errors import ConditionError, DefinitionError, Issue, TemplateSyntaxError
 from shared.foreach import Params, expand, expansion_count, expansion_name
 from shared.names import TASK_NAME_RE, queue_name_problem, safe_name_problem
-from shared.parsing import (
-    MAX_DEFINITION_BYTES,
-    Format,
-    did_you_mean,
-    parse_definition,
-    parse_for_validation,
-)
+from shared.parsing import MAX_DEFINITION_BYTES, Format, parse_definition, parse_for_validation
 from shared.spec import RetrySpec, TaskSpec, WorkflowSpec
+from shared.suggestions import Suggester
 from shared.templating import (
     Template,
     parse_command,
@@ -45,6 +41,7 @@ __all__ = [
     "MAX_DEPENDENCIES",
     "MAX_EDGES",
     "MAX_ENV_BYTES",
+    "MAX_EXPANDED_BYTES",
     "MAX_EXPANSIONS",
     "MAX_TASKS",
     "MAX_WORKFLOW_NAME",
@@ -66,6 +63,9 @@ MAX_CMD_BYTES = 16 * 1024
 """Longest ``cmd`` of one task, in UTF-8 bytes after templating."""
 MAX_ENV_BYTES = 16 * 1024
 """Largest environment of one task (workflow env merged with the task's), as NAME=value bytes."""
+MAX_EXPANDED_BYTES = 64 * 1024 * 1024
+"""Most bytes of ``cmd`` and environment (workflow env included) of all tasks after expansion:
+what bounds the work and memory of a small definition that expands to much."""
 MAX_CWD_CHARS = 1024
 """Longest ``cwd``."""
 MAX_WORKFLOW_NAME = 200
@@ -127,17 +127,21 @@ class _Issues:
     def __init__(self) -> None:
         self.items: list[Issue] = []
         self._per_location: dict[str, int] = defaultdict(int)
+        self._first_task: dict[str, str | None] = {}
 
-    def add(self, location: str, message: str, task: str | None = None) -> None:
+    def add(self, location: str, message: str | Callable[[], str], task: str | None = None) -> None:
+        """Record an issue; a callable message is only built if the issue is shown (hints)."""
         self._per_location[location] += 1
         if self._per_location[location] <= MAX_REPEATS_PER_LOCATION:
-            self.items.append(Issue(location, message, task))
+            text = message if isinstance(message, str) else message()
+            self.items.append(Issue(location, text, task))
+            self._first_task.setdefault(location, task)
 
     def finish(self) -> list[Issue]:
         for location, count in self._per_location.items():
             extra = count - MAX_REPEATS_PER_LOCATION
             if extra > 0:
-                task = next((i.task for i in self.items if i.location == location), None)
+                task = self._first_task[location]
                 self.items.append(Issue(location, f"... and {extra} more like the above", task))
         return self.items
 
@@ -202,11 +206,17 @@ class _Compiler:
         self.unparsed = unparsed
         """Names of the tasks left out (their problems are reported already)."""
         self.issues = _Issues()
+        self.suggester = Suggester()
+        self.match_budget = MatchBudget(MAX_GLOB_MATCHES)
+        self._names: list[str] | None = None
         self.written: list[_Written] = []
         self.number_of: dict[str, int] = {}
         """Final task name -> task number (the first, if duplicated)."""
         self.owner: list[_Written] = []
         """Task number -> the written task it came from."""
+        self.expanded_left = MAX_EXPANDED_BYTES
+        """Bytes of cmd + env the expansions may still add (see ``charge``)."""
+        self.workflow_env_bytes = _env_bytes(spec.env)
 
     def run(self, source_text: str | None, source: str) -> CompiledWorkflow:
         spec, issues = self.spec, self.issues
@@ -217,6 +227,8 @@ class _Compiler:
                 "tasks",
                 f"the workflow has more than {MAX_TASKS:,} tasks after foreach expansion",
             )
+            raise DefinitionError(issues.finish(), source)
+        if self.expanded_left < 0:
             raise DefinitionError(issues.finish(), source)
         self.resolve_dependencies()
         self.check_acyclic()
@@ -293,7 +305,7 @@ class _Compiler:
                 elif not duplicate:  # (a duplicate written name was reported once above)
                     self.report_clash(w, expansion.name, owner[other])
                 owner.append(w)
-            if len(owner) > MAX_TASKS:
+            if len(owner) > MAX_TASKS or self.expanded_left < 0:
                 return
         # A foreach task's written name is how others depend on it: it must not name a task.
         for w in self.written:
@@ -334,6 +346,7 @@ class _Compiler:
         kwargs = task.kwargs
         if kwargs.env:
             self.check_env_names(kwargs.env, f"{w.loc}.kwargs.env", task.name)
+        self.charge(len(kwargs.cmd) + _env_bytes(kwargs.env))
         env = {**spec.env, **kwargs.env} if spec.env else kwargs.env
         queue = task.queue if task.queue is not None else spec.default_queue
         expansion = _Expansion(task.name, kwargs.cmd, env, kwargs.cwd, queue, None)
@@ -386,11 +399,15 @@ class _Compiler:
         out: list[_Expansion] = []
         for index, params in enumerate(all_params):
             name = expansion_name(task.name, params, index)
+            rendered = cmd.render(params, quote=True)
             own_env = {k: t.render(params, quote=False) for k, t in env_templates.items()}
+            own_env.update(variable_env(params))
+            if not self.charge(len(rendered) + _env_bytes(own_env)):
+                return out
             expansion = _Expansion(
                 name,
-                cmd.render(params, quote=True),
-                {**spec.env, **own_env, **variable_env(params)},
+                rendered,
+                {**spec.env, **own_env},
                 cwd.render(params, quote=False) if cwd is not None else None,
                 queue.render(params, quote=False) if queue is not None else spec.default_queue,
                 params,
@@ -398,6 +415,20 @@ class _Compiler:
             self.check_values(w, expansion, f"in expansion {name!r}: ")
             out.append(expansion)
         return out
+
+    def charge(self, own_bytes: int) -> bool:
+        """Count one more task's cmd and env (with the workflow's); False, reported once, when
+        they add up to more than MAX_EXPANDED_BYTES (``run`` then stops)."""
+        left = self.expanded_left
+        self.expanded_left -= own_bytes + self.workflow_env_bytes
+        if self.expanded_left < 0 <= left:
+            self.issues.add(
+                "tasks",
+                f"the tasks' commands and environments (workflow env included) add up to more"
+                f" than {MAX_EXPANDED_BYTES:,} bytes after foreach expansion (the limit): put"
+                " long scripts and large values in files, and keep the workflow env small",
+            )
+        return self.expanded_left >= 0
 
     def template(
         self,
@@ -417,13 +448,12 @@ class _Compiler:
     def check_variables(self, w: _Written, variables: set[str], all_params: list[Params]) -> bool:
         task = w.spec
         if isinstance(task.foreach, dict):
-            known = set(task.foreach)
-            unknown = sorted(variables - known)
+            known = sorted(task.foreach)
+            unknown = sorted(variables - set(known))
             for var in unknown:
                 self.issues.add(
                     f"{w.loc}.kwargs",
-                    f"unknown template variable {{{{ {var} }}}}{did_you_mean(var, known)}"
-                    f" (foreach parameters: {', '.join(sorted(known))})",
+                    partial(_unknown_variable, self.suggester, var, known),
                     task.name,
                 )
             return not unknown
@@ -476,7 +506,7 @@ class _Compiler:
         if not cmd.strip():
             add(f"{loc}.kwargs.cmd", f"{label}cmd is empty", name)
         if e.env:
-            env_bytes = sum(len(k) + len(v) + 2 for k, v in e.env.items())
+            env_bytes = _env_bytes(e.env)
             if env_bytes > MAX_ENV_BYTES:
                 add(
                     f"{loc}.kwargs.env",
@@ -503,7 +533,7 @@ class _Compiler:
     # -- dependencies ----------------------------------------------------------------------
     def resolve_dependencies(self) -> None:
         groups = {w.spec.name: w for w in self.written if w.spec.foreach is not None}
-        number_of, owner, issues = self.number_of, self.owner, self.issues
+        owner, issues = self.owner, self.issues
         edges = 0
         for w in self.written:
             task = w.spec
@@ -511,76 +541,89 @@ class _Compiler:
                 if task.condition is not None:
                     self.check_condition(w, [])
                 continue
-            loc = f"{w.loc}.depends_on"
-            deps: list[int] = []
-            seen: dict[int, str] = {}
-            dep_error = False
-            for entry in task.depends_on:
-                group = groups.get(entry)
-                if entry == task.name:
-                    issues.add(loc, f"task {task.name!r} depends on itself", task.name)
-                    dep_error = True
-                    continue
-                if group is not None:
-                    if group.broken:
-                        dep_error = True
-                        continue
-                    numbers: Sequence[int] = range(group.first, group.first + len(group.expansions))
-                elif entry in number_of:
-                    numbers = (number_of[entry],)
-                elif entry in self.unparsed:
-                    dep_error = True  # that task's own problems are reported already
-                    continue
-                else:
-                    hint = did_you_mean(entry, [*groups, *number_of])
-                    issues.add(loc, f"unknown dependency {entry!r}{hint}", task.name)
-                    dep_error = True
-                    continue
-                for n in numbers:
-                    if owner[n] is w:
-                        issues.add(
-                            loc,
-                            f"task {task.name!r} depends on its own expansion {entry!r}",
-                            task.name,
-                        )
-                    elif n in seen:
-                        dep_name = owner[n].expansions[n - owner[n].first].name
-                        issues.add(loc, _listed_twice(entry, seen[n], dep_name), task.name)
-                    else:
-                        seen[n] = entry
-                        deps.append(n)
-                        continue
-                    dep_error = True
-                    break
-            w.deps = deps
-            if len(deps) > MAX_DEPENDENCIES:
+            w.deps, dep_error = self.resolve(w, groups)
+            edges += len(w.deps) * len(w.expansions)
+            if edges > MAX_EDGES:
+                # Stop here: resolving costs one step per edge, and the rest cannot help.
                 issues.add(
-                    loc,
-                    f"the task has {len(deps):,} dependencies after foreach fan-in; the limit is"
-                    f" {MAX_DEPENDENCIES:,}",
-                    task.name,
+                    "tasks",
+                    f"the workflow has more than {MAX_EDGES:,} dependency edges after"
+                    " expansion (the limit)",
                 )
-            edges += len(deps) * len(w.expansions)
+                return
             if dep_error:  # with a dependency missing, these checks would only add noise
                 continue
             policy = task.dep_policy
-            if isinstance(policy, int) and policy > len(deps):
+            if isinstance(policy, int) and policy > len(w.deps):
                 issues.add(
                     f"{w.loc}.dep_policy",
                     f"dep_policy {policy} needs {policy} successful dependencies but the task"
-                    f" has only {len(deps)}",
+                    f" has only {len(w.deps)}",
                     task.name,
                 )
             if task.condition is not None:
-                self.check_condition(
-                    w, [owner[n].expansions[n - owner[n].first].name for n in deps]
+                names = [owner[n].expansions[n - owner[n].first].name for n in w.deps]
+                self.check_condition(w, names)
+
+    def resolve(self, w: _Written, groups: Mapping[str, _Written]) -> tuple[list[int], bool]:
+        """The task numbers ``w`` depends on, and whether a problem was reported. Stops at
+        ``MAX_DEPENDENCIES``, so one task costs at most that many steps."""
+        number_of, owner, issues, task = self.number_of, self.owner, self.issues, w.spec
+        loc = f"{w.loc}.depends_on"
+        deps: list[int] = []
+        seen: dict[int, str] = {}
+        dep_error = False
+        for entry in task.depends_on:
+            group = groups.get(entry)
+            if entry == task.name:
+                issues.add(loc, f"task {task.name!r} depends on itself", task.name)
+                dep_error = True
+                continue
+            if group is not None:
+                if group.broken:
+                    dep_error = True
+                    continue
+                numbers: Sequence[int] = range(group.first, group.first + len(group.expansions))
+            elif entry in number_of:
+                numbers = (number_of[entry],)
+            elif entry in self.unparsed:
+                dep_error = True  # that task's own problems are reported already
+                continue
+            else:
+                issues.add(loc, partial(self.unknown_dependency, entry), task.name)
+                dep_error = True
+                continue
+            if len(deps) + len(numbers) > MAX_DEPENDENCIES:
+                issues.add(
+                    loc,
+                    f"the task has more than {MAX_DEPENDENCIES:,} dependencies after foreach"
+                    f" fan-in (the limit), counting {entry!r}",
+                    task.name,
                 )
-        if edges > MAX_EDGES:
-            issues.add(
-                "tasks",
-                f"the workflow has {edges:,} dependency edges after expansion; the limit is"
-                f" {MAX_EDGES:,}",
-            )
+                return deps, True
+            for n in numbers:
+                if owner[n] is w:
+                    issues.add(
+                        loc, f"task {task.name!r} depends on its own expansion {entry!r}", task.name
+                    )
+                elif n in seen:
+                    dep_name = owner[n].expansions[n - owner[n].first].name
+                    issues.add(loc, _listed_twice(entry, seen[n], dep_name), task.name)
+                else:
+                    seen[n] = entry
+                    deps.append(n)
+                    continue
+                dep_error = True
+                break
+        return deps, dep_error
+
+    def unknown_dependency(self, entry: str) -> str:
+        if self._names is None:  # (built once: a definition may name thousands of unknowns)
+            self._names = [
+                *(w.spec.name for w in self.written if w.spec.foreach is not None),
+                *self.number_of,
+            ]
+        return f"unknown dependency {entry!r}{self.suggester.hint(entry, self._names)}"
 
     def check_condition(self, w: _Written, parents: Sequence[str]) -> None:
         condition = w.spec.condition
@@ -595,7 +638,7 @@ class _Compiler:
             )
             return
         try:
-            compile_condition(condition, parents)
+            compile_condition(condition, parents, self.match_budget)
         except ConditionError as exc:
             self.issues.add(loc, str(exc), w.spec.name)
 
@@ -662,6 +705,17 @@ class _Compiler:
             )
             for e in w.expansions
         ]
+
+
+def _unknown_variable(suggester: Suggester, var: str, known: list[str]) -> str:
+    return (
+        f"unknown template variable {{{{ {var} }}}}{suggester.hint(var, known)}"
+        f" (foreach parameters: {', '.join(known)})"
+    )
+
+
+def _env_bytes(env: Mapping[str, str]) -> int:
+    return sum(len(k) + len(v) + 2 for k, v in env.items())
 
 
 def _listed_twice(entry: str, earlier: str, dep_name: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from shared import condition_values as cv
-from shared.condition_reads import Code, Fn, Reads
+from shared.condition_reads import Code, Fn, MatchBudget, Reads
 from shared.condition_values import COMPARISONS, Evaluation, Many
 from shared.errors import ConditionError
 
@@ -46,13 +46,16 @@ def _compare_cost(op: str, a: int, b: int) -> int:
 class ConditionCompiler(Reads):
     """Turns an allowlisted AST into closures (``compile`` -> ``Code``)."""
 
-    def __init__(self, source: str, parents: Sequence[str], glob_budget: int) -> None:
+    def __init__(
+        self, source: str, parents: Sequence[str], glob_budget: int, shared_budget: MatchBudget
+    ) -> None:
         self.source = source
         self.parents = list(parents)
         self.parent_set = frozenset(self.parents)
         self.used: list[str] = []
         self.globs: dict[str, tuple[str, ...]] = {}
         self.glob_budget = glob_budget
+        self.shared_budget = shared_budget
         """Name tests left for matching globs against the parents (each costs one pass)."""
         self.costliest: tuple[int, str] = (0, "")
         """The most expensive comparison or aggregate seen, and its text (for error messages)."""

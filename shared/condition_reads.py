@@ -21,6 +21,15 @@ _COMPLETED = "completed"
 Fn = Callable[[Evaluation], Any]
 
 
+class MatchBudget:
+    """Name tests that glob matching may still take, shared by the conditions of a validation
+    (each condition also has its own budget)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+
 class Code(NamedTuple):
     """One compiled node."""
 
@@ -46,6 +55,8 @@ class Reads:
     """Glob pattern -> its members (each pattern is matched once)."""
     glob_budget: int
     """Name tests left for matching globs against the parents."""
+    shared_budget: MatchBudget
+    """The name tests left to every condition of one validation."""
 
     def text(self, node: ast.AST) -> str:
         raise NotImplementedError
@@ -145,10 +156,17 @@ class Reads:
         if found is not None:
             return found
         self.glob_budget -= len(self.parents)
+        self.shared_budget.left -= len(self.parents)
         if self.glob_budget < 0:
             raise ConditionBudgetError(
                 f"the condition has too many different globs ({len(self.globs) + 1} or more) for"
                 f" the task's {len(self.parents):,} dependencies: use fewer globs"
+            )
+        if self.shared_budget.left < 0:
+            raise ConditionBudgetError(
+                "the workflow's conditions match their globs against too many dependencies in"
+                f" all (more than {self.shared_budget.limit:,} names): use fewer globs, or glob"
+                " fewer dependencies"
             )
         regex = re.compile(fnmatch.translate(pattern))
         members = tuple(p for p in self.parents if regex.match(p))

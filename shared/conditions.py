@@ -34,6 +34,7 @@ import ast
 from collections.abc import Sequence
 
 from shared.condition_compiler import AGGREGATES, FUNCTIONS, ConditionCompiler, Fn
+from shared.condition_reads import MatchBudget
 from shared.condition_values import Evaluation, Inputs, ParentView, show
 from shared.errors import ConditionBudgetError, ConditionError
 
@@ -43,7 +44,9 @@ __all__ = [
     "MAX_CONDITION_CHARS",
     "MAX_CONDITION_DEPTH",
     "MAX_CONDITION_STEPS",
+    "MAX_GLOB_MATCHES",
     "Condition",
+    "MatchBudget",
     "ParentView",
     "compile_condition",
 ]
@@ -52,6 +55,8 @@ MAX_CONDITION_CHARS = 2000
 """Longest condition, in characters."""
 MAX_CONDITION_DEPTH = 32
 """Deepest nesting of a condition's syntax tree."""
+MAX_GLOB_MATCHES = 2_000_000
+"""Most glob name tests (glob x dependency) of all the conditions of one workflow at submit."""
 MAX_CONDITION_STEPS = 200_000
 """Most steps one evaluation may take (a value read, a JSON node compared, a KiB of string
 compared: ``shared.condition_values``). Also the budget for matching its globs when it compiles."""
@@ -94,8 +99,13 @@ class Condition:
         return f"Condition({self.source!r})"
 
 
-def compile_condition(expr: str, parents: Sequence[str]) -> Condition:
-    """Parse and check ``expr`` against the task's ``parents``; raise ConditionError."""
+def compile_condition(
+    expr: str, parents: Sequence[str], match_budget: MatchBudget | None = None
+) -> Condition:
+    """Parse and check ``expr`` against the task's ``parents``; raise ConditionError.
+
+    ``match_budget``: glob name tests shared with other conditions (a validation passes one, so
+    many conditions over many dependencies stay bounded); each condition also has its own."""
     if not isinstance(expr, str) or not expr.strip():
         raise ConditionError("condition must be a non-empty expression")
     if len(expr) > MAX_CONDITION_CHARS:
@@ -112,7 +122,8 @@ def compile_condition(expr: str, parents: Sequence[str]) -> Condition:
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ConditionError(f"condition cannot be parsed: {exc}") from None
     _check_depth(tree)
-    compiler = ConditionCompiler(text, parents, glob_budget=MAX_CONDITION_STEPS)
+    shared = match_budget if match_budget is not None else MatchBudget(MAX_CONDITION_STEPS)
+    compiler = ConditionCompiler(text, parents, MAX_CONDITION_STEPS, shared)
     code = compiler.compile(tree.body)
     if code.many:
         raise ConditionError(

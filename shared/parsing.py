@@ -7,10 +7,8 @@ name the task and the field ("did you mean" for misspelt keys).
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +18,7 @@ from pydantic import ValidationError
 from shared.errors import DefinitionError, Issue
 from shared.names import safe_name_problem
 from shared.spec import RetrySpec, TaskKwargs, TaskSpec, WorkflowSpec, type_word
+from shared.suggestions import Suggester
 
 MAX_DEFINITION_BYTES = 16 * 1024 * 1024
 """Largest definition accepted, in bytes of UTF-8 (a 100,000-task JSON definition written out
@@ -262,14 +261,18 @@ _MODEL_AT: dict[tuple[str, ...], type[Any]] = {
     ("tasks", "*", "kwargs"): TaskKwargs,
     ("tasks", "*", "retry"): RetrySpec,
 }
+_KEYS_AT: dict[tuple[str, ...], list[str]] = {
+    path: list(model.model_fields) for path, model in _MODEL_AT.items()
+}
 
 
 def _shape_issues(exc: ValidationError, raw: dict[str, Any]) -> list[Issue]:
     issues: list[Issue] = []
+    suggester = Suggester()
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
         location, task = _render_loc(loc, raw)
-        issues.append(Issue(location, _error_message(error, loc), task))
+        issues.append(Issue(location, _error_message(error, loc, suggester), task))
     return issues
 
 
@@ -300,14 +303,13 @@ def _task_name_at(raw: dict[str, Any], index: int) -> str | None:
     return None
 
 
-def _error_message(error: Any, loc: tuple[Any, ...]) -> str:
+def _error_message(error: Any, loc: tuple[Any, ...], suggester: Suggester) -> str:
     kind = error["type"]
     given = error.get("input")
     if kind == "extra_forbidden":
         key = str(loc[-1])
-        model = _MODEL_AT.get(tuple("*" if isinstance(p, int) else p for p in loc[:-1]))
-        known = list(model.model_fields) if model is not None else []
-        hint = did_you_mean(key, known)
+        known = _KEYS_AT.get(tuple("*" if isinstance(p, int) else p for p in loc[:-1]), [])
+        hint = suggester.hint(key, known)
         allowed = f" (allowed here: {', '.join(known)})" if known and not hint else ""
         return f"unknown key {key!r}{hint}{allowed}"
     if kind == "missing":
@@ -335,13 +337,6 @@ _A_VALID_RE = re.compile(r"\ba valid (\w)")
 def _article(match: re.Match[str]) -> str:
     letter = match.group(1)
     return ("an " if letter in "aeiou" else "a ") + letter
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """``; did you mean 'x'?`` when a candidate is close to ``word``, else empty."""
-    pool = list(candidates)
-    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.6) if len(pool) < 20_000 else []
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _short(value: Any) -> str:
