@@ -7,15 +7,37 @@ Encoding, one convention for every queue: compact UTF-8 JSON sent as plain text 
 is configured with ``"messageEncoding": "none"`` to match). Every message dagq writes stays below
 ``MESSAGE_BUDGET_BYTES`` whatever the workflow: outputs and fan-in lists that would not fit travel
 as blob references instead.
+
+Messages are untrusted input: every field is bounded where it is decoded (ids and names by the
+rules of ``shared.names``, attempts and runs within the state's 32-bit columns, finite timestamps
+in a sane range, lengths of free text), and a blob name an event carries must be the conventional
+one for its workflow, task and attempt — so nothing a message says can reach past the outputs
+container or overflow the state codec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from shared.errors import MessageError
+from shared.names import (
+    ResourceNames,
+    queue_name_problem,
+    safe_name_problem,
+    workflow_id_problem,
+)
 from shared.partitions import MAX_PARTITIONS
 
 MESSAGE_BUDGET_BYTES = 48 * 1024
@@ -29,6 +51,47 @@ larger outputs are uploaded to the outputs container and referenced."""
 ERROR_TAIL_CHARS = 2000
 """How much of a failed task's error text (stderr tail) an event carries."""
 
+MAX_MESSAGE_BYTES = 64 * 1024
+"""Azure's limit for one queue message: anything longer did not come from a queue (or a sender of
+ours) and is rejected before it is parsed."""
+
+MAX_COUNTER = 2**32 - 1
+"""Largest attempt or run number: the state blob keeps them in unsigned 32-bit columns."""
+
+MAX_TIMESTAMP_S = 1e10
+"""Latest timestamp a message may carry (year 2286, where the index's inverted keys end)."""
+
+MAX_WORKER_CHARS = 256
+"""Longest worker name an event may carry."""
+
+MAX_REASON_CHARS = 1000
+"""Longest cancel reason an event may carry."""
+
+MAX_OUTPUT_SIZE = 2**50
+"""Largest output size a ref may state (a sanity bound, far above anything real)."""
+
+
+def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        reason = problem(value)
+        if reason:
+            raise ValueError(reason)
+        return value
+
+    return check
+
+
+WorkflowId = Annotated[str, Field(max_length=64), AfterValidator(_checked(workflow_id_problem))]
+TaskName = Annotated[str, Field(max_length=128), AfterValidator(_checked(safe_name_problem))]
+QueueName = Annotated[str, Field(max_length=64), AfterValidator(_checked(queue_name_problem))]
+Attempt = Annotated[int, Field(ge=1, le=MAX_COUNTER)]
+Timestamp = Annotated[float, Field(ge=0, le=MAX_TIMESTAMP_S, allow_inf_nan=False)]
+"""Seconds since the epoch, finite (no NaN or Infinity) and within 1970..2286."""
+WorkerName = Annotated[
+    str, Field(min_length=1, max_length=MAX_WORKER_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+"""A worker's name: printable (no control characters), at most MAX_WORKER_CHARS."""
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -41,7 +104,7 @@ class OutputRef(_Message):
     """The output value, when stored inline (``blob`` is then None)."""
     blob: str | None = None
     """Blob name in the outputs container, when the output is too large to inline."""
-    size: int = Field(default=0, ge=0)
+    size: int = Field(default=0, ge=0, le=MAX_OUTPUT_SIZE)
     """Size of the output's JSON encoding in bytes."""
 
 
@@ -49,10 +112,10 @@ class TaskMessage(_Message):
     """One attempt of one task, sent to the task queue of its hardware class."""
 
     v: Literal[1] = 1
-    workflow_id: str
-    task: str
-    attempt: int = Field(ge=1)
-    queue: str
+    workflow_id: WorkflowId
+    task: TaskName
+    attempt: Attempt
+    queue: QueueName
     cmd: str
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
@@ -78,15 +141,15 @@ class ActivateEvent(_Message):
     """Sent by the API after creating a workflow: dispatch its root tasks."""
 
     kind: Literal["activate"] = "activate"
-    workflow_id: str
+    workflow_id: WorkflowId
 
 
 class CancelEvent(_Message):
     """Sent by the API on cancel (the durable flag in the index backs it up if it is lost)."""
 
     kind: Literal["cancel"] = "cancel"
-    workflow_id: str
-    reason: str | None = None
+    workflow_id: WorkflowId
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
 class RetryEvent(_Message):
@@ -97,15 +160,31 @@ class RetryEvent(_Message):
     """
 
     kind: Literal["retry"] = "retry"
-    workflow_id: str
-    run: int = Field(ge=1)
+    workflow_id: WorkflowId
+    run: int = Field(ge=1, le=MAX_COUNTER)
 
 
 class _TaskEvent(_Message):
-    workflow_id: str
-    task: str
-    attempt: int = Field(ge=1)
-    worker: str | None = None
+    workflow_id: WorkflowId
+    task: TaskName
+    attempt: Attempt
+    worker: WorkerName | None = None
+
+    def _check_blobs(self, output: OutputRef | None, log_blob: str | None) -> None:
+        """Blob names must be the conventional ones of this attempt (never another container's
+        blob, nor another workflow's)."""
+        key = (self.workflow_id, self.task, self.attempt)
+        if log_blob is not None and log_blob != ResourceNames.log_blob(*key):
+            raise ValueError(
+                f"log_blob {log_blob[:200]!r} is not this attempt's log blob"
+                f" {ResourceNames.log_blob(*key)!r}"
+            )
+        blob = output.blob if output is not None else None
+        if blob is not None and blob != ResourceNames.output_blob(*key):
+            raise ValueError(
+                f"output.blob {blob[:200]!r} is not this attempt's output blob"
+                f" {ResourceNames.output_blob(*key)!r}"
+            )
 
 
 class TaskStartedEvent(_TaskEvent):
@@ -113,17 +192,22 @@ class TaskStartedEvent(_TaskEvent):
     report ``started_at`` in their completion instead)."""
 
     kind: Literal["started"] = "started"
-    started_at: float
+    started_at: Timestamp
 
 
 class TaskCompletedEvent(_TaskEvent):
     """The attempt exited 0."""
 
     kind: Literal["completed"] = "completed"
-    started_at: float
-    finished_at: float
+    started_at: Timestamp
+    finished_at: Timestamp
     output: OutputRef | None = None
     log_blob: str | None = None
+
+    @model_validator(mode="after")
+    def _conventional_blobs(self) -> TaskCompletedEvent:
+        self._check_blobs(self.output, self.log_blob)
+        return self
 
 
 FailureReason = Literal["exit", "timeout", "cancelled", "error", "not_started"]
@@ -135,12 +219,17 @@ class TaskFailedEvent(_TaskEvent):
     """The attempt did not succeed."""
 
     kind: Literal["failed"] = "failed"
-    started_at: float | None = None
-    finished_at: float
+    started_at: Timestamp | None = None
+    finished_at: Timestamp
     reason: FailureReason = "exit"
-    exit_code: int | None = None
+    exit_code: int | None = Field(default=None, ge=-(2**31), lt=2**31)
     error: str = Field(default="", max_length=ERROR_TAIL_CHARS)
     log_blob: str | None = None
+
+    @model_validator(mode="after")
+    def _conventional_blobs(self) -> TaskFailedEvent:
+        self._check_blobs(None, self.log_blob)
+        return self
 
 
 Event = Annotated[
@@ -186,9 +275,13 @@ def _explain(exc: ValidationError) -> str:
 
 
 def decode_event(raw: str | bytes) -> Event:
-    """Parse an event from the event queue; raise MessageError (with the reason) if malformed."""
+    """Parse an event from the event queue; raise MessageError (with the reason) if malformed or
+    out of bounds."""
+    text = _text(raw)
+    if len(text) > MAX_MESSAGE_BYTES:  # characters <= bytes: cheap, and enough to bound parsing
+        raise MessageError(f"malformed event: longer than {MAX_MESSAGE_BYTES} bytes")
     try:
-        return _EVENT_ADAPTER.validate_json(_text(raw))
+        return _EVENT_ADAPTER.validate_json(text)
     except ValidationError as exc:
         raise MessageError(f"malformed event: {_explain(exc)}") from None
 

@@ -1,6 +1,7 @@
 """Intake: receive event messages, decode them, group them by workflow, hand each group to its
-workflow update. A malformed event (not JSON, wrong shape, unsafe workflow id) is dead-lettered
-with its reason right here and never reaches a workflow."""
+workflow update. A malformed event (not JSON, wrong shape, a field out of bounds, an unsafe id, a
+forged blob name: ``shared.messages.decode_event``) is dead-lettered with its reason right here
+and never reaches a workflow."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from shared.coordinator.stats import PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.errors import MessageError
 from shared.messages import decode_event
-from shared.names import workflow_id_problem
 from shared.storage.ports import Queue
 
 log = logging.getLogger("dagq.coordinator")
@@ -64,10 +64,6 @@ def sort_out(
             except MessageError as exc:
                 dead.append((env, str(exc)))
                 continue
-        problem = workflow_id_problem(env.event.workflow_id)
-        if problem:
-            dead.append((env, f"event names an {problem}"))
-            continue
         groups.setdefault(env.event.workflow_id, []).append(env)
     return groups, dead
 

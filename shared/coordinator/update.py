@@ -141,8 +141,7 @@ class WorkflowUpdater:
             wf = await load_definition(self.storage, workflow_id)
             cached = await self._state(workflow_id, wf)
         except NotFoundError:
-            stats.orphans += len(envelopes)
-            return UpdateResult(done=list(envelopes))
+            return self._orphans(workflow_id, envelopes, stats)
         except CodecError as exc:
             reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
             log.error(reason)
@@ -163,8 +162,7 @@ class WorkflowUpdater:
                 cached = await self._state(workflow_id, wf)
                 continue
             except NotFoundError:  # the workflow was deleted under us
-                stats.orphans += len(envelopes)
-                return UpdateResult(done=list(envelopes))
+                return self._orphans(workflow_id, envelopes, stats)
             break
         self.cache.put_state(workflow_id, flushed.cached)
         flushed.tally.dead += [(env, why) for env in envelopes if (why := excluded.get(id(env)))]
@@ -245,6 +243,19 @@ class WorkflowUpdater:
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)
         return UpdateResult(done=done, row=row)
+
+    def _orphans(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats
+    ) -> UpdateResult:
+        """Events for a workflow that does not exist: acknowledged, counted and logged."""
+        stats.orphans += len(envelopes)
+        for env in envelopes:
+            log.warning(
+                "event %s (%s) for workflow %s acknowledged as an orphan: the workflow does not"
+                " exist (deleted, or never completely submitted)",
+                env.message_id, env.event.kind if env.event else "?", workflow_id,
+            )  # fmt: skip
+        return UpdateResult(done=list(envelopes))
 
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:
         cached = self.cache.take_state(workflow_id)
