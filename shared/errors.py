@@ -133,8 +133,9 @@ class LeaseError(DagqError):
 
 
 class ApplyError(DagqError):
-    """The engine raised unexpectedly while applying one event (a defect, or an event the bounds
-    let through); the state may be half-mutated. ``envelope`` is the event in flight."""
+    """Computing a workflow's new state raised unexpectedly (the engine or the state codec: a
+    defect, or an event the bounds let through); the state may be half-mutated. ``envelope`` is
+    the event being applied, when the failure is known to be its own (else None)."""
 
     def __init__(self, detail: str, envelope: Any) -> None:
         super().__init__(detail)

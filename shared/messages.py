@@ -286,6 +286,38 @@ def decode_event(raw: str | bytes) -> Event:
         raise MessageError(f"malformed event: {_explain(exc)}") from None
 
 
+class Redelivery(_Message):
+    """An event the coordinator handed back to the event queue (a Functions trigger message it
+    could not apply), with the deliveries it has had: a re-sent message starts again at dequeue
+    count 1, so without this an event that keeps failing would never reach its bound."""
+
+    kind: Literal["redelivery"] = "redelivery"
+    deliveries: int = Field(ge=0, le=MAX_COUNTER)
+    event: str
+    """The original event message, as it was received."""
+
+
+_REDELIVERY_START = '{"kind":"redelivery",'
+
+
+def wrap_redelivery(text: str, deliveries: int) -> str:
+    """The message that hands ``text`` back to the event queue, carrying ``deliveries``."""
+    return Redelivery(deliveries=deliveries, event=unwrap_redelivery(text)[0]).model_dump_json()
+
+
+def unwrap_redelivery(text: str) -> tuple[str, int]:
+    """The original event text of a message and the deliveries it had before it was re-sent (0
+    for an ordinary event; a redelivery that cannot be decoded is returned as it is, to be
+    dead-lettered as malformed)."""
+    if not text.startswith(_REDELIVERY_START) or len(text) > 2 * MAX_MESSAGE_BYTES:
+        return text, 0
+    try:
+        wrapper = Redelivery.model_validate_json(text)
+    except ValidationError:
+        return text, 0
+    return wrapper.event, wrapper.deliveries
+
+
 def decode_task_message(raw: str | bytes) -> TaskMessage:
     """Parse a task message; raise MessageError (with the reason) if malformed."""
     try:

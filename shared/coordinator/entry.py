@@ -27,6 +27,7 @@ from shared.coordinator.projector import Projector
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.errors import LeaseError
+from shared.messages import wrap_redelivery
 from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage.ports import Storage
@@ -98,19 +99,30 @@ class Coordinator:
         lease was lost, a send or flush failed) — never lost and never pushed toward the poison
         queue for that. Only if even the re-send fails does this raise, so the host retries.
         """
-        trigger = Envelope(text=text, message_id=message_id, dequeue_count=dequeue_count)
+        trigger = Envelope.trigger(text, message_id, dequeue_count)
         try:
             result = await self._passes.run(budget_s, sweep=False, trigger=trigger)
         except Exception as exc:  # e.g. the lease blob unreachable: hand the event back
             log.warning("pass for trigger message %s failed: %r", message_id, exc)
             result = PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
         if not result.trigger_applied:
-            # A premature event waits for its rerun's retry event, which may be invisible for up
-            # to a visibility timeout; anything else is retried soon.
-            delay = self.options.event_visibility_s if trigger.deferred else None
-            await self.storage.event_queue.send(text, delay_s=delay or self.options.requeue_delay_s)
-            result.trigger_requeued = True
+            await self._hand_back(trigger, result)
         return result
+
+    async def _hand_back(self, trigger: Envelope, result: PassResult) -> None:
+        """Re-send a trigger event this instance could not apply, with its delivery count (so an
+        event that keeps failing still reaches its dead-letter bound); a delivery spent without
+        the lease is not the event's doing and does not count."""
+        held = result.stats.lease is LeaseState.HELD
+        deliveries = trigger.dequeue_count if held else trigger.dequeue_count - 1
+        # A premature event waits for its rerun's retry event, which may be invisible for up to a
+        # visibility timeout; anything else is retried soon.
+        delay = self.options.event_visibility_s if trigger.deferred else None
+        await self.storage.event_queue.send(
+            wrap_redelivery(trigger.text, deliveries) if deliveries > 0 else trigger.text,
+            delay_s=delay or self.options.requeue_delay_s,
+        )
+        result.trigger_requeued = True
 
     async def run_forever(
         self,

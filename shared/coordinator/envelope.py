@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.messages import Event
+from shared.messages import Event, unwrap_redelivery
 from shared.storage.ports import Queue, ReceivedMessage
 
 
@@ -25,11 +25,19 @@ class Envelope:
 
     @classmethod
     def received(cls, message: ReceivedMessage, source: Queue) -> Envelope:
-        """The envelope of a message received from ``source``."""
+        """The envelope of a message received from ``source`` (a redelivery is unwrapped: its
+        earlier deliveries count)."""
+        text, earlier = unwrap_redelivery(message.text)
         return cls(
-            text=message.text,
+            text=text,
             message_id=message.id,
-            dequeue_count=message.dequeue_count,
+            dequeue_count=earlier + message.dequeue_count,
             message=message,
             source=source,
         )
+
+    @classmethod
+    def trigger(cls, text: str, message_id: str, dequeue_count: int) -> Envelope:
+        """The envelope of a message the Functions host handed over (the host deletes it)."""
+        original, earlier = unwrap_redelivery(text)
+        return cls(text=original, message_id=message_id, dequeue_count=earlier + dequeue_count)

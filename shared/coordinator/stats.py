@@ -33,6 +33,9 @@ class PassStats:
     """Events that changed nothing (redeliveries, stale attempts, no-op controls)."""
     events_unacked: int = 0
     """Events left on the queue for redelivery (send failure, flush conflicts, lost lease)."""
+    event_failures: int = 0
+    """Updates where computing the new state raised (engine or codec): the event is retried alone
+    and dead-lettered after ``max_dequeue_count`` deliveries."""
     deferred: int = 0
     """Events for an attempt of a rerun the state has not applied yet, left on the queue for it."""
     orphans: int = 0

@@ -29,7 +29,6 @@ from shared.errors import (
     CodecError,
     DispatchBoundError,
     DispatchError,
-    FlushConflictsError,
     LeaseError,
     NotFoundError,
 )
@@ -105,29 +104,59 @@ class WorkflowUpdater:
         sweep: bool = False,
     ) -> UpdateResult:
         """Apply ``envelopes`` (and with ``sweep`` the engine's sweep) to one workflow, dispatch,
-        flush once, project. Never raises: a failure leaves the events unacknowledged."""
+        flush once, project. Never raises: a failure leaves the events unacknowledged, except
+        that an event whose own application keeps failing is dead-lettered (``_event_failed``)."""
         try:
             return await self._update(workflow_id, envelopes, stats, sent, sweep)
-        except (DispatchError, LeaseError, FlushConflictsError) as exc:
+        except ApplyError as exc:
+            self.cache.forget(workflow_id)
+            if len(envelopes) > 1:  # find the culprit: the others must not be held back
+                return await self._one_by_one(workflow_id, envelopes, stats, sent)
+            return await self._event_failed(workflow_id, envelopes, stats, exc)
+        except Exception as exc:  # storage trouble, a lost lease, flush conflicts: redelivery
             self.cache.forget(workflow_id)
             stats.events_unacked += len(envelopes)
             if isinstance(exc, DispatchError):
                 stats.send_failures += 1
-            elif isinstance(exc, FlushConflictsError):
-                log.warning("workflow %s: %s; events left for redelivery", workflow_id, exc)
+            elif isinstance(exc, DispatchBoundError):
+                stats.dispatch_rounds_exhausted += 1
+                log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
+            elif not isinstance(exc, LeaseError):
+                log.warning("workflow %s: update failed, events left for redelivery: %r",
+                            workflow_id, exc)  # fmt: skip
             return UpdateResult()
-        except DispatchBoundError as exc:
-            self.cache.forget(workflow_id)
-            stats.events_unacked += len(envelopes)
-            stats.dispatch_rounds_exhausted += 1
-            log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
+
+    async def _one_by_one(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, sent: set[SentKey]
+    ) -> UpdateResult:
+        """Update the workflow with one event at a time, so a failure is the event's own."""
+        result = UpdateResult()
+        for env in envelopes:
+            one = await self.update(workflow_id, [env], stats, sent)
+            result.done += one.done
+            result.row = one.row or result.row
+        return result
+
+    async def _event_failed(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, exc: ApplyError
+    ) -> UpdateResult:
+        """Computing the new state from this one event failed (the engine or the codec raised):
+        every such failure is a delivery that counts, and at ``max_dequeue_count`` deliveries the
+        event is dead-lettered with the error, never retried forever."""
+        stats.event_failures += 1
+        if not envelopes:  # the engine's sweep alone failed: the next sweep tries again
+            log.error("workflow %s: sweep failed: %s", workflow_id, exc)
             return UpdateResult()
-        except Exception as exc:
-            self.cache.forget(workflow_id)
-            stats.events_unacked += len(envelopes)
-            log.warning("workflow %s: update failed, events left for redelivery: %r",
-                        workflow_id, exc)  # fmt: skip
-            return UpdateResult()
+        env = envelopes[0]
+        if env.dequeue_count >= self.options.max_dequeue_count:
+            reason = f"applying the event failed in {env.dequeue_count} deliveries: {exc}"
+            return UpdateResult(done=await self.acks.dead_letter([(env, reason)], stats))
+        stats.events_unacked += 1
+        log.warning(
+            "workflow %s: event %s failed in delivery %d (dead-lettered at %d): %s",
+            workflow_id, env.message_id, env.dequeue_count, self.options.max_dequeue_count, exc,
+        )  # fmt: skip
+        return UpdateResult()
 
     async def _update(
         self,
@@ -147,25 +176,11 @@ class WorkflowUpdater:
             log.error(reason)
             done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
             return UpdateResult(done=done)
-        excluded: dict[int, str] = {}
-        while True:
-            live = [env for env in envelopes if id(env) not in excluded]
-            try:
-                flushed = await self._flush(workflow_id, wf, cached, live, stats, sent, sweep)
-            except ApplyError as crash:
-                # The state may be half-mutated: re-read it, and leave the events for redelivery
-                # unless this one has failed often enough to be set aside for good.
-                self.cache.forget(workflow_id)
-                if crash.envelope.dequeue_count < self.options.max_dequeue_count:
-                    raise
-                excluded[id(crash.envelope)] = f"applying the event failed repeatedly: {crash}"
-                cached = await self._state(workflow_id, wf)
-                continue
-            except NotFoundError:  # the workflow was deleted under us
-                return self._orphans(workflow_id, envelopes, stats)
-            break
+        try:
+            flushed = await self._flush(workflow_id, wf, cached, envelopes, stats, sent, sweep)
+        except NotFoundError:  # the workflow was deleted under us
+            return self._orphans(workflow_id, envelopes, stats)
         self.cache.put_state(workflow_id, flushed.cached)
-        flushed.tally.dead += [(env, why) for env in envelopes if (why := excluded.get(id(env)))]
         return await self._settle(wf, envelopes, flushed, stats)
 
     async def _flush(
@@ -186,13 +201,18 @@ class WorkflowUpdater:
                 raise LeaseError("the coordinator lease is no longer safe to write under")
             now = self.clock()
             tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
-            commands = apply_events(workflow_id, wf, state, envelopes, tallies[-1], now)
-            if sweep:
-                commands += engine.sweep(
-                    wf, state, now,
-                    lost_dispatch_after_s=self.options.lost_dispatch_after_s,
-                    cancel_grace_s=self.options.cancel_grace_s,
-                )  # fmt: skip
+            try:
+                commands = apply_events(workflow_id, wf, state, envelopes, tallies[-1], now)
+                if sweep:
+                    commands += engine.sweep(
+                        wf, state, now,
+                        lost_dispatch_after_s=self.options.lost_dispatch_after_s,
+                        cancel_grace_s=self.options.cancel_grace_s,
+                    )  # fmt: skip
+            except ApplyError:
+                raise
+            except Exception as exc:
+                raise ApplyError(f"the engine's sweep raised {exc!r}", None) from exc
             # Dispatch before the flush: a crash in between re-sends on redelivery (workers
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
             await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
@@ -211,7 +231,7 @@ class WorkflowUpdater:
         stored, changed = await read_modify_write(
             cached,
             change=change,
-            encode=codec.encode_state,
+            encode=_encode,
             write=write,
             reread=lambda: self._state(workflow_id, wf),
             attempts=self.options.max_flush_attempts,
@@ -263,3 +283,11 @@ class WorkflowUpdater:
             data, etag = await self.storage.workflows.read_state(workflow_id)
             cached = CachedState(codec.decode_state(data, wf), etag, data)
         return cached
+
+
+def _encode(state: RuntimeState) -> bytes:
+    """The state blob's bytes; a failure here is the events' doing (the state came from them)."""
+    try:
+        return codec.encode_state(state)
+    except Exception as exc:
+        raise ApplyError(f"encoding the state raised {exc!r}", None) from exc

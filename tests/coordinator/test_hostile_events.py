@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 import pytest
 
+from shared import codec, engine
 from shared.coordinator import Coordinator
-from shared.messages import decode_task_message
+from shared.messages import Event, decode_task_message, wrap_redelivery
 from shared.names import ResourceNames
+from shared.state import RuntimeState
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
+from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load, submit
 
 NAMES = ResourceNames("mem")
@@ -149,3 +153,99 @@ async def test_an_event_for_a_missing_workflow_is_logged_with_its_id(
     assert result.stats.orphans == 1
     assert "(activate) for workflow ghost acknowledged as an orphan" in caplog.text
     assert storage.event_queue.peek_texts() == []
+
+
+def explode_for(workflow_id: str) -> Callable[..., bytes]:
+    real = codec.encode_state
+
+    def encode(state: RuntimeState) -> bytes:
+        if state.workflow_id == workflow_id:
+            raise OverflowError("int too big to convert")
+        return real(state)
+
+    return encode
+
+
+async def test_a_failure_encoding_the_state_counts_and_ends_in_a_dead_letter(
+    storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: any failure outside engine.apply left the events unacknowledged without counting,
+    # pass after pass, forever; the children were dispatched again on every pass.
+    await submit(storage, diamond(), "bad", clock())
+    await submit(storage, diamond(), "good", clock())
+    monkeypatch.setattr(codec, "encode_state", explode_for("bad"))
+    coord = Coordinator(storage, NAMES, OPTIONS, clock=clock)
+    failures = 0
+    for _ in range(OPTIONS.max_dequeue_count + 2):
+        failures += (await coord.run_once()).stats.event_failures
+        clock.advance(OPTIONS.event_visibility_s + 1)
+    assert failures == OPTIONS.max_dequeue_count
+    assert storage.event_queue.peek_texts() == []
+    letters = await storage.deadletters.list()
+    assert [json.loads(letter.text)["workflow_id"] for letter in letters] == ["bad"]
+    assert letters[0].reason == (
+        "applying the event failed in 5 deliveries: encoding the state raised"
+        " OverflowError('int too big to convert')"
+    )
+    assert (await load(storage, diamond(), "good")).status is WorkflowStatus.RUNNING
+    # At most one copy of the root per failed delivery (workers drop the duplicates by claim).
+    assert task_messages(storage).count("bad/a/1") == OPTIONS.max_dequeue_count
+
+
+async def test_one_failing_event_does_not_hold_back_the_others_of_its_workflow(
+    storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coord = await started_diamond(storage, clock)
+    await storage.event_queue.send(completion())
+    await passes(storage, clock, coord, 1)  # a done: b and c dispatched
+    real = engine.apply
+
+    def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -> object:
+        if getattr(event, "task", None) == "c":
+            raise ZeroDivisionError("a defect")
+        return real(wf, state, event, now)
+
+    monkeypatch.setattr(engine, "apply", apply)
+    await storage.event_queue.send(completion("c"))
+    await storage.event_queue.send(completion("b"))
+    result = await coord.run_once()
+    assert (result.stats.event_failures, result.stats.events_applied) == (1, 1)
+    state = await load(storage, diamond(), "wf1")
+    assert (state.task(1).state, state.task(2).state) == (TaskState.COMPLETED, TaskState.QUEUED)
+
+
+async def test_a_re_sent_trigger_message_carries_its_deliveries_to_the_dead_letter(
+    storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the Functions host delivered each re-sent copy at dequeue count 1, so an event
+    # that always failed was re-sent forever and never reached the poison queue or a dead letter.
+    await submit(storage, diamond(), "bad", clock())
+    monkeypatch.setattr(codec, "encode_state", explode_for("bad"))
+    coord = Coordinator(storage, NAMES, OPTIONS, clock=clock)
+    queue = storage.event_queue
+    hops = 0
+    while (texts := queue.peek_texts()) and hops < 20:
+        (message,) = await queue.receive(1, 30)
+        await queue.delete(message)  # the host hands it over and deletes it on return
+        result = await coord.handle_trigger_message(message.text, message.id, dequeue_count=1)
+        hops += 1
+        clock.advance(2)
+    assert hops == OPTIONS.max_dequeue_count, texts
+    assert result.trigger_applied
+    (letter,) = await storage.deadletters.list()
+    assert letter.text == '{"kind":"activate","workflow_id":"bad"}'
+    assert letter.reason.startswith("applying the event failed in 5 deliveries")
+
+
+async def test_a_trigger_bounced_for_want_of_the_lease_does_not_count(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    holder = Coordinator(storage, NAMES, OPTIONS, clock=clock, hold_lease=True)
+    assert (await holder.run_once()).leader
+    other = Coordinator(storage, NAMES, OPTIONS, clock=clock)
+    text = '{"kind":"activate","workflow_id":"x"}'
+    result = await other.handle_trigger_message(text, "m", dequeue_count=1)
+    assert result.trigger_requeued
+    assert storage.event_queue.peek_texts() == [text]  # as it was: no delivery spent on it
+    result = await other.handle_trigger_message(wrap_redelivery(text, 3), "m", dequeue_count=2)
+    assert storage.event_queue.peek_texts()[-1] == wrap_redelivery(text, 4)
