@@ -118,6 +118,15 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_ACTIVATE_REPAIR_AFTER_S"),
         description="A pending workflow this old is activated by the sweep (its event was lost).",
     )
+    workflow_slice_s: float = Field(
+        default=5.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_WORKFLOW_SLICE_S"),
+        description=(
+            "Longest a pass spends loading one workflow and applying its events; past it the"
+            " workflow's remaining events are set aside for a later pass (logged, counted)."
+        ),
+    )
     sweep_schedule: str = Field(
         default="*/5 * * * * *",
         validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),

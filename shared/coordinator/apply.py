@@ -7,6 +7,8 @@ Nothing here writes the state blob; ``update.py`` flushes what this changed.
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +35,8 @@ class Tally:
     finished: int = 0
     dead: list[tuple[Envelope, str]] = field(default_factory=list)
     deferred: list[Envelope] = field(default_factory=list)
+    set_aside: list[Envelope] = field(default_factory=list)
+    """Not applied: the workflow's slice of the pass ran out first (left for a later pass)."""
 
 
 def apply_events(
@@ -42,9 +46,11 @@ def apply_events(
     envelopes: list[Envelope],
     tally: Tally,
     now: float,
+    deadline: float = math.inf,
 ) -> list[Command]:
     """Apply every envelope's event; return the engine's commands. An event the engine rejects
-    goes to ``tally.dead``; one ahead of a rerun not applied yet to ``tally.deferred``."""
+    goes to ``tally.dead``; one ahead of a rerun not applied yet to ``tally.deferred``; those
+    still waiting when ``time.monotonic()`` passes ``deadline`` to ``tally.set_aside``."""
     commands: list[Command] = []
 
     def apply(env: Envelope, event: Event) -> None:
@@ -66,7 +72,9 @@ def apply_events(
     for batch in (envelopes, _take_deferred(tally)):
         for env in batch:
             assert env.event is not None
-            if engine.premature(wf, state, env.event):
+            if time.monotonic() > deadline:
+                tally.set_aside.append(env)
+            elif engine.premature(wf, state, env.event):
                 tally.deferred.append(env)
             else:
                 apply(env, env.event)

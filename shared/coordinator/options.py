@@ -29,6 +29,9 @@ class CoordinatorOptions:
     delete) before any of its events can be redelivered."""
     lost_dispatch_after_s: float = _setting("lost_dispatch_after_s")
     activate_repair_after_s: float = _setting("activate_repair_after_s")
+    workflow_slice_s: float = _setting("workflow_slice_s")
+    """Longest one pass spends loading a workflow and applying its events (dispatching what they
+    made ready and flushing are never cut short: cutting them would only repeat them)."""
     cancel_grace_s: float = 600.0
     batch_size: int = 32
     """Messages per receive call (Azure's maximum is 32)."""

@@ -33,6 +33,9 @@ class PassStats:
     """Events that changed nothing (redeliveries, stale attempts, no-op controls)."""
     events_unacked: int = 0
     """Events left on the queue for redelivery (send failure, flush conflicts, lost lease)."""
+    workflows_set_aside: int = 0
+    """Workflows whose loading or applying used up their slice of the pass (``workflow_slice_s``):
+    their remaining events were left for a later pass (each is logged with the workflow id)."""
     event_failures: int = 0
     """Updates where computing the new state raised (engine or codec): the event is retried alone
     and dead-lettered after ``max_dequeue_count`` deliveries."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -166,9 +167,14 @@ class WorkflowUpdater:
         sent: set[SentKey],
         sweep: bool,
     ) -> UpdateResult:
+        deadline = time.monotonic() + self.options.workflow_slice_s
         try:
-            wf = await load_definition(self.storage, workflow_id)
-            cached = await self._state(workflow_id, wf)
+            wf, cached = await asyncio.wait_for(
+                self._load(workflow_id), timeout=self.options.workflow_slice_s
+            )
+        except TimeoutError:
+            self.cache.forget(workflow_id)
+            return self._set_aside(workflow_id, envelopes, stats, "loading it")
         except NotFoundError:
             return self._orphans(workflow_id, envelopes, stats)
         except CodecError as exc:
@@ -177,7 +183,9 @@ class WorkflowUpdater:
             done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
             return UpdateResult(done=done)
         try:
-            flushed = await self._flush(workflow_id, wf, cached, envelopes, stats, sent, sweep)
+            flushed = await self._flush(
+                workflow_id, wf, cached, envelopes, stats, sent, sweep, deadline
+            )
         except NotFoundError:  # the workflow was deleted under us
             return self._orphans(workflow_id, envelopes, stats)
         self.cache.put_state(workflow_id, flushed.cached)
@@ -192,6 +200,7 @@ class WorkflowUpdater:
         stats: PassStats,
         sent: set[SentKey],
         sweep: bool,
+        deadline: float,
     ) -> _Flushed:
         """Apply, dispatch and write the state (re-applying on conflicts)."""
         tallies: list[Tally] = []
@@ -202,7 +211,9 @@ class WorkflowUpdater:
             now = self.clock()
             tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
             try:
-                commands = apply_events(workflow_id, wf, state, envelopes, tallies[-1], now)
+                commands = apply_events(
+                    workflow_id, wf, state, envelopes, tallies[-1], now, deadline
+                )
                 if sweep:
                     commands += engine.sweep(
                         wf, state, now,
@@ -259,10 +270,31 @@ class WorkflowUpdater:
         row = index_row(wf, flushed.cached.state)
         if flushed.changed:  # an unchanged state has nothing new to project (index-repair mends)
             await self.projector.project(row, stats, urgent=tally.finished > 0)
-        held = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting}
+        if tally.set_aside:
+            workflow_id = flushed.cached.state.workflow_id
+            self._set_aside(workflow_id, tally.set_aside, stats, "applying its events")
+        held = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting + tally.set_aside}
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)
         return UpdateResult(done=done, row=row)
+
+    async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
+        wf = await load_definition(self.storage, workflow_id)
+        return wf, await self._state(workflow_id, wf)
+
+    def _set_aside(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, doing: str
+    ) -> UpdateResult:
+        """The workflow used up its slice of the pass: its (remaining) events wait for a later
+        pass, so that one slow workflow never holds up the others."""
+        stats.workflows_set_aside += 1
+        stats.events_unacked += len(envelopes)
+        log.warning(
+            "workflow %s: set aside after %.1f s %s (its slice of the pass); %d events left for"
+            " a later pass",
+            workflow_id, self.options.workflow_slice_s, doing, len(envelopes),
+        )  # fmt: skip
+        return UpdateResult()
 
     def _orphans(
         self, workflow_id: str, envelopes: list[Envelope], stats: PassStats
