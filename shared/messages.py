@@ -39,14 +39,16 @@ from shared.names import (
     workflow_id_problem,
 )
 from shared.partitions import MAX_PARTITIONS
+from shared.settings import Settings
 
 MESSAGE_BUDGET_BYTES = 48 * 1024
 """What dagq allows itself per message (Azure's hard limit is 64 KiB; XML escaping of JSON quotes by
 the SDK and headroom for future fields take the rest)."""
 
-INLINE_OUTPUT_BYTES = 4 * 1024
+INLINE_OUTPUT_BYTES: int = Settings.model_fields["inline_output_bytes"].default
 """A task output (JSON) up to this size travels inline in its event and lives in the state blob;
-larger outputs are uploaded to the outputs container and referenced."""
+larger outputs are uploaded to the outputs container and referenced (``DAGQ_INLINE_OUTPUT_BYTES``
+is the coordinator's limit; the worker inlines up to its default)."""
 
 ERROR_TAIL_CHARS = 2000
 """How much of a failed task's error text (stderr tail) an event carries."""
@@ -106,6 +108,12 @@ class OutputRef(_Message):
     """Blob name in the outputs container, when the output is too large to inline."""
     size: int = Field(default=0, ge=0, le=MAX_OUTPUT_SIZE)
     """Size of the output's JSON encoding in bytes."""
+
+    @model_validator(mode="after")
+    def _one_place(self) -> OutputRef:
+        if self.blob is not None and self.inline is not None:
+            raise ValueError("an output is either inline or in a blob, not both")
+        return self
 
 
 class TaskMessage(_Message):

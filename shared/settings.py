@@ -118,6 +118,25 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_ACTIVATE_REPAIR_AFTER_S"),
         description="A pending workflow this old is activated by the sweep (its event was lost).",
     )
+    inline_output_bytes: int = Field(
+        default=4 * 1024,
+        gt=0,
+        le=32 * 1024,
+        validation_alias=AliasChoices("DAGQ_INLINE_OUTPUT_BYTES"),
+        description=(
+            "Largest task output kept inline in an event and in the state blob; larger ones live"
+            " in the outputs container (the coordinator moves any larger inline output there)."
+        ),
+    )
+    state_inline_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_STATE_INLINE_BYTES"),
+        description=(
+            "Most inline output bytes one workflow's state holds; outputs beyond it are moved to"
+            " the outputs container, so state blobs stay small whatever the workflow."
+        ),
+    )
     workflow_slice_s: float = Field(
         default=5.0,
         gt=0,

@@ -1,4 +1,5 @@
-"""Acknowledgement and dead letters: deleting handled events, keeping unusable ones aside.
+"""Acknowledgement and dead letters: deleting handled events, keeping unusable ones aside, and
+what becomes of an event that was not simply applied (orphaned, failed, set aside).
 
 An event is deleted only once it is fully handled (applied and flushed, found orphaned, or stored
 as a dead letter with its reason). A failed delete is harmless: the event is redelivered and
@@ -12,7 +13,9 @@ import logging
 from collections.abc import Callable
 
 from shared.coordinator.envelope import Envelope
+from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.stats import PassStats
+from shared.errors import ApplyError
 from shared.storage.ports import DeadLetters
 
 log = logging.getLogger("dagq.coordinator")
@@ -22,16 +25,16 @@ class Acknowledger:
     """Deletes handled events (with bounded concurrency) and stores dead letters."""
 
     def __init__(
-        self, deadletters: DeadLetters, clock: Callable[[], float], delete_concurrency: int
+        self, deadletters: DeadLetters, clock: Callable[[], float], options: CoordinatorOptions
     ) -> None:
         self._deadletters = deadletters
         self._clock = clock
-        self._concurrency = delete_concurrency
-        self._slots = asyncio.Semaphore(delete_concurrency)
+        self._options = options
+        self._slots = asyncio.Semaphore(options.delete_concurrency)
 
     def new_pass(self) -> None:
         """A fresh delete bound for a pass (a pass may run on another event loop than the last)."""
-        self._slots = asyncio.Semaphore(self._concurrency)
+        self._slots = asyncio.Semaphore(self._options.delete_concurrency)
 
     async def ack(self, envelopes: list[Envelope]) -> None:
         """Delete every received envelope (a trigger or sweep envelope has nothing to delete)."""
@@ -70,3 +73,50 @@ class Acknowledger:
         stored = [env for env in await asyncio.gather(*(put(e, r) for e, r in items)) if env]
         stats.dead_lettered += len(stored)
         return stored
+
+    async def failed(
+        self, workflow_id: str, envelopes: list[Envelope], exc: ApplyError, stats: PassStats
+    ) -> list[Envelope]:
+        """Computing the new state from this one event failed (the engine or the codec raised):
+        every such failure is a delivery that counts, and at ``max_dequeue_count`` deliveries the
+        event is dead-lettered with the error, never retried forever. Returns what may be acked."""
+        stats.event_failures += 1
+        if not envelopes:  # the engine's sweep alone failed: the next sweep tries again
+            log.error("workflow %s: sweep failed: %s", workflow_id, exc)
+            return []
+        (env,) = envelopes
+        bound = self._options.max_dequeue_count
+        if env.dequeue_count >= bound:
+            reason = f"applying the event failed in {env.dequeue_count} deliveries: {exc}"
+            return await self.dead_letter([(env, reason)], stats)
+        stats.events_unacked += 1
+        log.warning(
+            "workflow %s: event %s failed in delivery %d (dead-lettered at %d): %s",
+            workflow_id, env.message_id, env.dequeue_count, bound, exc,
+        )  # fmt: skip
+        return []
+
+    def set_aside(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, doing: str
+    ) -> None:
+        """The workflow used up its slice of the pass: its (remaining) events wait for a later
+        pass, so that one slow workflow never holds up the others."""
+        stats.workflows_set_aside += 1
+        stats.events_unacked += len(envelopes)
+        log.warning(
+            "workflow %s: set aside after %.1f s %s (its slice of the pass); %d events left for"
+            " a later pass",
+            workflow_id, self._options.workflow_slice_s, doing, len(envelopes),
+        )  # fmt: skip
+
+    @staticmethod
+    def orphans(workflow_id: str, envelopes: list[Envelope], stats: PassStats) -> list[Envelope]:
+        """Events for a workflow that does not exist: acknowledged, counted and logged."""
+        stats.orphans += len(envelopes)
+        for env in envelopes:
+            log.warning(
+                "event %s (%s) for workflow %s acknowledged as an orphan: the workflow does not"
+                " exist (deleted, or never completely submitted)",
+                env.message_id, env.event.kind if env.event else "?", workflow_id,
+            )  # fmt: skip
+        return list(envelopes)

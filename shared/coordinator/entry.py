@@ -72,7 +72,7 @@ class Coordinator:
             Dispatcher(storage, self.names, opts.send_concurrency),
             Leadership(storage.lease, opts, on_lost=cache.clear),
             Projector(storage.index, opts.project_every_s),
-            Acknowledger(storage.deadletters, clock, opts.delete_concurrency),
+            Acknowledger(storage.deadletters, clock, opts),
             clock,
         )
         self._passes = PassRunner(updater, Receiver(opts), hold_lease)

@@ -29,6 +29,10 @@ class CoordinatorOptions:
     delete) before any of its events can be redelivered."""
     lost_dispatch_after_s: float = _setting("lost_dispatch_after_s")
     activate_repair_after_s: float = _setting("activate_repair_after_s")
+    inline_output_bytes: int = _setting("inline_output_bytes")
+    """Largest inline output an event may bring into the state (larger ones are moved to blobs)."""
+    state_inline_bytes: int = _setting("state_inline_bytes")
+    """Most inline output bytes one workflow's state holds (beyond: moved to blobs)."""
     workflow_slice_s: float = _setting("workflow_slice_s")
     """Longest one pass spends loading a workflow and applying its events (dispatching what they
     made ready and flushing are never cut short: cutting them would only repeat them)."""

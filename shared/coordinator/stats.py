@@ -51,6 +51,9 @@ class PassStats:
     """Workflow updates whose dispatching did not settle within its bound (``apply.
     dispatch_rounds``; it cannot happen unless the engine misbehaves): logged as errors, events
     left for redelivery."""
+    outputs_spilled: int = 0
+    """Inline outputs moved to the outputs container before they entered a state (over the
+    inline limit, or over the workflow state's inline total)."""
     upstream_blobs: int = 0
     """Dispatches whose upstream map was written to a blob because it did not fit the message."""
     flushes: int = 0

@@ -23,6 +23,7 @@ from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.options import CoordinatorOptions
+from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.stats import PassStats
 from shared.errors import (
@@ -106,14 +107,14 @@ class WorkflowUpdater:
     ) -> UpdateResult:
         """Apply ``envelopes`` (and with ``sweep`` the engine's sweep) to one workflow, dispatch,
         flush once, project. Never raises: a failure leaves the events unacknowledged, except
-        that an event whose own application keeps failing is dead-lettered (``_event_failed``)."""
+        that an event whose own application keeps failing is dead-lettered (``acks.failed``)."""
         try:
             return await self._update(workflow_id, envelopes, stats, sent, sweep)
         except ApplyError as exc:
             self.cache.forget(workflow_id)
             if len(envelopes) > 1:  # find the culprit: the others must not be held back
                 return await self._one_by_one(workflow_id, envelopes, stats, sent)
-            return await self._event_failed(workflow_id, envelopes, stats, exc)
+            return UpdateResult(done=await self.acks.failed(workflow_id, envelopes, exc, stats))
         except Exception as exc:  # storage trouble, a lost lease, flush conflicts: redelivery
             self.cache.forget(workflow_id)
             stats.events_unacked += len(envelopes)
@@ -138,27 +139,6 @@ class WorkflowUpdater:
             result.row = one.row or result.row
         return result
 
-    async def _event_failed(
-        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, exc: ApplyError
-    ) -> UpdateResult:
-        """Computing the new state from this one event failed (the engine or the codec raised):
-        every such failure is a delivery that counts, and at ``max_dequeue_count`` deliveries the
-        event is dead-lettered with the error, never retried forever."""
-        stats.event_failures += 1
-        if not envelopes:  # the engine's sweep alone failed: the next sweep tries again
-            log.error("workflow %s: sweep failed: %s", workflow_id, exc)
-            return UpdateResult()
-        env = envelopes[0]
-        if env.dequeue_count >= self.options.max_dequeue_count:
-            reason = f"applying the event failed in {env.dequeue_count} deliveries: {exc}"
-            return UpdateResult(done=await self.acks.dead_letter([(env, reason)], stats))
-        stats.events_unacked += 1
-        log.warning(
-            "workflow %s: event %s failed in delivery %d (dead-lettered at %d): %s",
-            workflow_id, env.message_id, env.dequeue_count, self.options.max_dequeue_count, exc,
-        )  # fmt: skip
-        return UpdateResult()
-
     async def _update(
         self,
         workflow_id: str,
@@ -174,20 +154,27 @@ class WorkflowUpdater:
             )
         except TimeoutError:
             self.cache.forget(workflow_id)
-            return self._set_aside(workflow_id, envelopes, stats, "loading it")
+            self.acks.set_aside(workflow_id, envelopes, stats, "loading it")
+            return UpdateResult()
         except NotFoundError:
-            return self._orphans(workflow_id, envelopes, stats)
+            return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
         except CodecError as exc:
             reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
             log.error(reason)
             done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
             return UpdateResult(done=done)
+        await bound_inline_outputs(
+            self.storage.outputs, cached.state, envelopes,
+            inline_limit=self.options.inline_output_bytes,
+            state_limit=self.options.state_inline_bytes,
+            stats=stats,
+        )  # fmt: skip
         try:
             flushed = await self._flush(
                 workflow_id, wf, cached, envelopes, stats, sent, sweep, deadline
             )
         except NotFoundError:  # the workflow was deleted under us
-            return self._orphans(workflow_id, envelopes, stats)
+            return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
         self.cache.put_state(workflow_id, flushed.cached)
         return await self._settle(wf, envelopes, flushed, stats)
 
@@ -272,7 +259,7 @@ class WorkflowUpdater:
             await self.projector.project(row, stats, urgent=tally.finished > 0)
         if tally.set_aside:
             workflow_id = flushed.cached.state.workflow_id
-            self._set_aside(workflow_id, tally.set_aside, stats, "applying its events")
+            self.acks.set_aside(workflow_id, tally.set_aside, stats, "applying its events")
         held = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting + tally.set_aside}
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)
@@ -281,33 +268,6 @@ class WorkflowUpdater:
     async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
         wf = await load_definition(self.storage, workflow_id)
         return wf, await self._state(workflow_id, wf)
-
-    def _set_aside(
-        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, doing: str
-    ) -> UpdateResult:
-        """The workflow used up its slice of the pass: its (remaining) events wait for a later
-        pass, so that one slow workflow never holds up the others."""
-        stats.workflows_set_aside += 1
-        stats.events_unacked += len(envelopes)
-        log.warning(
-            "workflow %s: set aside after %.1f s %s (its slice of the pass); %d events left for"
-            " a later pass",
-            workflow_id, self.options.workflow_slice_s, doing, len(envelopes),
-        )  # fmt: skip
-        return UpdateResult()
-
-    def _orphans(
-        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats
-    ) -> UpdateResult:
-        """Events for a workflow that does not exist: acknowledged, counted and logged."""
-        stats.orphans += len(envelopes)
-        for env in envelopes:
-            log.warning(
-                "event %s (%s) for workflow %s acknowledged as an orphan: the workflow does not"
-                " exist (deleted, or never completely submitted)",
-                env.message_id, env.event.kind if env.event else "?", workflow_id,
-            )  # fmt: skip
-        return UpdateResult(done=list(envelopes))
 
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:
         cached = self.cache.take_state(workflow_id)
