@@ -296,7 +296,9 @@ def http_app(routes: list[Route], route_prefix: str) -> web.Application:
         return web.Response(status=404)
 
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-    app.router.add_route("*", "/{tail:.*}", dispatch)
+    # Every path reaches dispatch, also one whose decoded form has a newline (which ".*" would not
+    # match, leaving aiohttp to answer a text/plain 404 the app never sees).
+    app.router.add_route("*", r"/{tail:[\s\S]*}", dispatch)
     return app
 
 

@@ -4,8 +4,8 @@
 folder packaged beside this module (no separate web server, no build step). Both routes are
 anonymous: they hold no data. The page reads everything through the API with the caller's
 credentials (a function key it keeps in the browser, or the Entra session cookie), including
-``GET /api/workflows/{id}/graph``, the DAG's structure, which is defined here because only the
-dashboard needs it.
+``GET /api/workflows/{id}/graph``, the DAG's structure, which is served here because only the
+dashboard needs it (its shape is ``shared.api.views.Graph``).
 
 Only files that exist in the ``ui`` folder when the app starts are served, looked up by their exact
 relative name: a request path is never joined onto the file system, so nothing outside the folder
@@ -27,6 +27,7 @@ from shared.api.http import Handler, guarded, json_response
 from shared.errors import NotFoundError
 
 if TYPE_CHECKING:
+    from shared.api.views import Graph
     from shared.workflow import CompiledWorkflow
 
 STATIC_DIR = Path(__file__).with_name("ui")
@@ -122,17 +123,16 @@ async def _asset(req: func.HttpRequest) -> func.HttpResponse:
 # -- the DAG's structure ---------------------------------------------------------------------------
 
 
-def graph_view(workflow_id: str, wf: CompiledWorkflow) -> dict[str, Any]:
+def graph_view(workflow_id: str, wf: CompiledWorkflow) -> Graph:
     """``GET /api/workflows/{id}/graph``: every task's name, queue, foreach group and parents
     (as indices into ``tasks``). It never changes, so clients cache it."""
-    return {
-        "id": workflow_id,
-        "name": wf.name,
-        "tasks": [
-            {"name": t.name, "queue": t.queue, "group": t.group, "parents": list(t.parents)}
-            for t in wf.tasks
-        ],
-    }
+    from shared.api.views import Graph, GraphTask
+
+    tasks = [
+        GraphTask(name=t.name, queue=t.queue, group=t.group, parents=list(t.parents))
+        for t in wf.tasks
+    ]
+    return Graph(id=workflow_id, name=wf.name, tasks=tasks)
 
 
 async def _graph(req: func.HttpRequest) -> func.HttpResponse:

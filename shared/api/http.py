@@ -49,6 +49,11 @@ Handler = Callable[[func.HttpRequest], Awaitable[func.HttpResponse]]
 def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> func.HttpResponse:
+    """A JSON answer; ``body`` is a response view (``shared.api.views``) or JSON-ready data."""
+    from shared.api.views import View, dump
+
+    if isinstance(body, View):
+        body = dump(body)
     return func.HttpResponse(
         json.dumps(body, separators=(",", ":")),
         status_code=status,
@@ -229,6 +234,7 @@ def _list_params(req: func.HttpRequest) -> dict[str, Any]:
 
 async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
+    from shared.api.views import Submitted
 
     settings = CONTEXT.settings
     text, fmt = parse_definition_body(req, settings.max_definition_bytes)
@@ -242,7 +248,7 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
         partitions=settings.partitions,
     )  # fmt: skip
     url = workflow_url(req, result.workflow_id)
-    body = {"id": result.workflow_id, "status": str(result.status), "url": url}
+    body = Submitted(id=result.workflow_id, status=result.status, url=url)
     return json_response(body, 201 if result.created else 200, headers={"Location": url})
 
 
@@ -251,9 +257,9 @@ async def _list(req: func.HttpRequest) -> func.HttpResponse:
 
     params = _list_params(req)
     storage = await CONTEXT.storage()
-    page = await service.list_workflows(storage, **params)
-    for item in page["items"]:
-        item["url"] = workflow_url(req, item["id"])
+    page = await service.list_workflows(
+        storage, url_for=lambda workflow_id: workflow_url(req, workflow_id), **params
+    )
     return json_response(page)
 
 
@@ -304,6 +310,7 @@ async def _task_blob(
 
 async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
+    from shared.api.views import CancelAccepted
 
     workflow_id = _route(req, "id")
     service.check_workflow_id(workflow_id)
@@ -312,35 +319,39 @@ async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
         reason = "".join(c for c in reason if c.isprintable())[:MAX_REASON_CHARS]
     storage = await CONTEXT.storage()
     result = await service.cancel(storage, workflow_id, reason=reason)
-    body = {
-        "id": workflow_id,
-        "status": str(result.status),
-        "cancel_requested": result.sent,
-        "url": workflow_url(req, workflow_id),
-    }
-    if not result.sent:
-        body["detail"] = f"the workflow already finished ({result.status}); nothing to cancel"
+    # ``detail`` is sent only when there was nothing to cancel.
+    detail = (
+        {}
+        if result.sent
+        else {"detail": f"the workflow already finished ({result.status}); nothing to cancel"}
+    )
+    body = CancelAccepted(
+        id=workflow_id,
+        status=result.status,
+        cancel_requested=result.sent,
+        url=workflow_url(req, workflow_id),
+        **detail,
+    )
     return json_response(body, 202)
 
 
 async def _retry(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
+    from shared.api.views import RetryAccepted
 
     workflow_id = _route(req, "id")
     service.check_workflow_id(workflow_id)
     storage = await CONTEXT.storage()
     result = await service.retry(storage, workflow_id)
-    body = {
-        "id": workflow_id,
-        "status": str(result.status),
-        "run": result.run + 1,
-        "url": workflow_url(req, workflow_id),
-    }
+    body = RetryAccepted(
+        id=workflow_id, status=result.status, run=result.run + 1, url=workflow_url(req, workflow_id)
+    )
     return json_response(body, 202)
 
 
 async def _health(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
+    from shared.api.views import HealthUnavailable
 
     try:
         storage = await CONTEXT.storage()
@@ -348,9 +359,8 @@ async def _health(req: func.HttpRequest) -> func.HttpResponse:
     except Exception as exc:  # unreachable storage is the answer, not an error of this request
         log.warning("health check failed: %s", exc)
         detail = str(exc) if isinstance(exc, DagqError) else type(exc).__name__
-        return json_response(
-            {"status": "unavailable", "storage": "unreachable", "error": detail}, 503
-        )
+        unavailable = HealthUnavailable(status="unavailable", storage="unreachable", error=detail)
+        return json_response(unavailable, 503)
     return json_response(body)
 
 

@@ -1,8 +1,8 @@
 """The API's operations as plain async functions over the storage ports.
 
 No HTTP here: each function takes a ``Storage`` bundle (Azure, or the in-memory fake in tests) and
-returns JSON-ready views or small result records; errors are dagq's (``NotFoundError``,
-``ConflictError``...) and the HTTP shell maps them to statuses.
+returns response views (``shared.api.views``) or small result records; errors are dagq's
+(``NotFoundError``, ``ConflictError``...) and carry their HTTP status.
 
 The API writes a state blob only when it creates a workflow (invariant 2: one writer). Afterwards it
 reads states and talks to the coordinator through control events and the index's cancel flag.
@@ -23,7 +23,20 @@ from shared.partitions import partition_from_metadata, partition_metadata, parti
 from shared.states import WorkflowStatus
 
 if TYPE_CHECKING:
-    from shared.state import RuntimeState
+    from collections.abc import Callable
+
+    from shared.api.views import (
+        BlobOutput,
+        Health,
+        InlineOutput,
+        TaskDetail,
+        TaskSummary,
+        Workflow,
+        WorkflowPage,
+        WorkflowSummary,
+    )
+    from shared.messages import OutputRef
+    from shared.state import RuntimeState, TaskView
     from shared.storage.ports import IndexRow, Storage
     from shared.workflow import CompiledWorkflow
 
@@ -89,7 +102,7 @@ async def load_workflow(
     except NotFoundError:
         raise NotFoundError(
             f"workflow {workflow_id!r} was not completely submitted (its state is missing):"
-            " submit the same definition again with ?id={workflow_id} to finish it"
+            f" submit the same definition again with ?id={workflow_id} to finish it"
         ) from None
     return wf, decode_state(data, wf)
 
@@ -204,19 +217,19 @@ def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> Ind
 # -- read ----------------------------------------------------------------------------------------
 
 
-def _output_view(ref: Any) -> dict[str, Any] | None:
+def _output_view(ref: OutputRef | None, outputs_container: str) -> InlineOutput | BlobOutput | None:
+    from shared.api.views import BlobOutput, InlineOutput
+
     if ref is None:
         return None
     if ref.blob is not None:
-        return {"blob": ref.blob, "size": ref.size}
-    return {"inline": ref.inline, "size": ref.size}
+        return BlobOutput(blob=ref.blob, container=outputs_container, size=ref.size)
+    return InlineOutput(inline=ref.inline, size=ref.size)
 
 
-def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> dict[str, Any]:
-    """One task's entry in a workflow view."""
-    view = state.task(i)
+def _task_fields(wf: CompiledWorkflow, view: TaskView, i: int) -> dict[str, Any]:
     return {
-        "state": str(view.state),
+        "state": view.state,
         "attempt": view.attempt,
         "queue": wf.tasks[i].queue,
         "queued_at": view.queued_at,
@@ -228,14 +241,21 @@ def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> dict[str,
     }
 
 
-def workflow_view(
-    wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = True
-) -> dict[str, Any]:
+def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> TaskSummary:
+    """One task's entry in a workflow view."""
+    from shared.api.views import TaskSummary
+
+    return TaskSummary(**_task_fields(wf, state.task(i), i))
+
+
+def workflow_view(wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = True) -> Workflow:
     """``GET /api/workflows/{id}``: the workflow as its state blob says, tasks optional."""
-    body: dict[str, Any] = {
+    from shared.api.views import Workflow
+
+    fields: dict[str, Any] = {
         "id": state.workflow_id,
         "name": wf.name,
-        "status": str(state.status),
+        "status": state.status,
         "run": state.run,
         "created_at": state.created_at,
         "updated_at": state.updated_at,
@@ -246,11 +266,12 @@ def workflow_view(
         "counts": state.counts(),
     }
     if tasks:
-        body["tasks"] = {t.name: task_summary(wf, state, i) for i, t in enumerate(wf.tasks)}
-    return body
+        fields["tasks"] = {t.name: task_summary(wf, state, i) for i, t in enumerate(wf.tasks)}
+    return Workflow(**fields)
 
 
-async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> dict[str, Any]:
+async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> Workflow:
+    """A workflow's view, from its state blob."""
     wf, state = await load_workflow(storage, workflow_id)
     return workflow_view(wf, state, tasks=tasks)
 
@@ -266,35 +287,32 @@ def task_index(wf: CompiledWorkflow, workflow_id: str, task: str) -> int:
 
 def task_detail(
     wf: CompiledWorkflow, state: RuntimeState, i: int, *, outputs_container: str
-) -> dict[str, Any]:
+) -> TaskDetail:
     """``GET /api/workflows/{id}/tasks/{task}``: one task with its definition, output and log."""
+    from shared.api.views import LogLocation, TaskDetail
+
     task = wf.tasks[i]
     view = state.task(i)
-    body = task_summary(wf, state, i)
-    body.update(
-        {
-            "workflow_id": state.workflow_id,
-            "name": task.name,
-            "cmd": task.cmd,
-            "depends_on": [wf.tasks[p].name for p in task.parents],
-            "group": task.group,
-            "params": task.params,
-            "num_retries": task.num_retries,
-            "timeout_s": task.timeout_s,
-            "output": _output_view(view.output),
-            "log": {"container": outputs_container, "blob": view.log_blob}
-            if view.log_blob
-            else None,
-        }
+    log = LogLocation(container=outputs_container, blob=view.log_blob) if view.log_blob else None
+    return TaskDetail(
+        **_task_fields(wf, view, i),
+        workflow_id=state.workflow_id,
+        name=task.name,
+        cmd=task.cmd,
+        depends_on=[wf.tasks[p].name for p in task.parents],
+        group=task.group,
+        params=task.params,
+        num_retries=task.num_retries,
+        timeout_s=task.timeout_s,
+        output=_output_view(view.output, outputs_container),
+        log=log,
     )
-    if body["output"] and "blob" in body["output"]:
-        body["output"]["container"] = outputs_container
-    return body
 
 
 async def get_task(
     storage: Storage, workflow_id: str, task: str, *, outputs_container: str
-) -> dict[str, Any]:
+) -> TaskDetail:
+    """One task's detail view, from the state blob."""
     wf, state = await load_workflow(storage, workflow_id)
     return task_detail(
         wf, state, task_index(wf, workflow_id, task), outputs_container=outputs_container
@@ -318,37 +336,45 @@ async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: st
     return json.dumps(view.output.inline).encode()
 
 
-def row_view(row: IndexRow) -> dict[str, Any]:
-    """One item of ``GET /api/workflows``, from the index."""
-    return {
-        "id": row.workflow_id,
-        "name": row.name,
-        "status": str(row.status),
-        "run": row.run,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "finished_at": row.finished_at,
-        "total": row.total,
-        "counts": row.counts,
-        "queues": row.queues,
-        "cancel_requested": row.cancel_requested,
-        "error": row.error,
-    }
+def row_view(row: IndexRow, url: str) -> WorkflowSummary:
+    """One item of ``GET /api/workflows``, from the index; ``url`` is the workflow's URL."""
+    from shared.api.views import WorkflowSummary
+
+    return WorkflowSummary(
+        id=row.workflow_id,
+        name=row.name,
+        status=row.status,
+        run=row.run,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        finished_at=row.finished_at,
+        total=row.total,
+        counts=row.counts,
+        queues=row.queues,
+        cancel_requested=row.cancel_requested,
+        error=row.error,
+        url=url,
+    )
 
 
 async def list_workflows(
     storage: Storage,
     *,
+    url_for: Callable[[str], str],
     status: WorkflowStatus | None = None,
     name_prefix: str | None = None,
     limit: int = 50,
     continuation: str | None = None,
-) -> dict[str, Any]:
-    """``GET /api/workflows``: newest first from the index, ``next`` continues the listing."""
+) -> WorkflowPage:
+    """``GET /api/workflows``: newest first from the index, ``next`` continues the listing;
+    ``url_for(id)`` is a workflow's URL."""
+    from shared.api.views import WorkflowPage
+
     page = await storage.index.list(
         status=status, name_prefix=name_prefix, limit=limit, continuation=continuation
     )
-    return {"items": [row_view(r) for r in page.rows], "next": page.next}
+    items = [row_view(r, url_for(r.workflow_id)) for r in page.rows]
+    return WorkflowPage(items=items, next=page.next)
 
 
 # -- control -------------------------------------------------------------------------------------
@@ -396,18 +422,20 @@ async def retry(storage: Storage, workflow_id: str) -> ControlResult:
 # -- health --------------------------------------------------------------------------------------
 
 
-async def health(storage: Storage) -> dict[str, Any]:
+async def health(storage: Storage) -> Health:
     """Storage reachability, whether a coordinator holds the lease, and event queue depths.
 
     Raises whatever the storage raises when it is unreachable (the HTTP shell answers 503).
     """
+    from shared.api.views import CoordinatorHealth, Health, QueueDepth
+
     depth = await storage.event_queue.approximate_count()
     poison = await storage.event_poison_queue.approximate_count()
     lease_held = await storage.lease.is_held()
-    return {
-        "status": "ok",
-        "storage": "reachable",
-        "coordinator": {"lease_held": lease_held},
-        "event_queue": {"name": storage.event_queue.name, "depth": depth},
-        "poison_queue": {"name": storage.event_poison_queue.name, "depth": poison},
-    }
+    return Health(
+        status="ok",
+        storage="reachable",
+        coordinator=CoordinatorHealth(lease_held=lease_held),
+        event_queue=QueueDepth(name=storage.event_queue.name, depth=depth),
+        poison_queue=QueueDepth(name=storage.event_poison_queue.name, depth=poison),
+    )

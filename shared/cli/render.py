@@ -90,10 +90,8 @@ class Pace:
     eta_s: float | None
 
 
-def elapsed_of(wf: Workflow, now: float) -> float | None:
+def elapsed_of(wf: Workflow, now: float) -> float:
     """Seconds since submission (until the end, once the workflow finished)."""
-    if wf.created_at is None:
-        return None
     end = wf.finished_at if (wf.is_terminal and wf.finished_at) else now
     return max(0.0, end - wf.created_at)
 

@@ -39,7 +39,7 @@ class OperationsMixin:
     def delete(self, workflow_id: str) -> PurgedView:
         """Purge one finished workflow: its definition, state, index row, outputs and logs
         (ApiError 409 while it runs, 404 if unknown). Finishes an interrupted purge too."""
-        from shared.client import _seg
+        from shared.client.transport import segment as _seg
 
         return self._model(PurgedView, "DELETE", f"/workflows/{_seg(workflow_id)}")
 

@@ -49,10 +49,17 @@ def purge_marker_created_at(data: bytes) -> float:
         return 0.0
 
 
+EARLIEST_KEY_TIME_S = 0.001
+LATEST_KEY_TIME_S = (10**13 - 1) / 1000
+"""The creation times an index RowKey can hold (13 inverted digits of milliseconds)."""
+
+
 def created_before_key(before: float) -> str:
     """Every index RowKey of a workflow created before ``before`` sorts after this (the keys
-    invert the creation time)."""
-    return index_row_key("", before).removesuffix("-")
+    invert the creation time). A time outside what a key can hold is clamped: a cutoff before
+    1970 (``now`` minus a huge age) matches nothing, one after the year 2286 everything."""
+    clamped = min(max(before, EARLIEST_KEY_TIME_S), LATEST_KEY_TIME_S)
+    return index_row_key("", clamped).removesuffix("-")
 
 
 def encode_continuation(payload: dict[str, str]) -> str:

@@ -43,3 +43,18 @@ def api_host(
     finally:
         code = host.stop()
         assert code == 0, f"the local host exited with {code}:\n{host.log()}"
+
+
+@pytest.fixture(scope="module")
+def api_only_host(
+    host_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HostProcess]:
+    """The app's HTTP functions alone: no queue or timer trigger runs, so nothing consumes the
+    events the API sends (their count is exact) and no workflow moves on its own."""
+    log_path = Path(tmp_path_factory.mktemp("host")) / "host.log"
+    host = start_host(host_env, log_path, extra_args=("--no-queues", "--no-timers"))
+    try:
+        yield host
+    finally:
+        code = host.stop()
+        assert code == 0, f"the local host exited with {code}:\n{host.log()}"

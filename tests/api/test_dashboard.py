@@ -11,6 +11,7 @@ import azure.functions as func
 import pytest
 
 from shared.api import dashboard
+from shared.api.views import dump
 from shared.compiler import load_workflow
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -132,7 +133,7 @@ tasks:
 """,
         source="test",
     )
-    view = dashboard.graph_view("wf-1", wf)
+    view = dump(dashboard.graph_view("wf-1", wf))
     names = [t["name"] for t in view["tasks"]]
     assert names[0] == "prep"
     assert names[-1] == "join"

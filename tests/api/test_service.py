@@ -58,15 +58,15 @@ async def test_resubmit_is_idempotent_and_repairs_a_partial_submit() -> None:
     again = await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
     assert not again.created  # the definition was already there: 200, not 201
     view = await service.get_workflow(storage, "w1")
-    assert view["status"] == "pending"
-    assert set(view["tasks"]) == {"a", "b"}
-    listing = await service.list_workflows(storage)
-    assert [item["id"] for item in listing["items"]] == ["w1"]
+    assert view.status == "pending"
+    assert set(view.tasks) == {"a", "b"}
+    listing = await service.list_workflows(storage, url_for=str)
+    assert [item.id for item in listing.items] == ["w1"]
     assert await events(storage) == [ActivateEvent(workflow_id="w1")]
 
     # Once more: nothing new is written (one row), the activate is re-sent while still pending.
     await service.submit(storage, wf, now=NOW + 5, workflow_id="w1")
-    assert len((await service.list_workflows(storage))["items"]) == 1
+    assert len((await service.list_workflows(storage, url_for=str)).items) == 1
 
 
 async def test_same_id_different_definition_conflicts() -> None:
@@ -119,20 +119,20 @@ async def test_unknown_and_malformed_names() -> None:
     with pytest.raises(InvalidIdError):
         await service.get_task(storage, "w4", "../a", outputs_container="c")
     detail = await service.get_task(storage, "w4", "b", outputs_container="c")
-    assert detail["depends_on"] == ["a"]
-    assert detail["output"] is None
-    assert detail["log"] is None
+    assert detail.depends_on == ["a"]
+    assert detail.output is None
+    assert detail.log is None
 
 
 async def test_health_reports_depths_and_lease() -> None:
     storage = memory_storage("api")
     await service.submit(storage, load_workflow(DEFINITION), now=NOW)
     body = await service.health(storage)
-    assert body["event_queue"]["depth"] == 1
-    assert body["coordinator"]["lease_held"] is False
+    assert body.event_queue.depth == 1
+    assert body.coordinator.lease_held is False
     lease = await storage.lease.acquire(30)
     assert lease is not None
-    assert (await service.health(storage))["coordinator"]["lease_held"] is True
+    assert (await service.health(storage)).coordinator.lease_held is True
 
 
 class _FailingIndex:
@@ -162,8 +162,8 @@ async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> Non
 
     again = await service.submit(storage, wf, now=NOW, workflow_id=workflow_id)
     assert not again.created
-    listing = await service.list_workflows(storage)
-    assert [item["id"] for item in listing["items"]] == [workflow_id]
+    listing = await service.list_workflows(storage, url_for=str)
+    assert [item.id for item in listing.items] == [workflow_id]
     assert await events(storage) == [ActivateEvent(workflow_id=workflow_id)]
 
 

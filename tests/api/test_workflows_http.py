@@ -23,6 +23,7 @@ import pytest
 
 from shared.settings import Settings
 from shared.storage.factory import open_storage
+from tests.api.documented import assert_documented
 from tests.support.api_host import REPO_ROOT, HostProcess
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
@@ -122,7 +123,8 @@ async def test_submit_runs_to_completion_and_reads_back(
         assert "tasks" not in summary
         assert summary["status"] == "completed"
 
-        detail = (await http.get(f"/workflows/{workflow_id}/tasks/left")).json()
+        response = await http.get(f"/workflows/{workflow_id}/tasks/left")
+        detail = assert_documented(response, "/workflows/{id}/tasks/{task}")
         assert detail["name"] == "left"
         assert detail["depends_on"] == ["prep"]
         assert detail["cmd"] == "echo left"
@@ -288,7 +290,8 @@ async def test_health_and_openapi(api_host: HostProcess, host_settings: Settings
         assert body["storage"] == "reachable"
         assert isinstance(body["coordinator"]["lease_held"], bool)
         assert body["event_queue"]["name"] == host_settings.names.event_queue
-        assert body["event_queue"]["depth"] >= 0
+        # The depths are exact only where nothing consumes the queues: test_openapi.py checks
+        # them on a host without triggers.
         spec = await http.get("/openapi.json")
         assert spec.status_code == 200
         assert spec.json()["openapi"].startswith("3.")
@@ -329,7 +332,8 @@ async def test_real_worker_output_and_log(api_host: HostProcess, real_worker: Pa
         workflow_id = response.json()["id"]
         body = await wait_status(http, workflow_id, "completed", "failed")
         assert body["status"] == "completed", f"see {real_worker}"
-        detail = (await http.get(f"/workflows/{workflow_id}/tasks/hello")).json()
+        response = await http.get(f"/workflows/{workflow_id}/tasks/hello")
+        detail = assert_documented(response, "/workflows/{id}/tasks/{task}")
         assert detail["exit_code"] == 0
         assert detail["log"]["blob"].startswith(f"{workflow_id}/hello/1/")
         log = await http.get(f"/workflows/{workflow_id}/tasks/hello/log")

@@ -99,3 +99,37 @@ def fake_api() -> Iterator[FakeApi]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def workflow_body(**fields: Any) -> dict[str, Any]:
+    """A complete ``GET /api/workflows/{id}`` answer (``shared.api.views.Workflow``)."""
+    body: dict[str, Any] = {
+        "id": "wf",
+        "name": "demo",
+        "status": "running",
+        "run": 1,
+        "created_at": 1000.0,
+        "updated_at": 1000.0,
+        "finished_at": None,
+        "total": 0,
+        "counts": {},
+        "cancel_requested": False,
+        "error": None,
+    }
+    return body | fields
+
+
+def task_body(**fields: Any) -> dict[str, Any]:
+    """A complete task entry of a workflow answer (``shared.api.views.TaskSummary``)."""
+    body: dict[str, Any] = {
+        "state": "pending",
+        "attempt": 0,
+        "queue": "cpu",
+        "queued_at": None,
+        "started_at": None,
+        "finished_at": None,
+        "exit_code": None,
+        "error": None,
+        "worker": None,
+    }
+    return body | fields

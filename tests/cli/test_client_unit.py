@@ -15,7 +15,7 @@ from shared.client import (
     config_file_path,
 )
 from shared.errors import DagqError
-from tests.cli.fake_api import fake_api
+from tests.cli.fake_api import fake_api, workflow_body
 
 
 def test_config_precedence_arguments_then_env_then_file(tmp_path: Path) -> None:
@@ -127,8 +127,8 @@ def test_unreachable_api_says_what_to_do() -> None:
 
 
 def test_wait_rides_out_transient_errors_and_reports_progress() -> None:
-    running = {"id": "wf", "status": "running", "counts": {"running": 1}}
-    done = {"id": "wf", "status": "completed", "counts": {"completed": 1}}
+    running = workflow_body(status="running", counts={"running": 1})
+    done = workflow_body(status="completed", counts={"completed": 1})
     with fake_api() as api:
         api.on("GET", "/api/workflows/wf", 200, running)
         api.on("GET", "/api/workflows/wf", 503, {"title": "Service Unavailable", "status": 503})
@@ -152,7 +152,7 @@ def test_wait_gives_up_on_errors_that_are_not_transient() -> None:
 
 def test_submit_detects_json_and_yaml_flow_style() -> None:
     with fake_api() as api:
-        api.on("POST", "/api/workflows", 201, {"id": "a", "status": "pending"})
+        api.on("POST", "/api/workflows", 201, {"id": "a", "status": "pending", "url": "u"})
         with Client(api.url) as client:
             client.submit('{"name": "x", "tasks": []}')
             client.submit("{name: x, tasks: [{name: a, kwargs: {cmd: 'true'}}]}")

@@ -8,6 +8,7 @@ from shared.cli import render
 from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
 from shared.client import Workflow
+from tests.cli.fake_api import task_body, workflow_body
 
 
 def _workflow(counts: dict[str, int], status: str = "running", **extra: object) -> Workflow:
@@ -16,20 +17,10 @@ def _workflow(counts: dict[str, int], status: str = "running", **extra: object) 
     for state, count in counts.items():
         for _ in range(count):
             queue = "gpu" if n % 2 else "cpu"
-            tasks[f"t{n}"] = {"state": state, "attempt": 1, "queue": queue}
+            tasks[f"t{n}"] = task_body(state=state, attempt=1, queue=queue)
             n += 1
-    return Workflow.model_validate(
-        {
-            "id": "wf-1",
-            "name": "demo",
-            "status": status,
-            "created_at": 1000.0,
-            "total": n,
-            "counts": counts,
-            "tasks": tasks,
-            **extra,
-        }
-    )
+    body = workflow_body(id="wf-1", status=status, total=n, counts=counts, tasks=tasks)
+    return Workflow.model_validate(body | extra)
 
 
 def _text(renderable: object) -> str:

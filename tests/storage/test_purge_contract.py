@@ -82,3 +82,12 @@ async def test_created_before_pages_through_the_old_rows_only(storage: Storage) 
             break
     assert seen == [f"old{i}" for i in reversed(range(7))]  # newest first
     assert (await storage.index.created_before(500.0)).rows == []
+
+
+@pytest.mark.parametrize("before", [-1.6e308, -1.0, 1e13, 1.6e308])
+async def test_created_before_any_finite_time_is_an_answer(storage: Storage, before: float) -> None:
+    # Found by fuzzing the API: POST /api/purge?older_than_s=1.6e308 answered 500 (the cutoff
+    # `now - older_than_s` overflowed the RowKey computation).
+    await storage.index.create(row("wf1", 1000.0))
+    ids = [r.workflow_id for r in (await storage.index.created_before(before)).rows]
+    assert ids == ([] if before < 1000.0 else ["wf1"])

@@ -1,0 +1,164 @@
+"""The client's HTTP transport: one httpx connection, and API errors turned into ``ApiError``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from shared.client.config import KEY_HEADER, ClientConfig
+from shared.errors import ApiError, ApiUnreachableError
+
+_M = TypeVar("_M", bound=BaseModel)
+
+_REASONS = {
+    401: "Unauthorized: set DAGQ_API_KEY (or --api-key) to a function key of the app",
+    403: "Forbidden: the function key was not accepted",
+}
+
+
+class Transport:
+    """Requests to one deployment's ``/api``; every error answer raises ``ApiError``."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        timeout_s: float,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        headers = {"accept": "application/json", "user-agent": "dagq-client/0.1"}
+        if config.api_key:
+            headers[KEY_HEADER] = config.api_key
+        self._http = httpx.Client(
+            base_url=config.api_url + "/api",
+            headers=headers,
+            timeout=timeout_s,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
+    ) -> httpx.Response:
+        """A successful response; ApiError for an error answer, ApiUnreachableError for none."""
+        headers = {"content-type": content_type} if content_type else None
+        base_url = self.config.api_url
+        try:
+            response = self._http.request(
+                method, path, params=params, content=content, headers=headers
+            )
+        except httpx.TimeoutException as exc:
+            raise ApiUnreachableError(
+                f"the dagq API at {base_url} did not answer in time ({type(exc).__name__});"
+                " is it running and reachable?"
+            ) from None
+        except httpx.TransportError as exc:
+            raise ApiUnreachableError(
+                f"cannot reach the dagq API at {base_url} ({exc or type(exc).__name__})."
+                " Start the local stack with `make up`, or set DAGQ_API_URL"
+                f" (URL from: {self.config.source})"
+            ) from None
+        if response.status_code >= 400:
+            raise problem_error(response)
+        return response
+
+    def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The decoded JSON of a successful answer (``{}`` for an empty one)."""
+        response = self.request(method, path, **kwargs)
+        if not response.content:
+            return {}
+        try:
+            return response.json()
+        except ValueError:
+            raise ApiError(
+                response.status_code,
+                "The API returned something that is not JSON",
+                snippet(response.text),
+                url=str(response.url),
+            ) from None
+
+    def model(self, model: type[_M], method: str, path: str, **kwargs: Any) -> _M:
+        """A successful answer parsed as ``model`` (a response view)."""
+        data = self.json(method, path, **kwargs)
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise ApiError(
+                200, "The API's answer has an unexpected shape", str(exc).splitlines()[0]
+            ) from None
+
+
+def segment(value: str) -> str:
+    """One URL path segment, escaped (ids and task names are validated server-side too)."""
+    return quote(value, safe="")
+
+
+def payload(response: httpx.Response) -> dict[str, Any]:
+    """The JSON object of a response; ApiError when it is not one."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ApiError(
+            response.status_code,
+            "The API returned something that is not a JSON object",
+            snippet(response.text),
+        )
+    return data
+
+
+def shape_error(response: httpx.Response, exc: ValidationError) -> ApiError:
+    """The error for an answer that does not have the shape of its view."""
+    return ApiError(
+        response.status_code,
+        "The API's answer has an unexpected shape",
+        str(exc).splitlines()[0],
+        url=str(response.url),
+    )
+
+
+def snippet(text: str, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (for error messages)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def problem_error(response: httpx.Response) -> ApiError:
+    """Turn an error response into ApiError, reading RFC 7807 problem details when present."""
+    status = response.status_code
+    data: Any = None
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        errors = data.get("errors")
+        error = ApiError(
+            status,
+            str(data.get("title") or _REASONS.get(status) or response.reason_phrase or "Error"),
+            str(data["detail"]) if data.get("detail") is not None else None,
+            errors if isinstance(errors, list) else None,
+            type_=str(data["type"]) if data.get("type") else None,
+            url=str(response.url),
+        )
+        error.extra = data
+        return error
+    title = _REASONS.get(status) or response.reason_phrase or f"HTTP {status}"
+    error = ApiError(status, title, snippet(response.text) or None, url=str(response.url))
+    error.extra = None
+    return error
