@@ -12,10 +12,10 @@ import pytest
 
 from shared.client import Client
 from tests.cli.conftest import EXAMPLES, Stack
-from tests.ui.conftest import dashboard_url
+from tests.ui.conftest import Console, dashboard_url
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Page, Route
 
 expect = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (make install adds it)"
@@ -179,3 +179,26 @@ def test_a_pasted_function_key_is_kept_and_sent_with_every_data_call(
     page.get_by_role("button", name=re.compile("API key")).click()
     page.locator("#key-clear").click()
     assert page.evaluate("localStorage.getItem('dagq.functionKey')") is None
+
+
+def test_a_refused_call_asks_for_the_key_and_the_key_unlocks_the_api(
+    page: Page, stack: Stack, console: list[Console]
+) -> None:
+    # The local host enforces no keys: the list answers 401 without the right one, as Azure does.
+    console[0].expected.append("status of 401")
+
+    def guard(route: Route) -> None:
+        if route.request.headers.get("x-functions-key") == "the-right-key":
+            route.continue_()
+        else:
+            route.fulfill(status=401, body="")
+
+    page.route(re.compile(r".*/api/workflows\?.*"), guard)
+    page.goto(dashboard_url(stack))
+    dialog = page.locator("#key-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#banner")).to_contain_text("set a function key")
+    page.locator("#key-input").fill("the-right-key")
+    page.locator("#key-save").click()
+    expect(page.locator("table.list tbody tr").first).to_be_visible()
+    expect(page.locator("#banner")).to_be_hidden()
