@@ -214,8 +214,10 @@ def _list_params(req: func.HttpRequest) -> dict[str, Any]:
             allowed = ", ".join(s.value for s in WorkflowStatus)
             raise bad_request(f"unknown status {raw_status[:40]!r}: use one of {allowed}") from None
     name = req.params.get("name") or None
+    # Control characters cannot be in a name; a lone surrogate is not text at all.
     if name is not None and (
-        len(name) > MAX_NAME_FILTER or any(ord(c) < 32 or ord(c) == 127 for c in name)
+        len(name) > MAX_NAME_FILTER
+        or any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
     ):
         raise bad_request(f"the name filter must be at most {MAX_NAME_FILTER} printable characters")
     raw_limit = req.params.get("limit") or "50"

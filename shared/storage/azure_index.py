@@ -46,11 +46,31 @@ def odata_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def prefix_upper_bound(prefix: str) -> str | None:
+    """A string above every string that starts with ``prefix`` (None: there is none).
+
+    The bound holds in code-point order and in UTF-16 code-unit order (which the table service
+    compares in), and is itself valid text: the next character after U+D7FF is U+10000, not a lone
+    surrogate, and a last character with no successor valid in both orders (U+FFFF, U+10FFFF)
+    is dropped and the one before it advanced instead. Raises ValueError for a lone surrogate.
+    """
+    for cut in range(len(prefix) - 1, -1, -1):
+        code = ord(prefix[cut])
+        if 0xD800 <= code <= 0xDFFF:
+            raise ValueError(f"a name prefix cannot contain a lone surrogate (U+{code:04X})")
+        if code in (0xFFFF, 0x10FFFF):
+            continue
+        following = 0x10000 if code == 0xD7FF else code + 1
+        return prefix[:cut] + chr(following)
+    return None
+
+
 def prefix_filter(prefix: str) -> str:
-    """``Name`` starts with ``prefix``, as a range on the service."""
-    last = ord(prefix[-1])
-    upper = prefix[:-1] + chr(last + 1) if last < 0xFFFF else prefix + "\uffff"
-    return f"Name ge {odata_string(prefix)} and Name lt {odata_string(upper)}"
+    """``Name`` starts with ``prefix``, as a range on the service (``list`` checks each row
+    again: the range may be wider than the prefix, never narrower)."""
+    lower = f"Name ge {odata_string(prefix)}"
+    upper = prefix_upper_bound(prefix)
+    return lower if upper is None else f"{lower} and Name lt {odata_string(upper)}"
 
 
 def to_entity(row: IndexRow, *, with_cancel: bool) -> dict[str, Any]:
@@ -185,7 +205,8 @@ class AzureIndex:
             pages = query_pages.by_page(continuation_token=token)  # type: ignore[arg-type]
             try:
                 page = await pages.__anext__()
-                rows += [from_entity(entity) async for entity in page]
+                found = [from_entity(entity) async for entity in page]
+                rows += [r for r in found if not name_prefix or r.name.startswith(name_prefix)]
             except ResourceNotFoundError as error:
                 raise _missing_table(error, self.table.table_name) or error from error
             except StopAsyncIteration:

@@ -202,3 +202,22 @@ def test_invalid_list_parameters(http: httpx.Client, params: dict[str, str], nee
 
 def test_invalid_tasks_flag(http: httpx.Client) -> None:
     assert_problem(http.get("/workflows/some-id", params={"tasks": "maybe"}), 400, "tasks")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "%ED%9F%BF",  # U+D7FF: the bound after it used to be a lone surrogate (500)
+        "%EF%BF%BF",  # U+FFFF
+        "%F4%8F%BF%BF",  # U+10FFFF
+        "a%EF%BF%BF%F0%90%80%80",
+        "%ED%A0%80",  # a surrogate, UTF-8-encoded (invalid UTF-8)
+        "%C0%AF",  # an overlong encoding (invalid UTF-8)
+    ],
+)
+def test_any_name_filter_is_an_answer(http: httpx.Client, raw: str) -> None:
+    response = http.get("/workflows?name=" + raw)
+    if response.status_code == 200:
+        assert response.json()["items"] == []
+    else:
+        assert_problem(response, 400, "name")

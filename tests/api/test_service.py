@@ -52,8 +52,9 @@ async def test_resubmit_is_idempotent_and_repairs_a_partial_submit() -> None:
     from shared.codec import encode_definition
 
     assert await storage.workflows.create_definition("w1", encode_definition(wf))
-    with pytest.raises(NotFoundError, match="not completely submitted"):
+    with pytest.raises(NotFoundError, match="not completely submitted") as caught:
         await service.get_workflow(storage, "w1")
+    assert "with ?id=w1 to finish it" in str(caught.value)  # not "?id={workflow_id}"
 
     again = await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
     assert not again.created  # the definition was already there: 200, not 201
