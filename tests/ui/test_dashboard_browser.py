@@ -75,16 +75,17 @@ def test_a_pipeline_run_goes_live_to_completed_in_the_graph_and_the_gantt(
     nodes.first.wait_for()
     assert nodes.count() == 9
     assert page.locator("svg.dag path.edge").count() == 6 + 6 + 1
-    # (expect, not wait_for_function: the page's CSP forbids evaluating strings, rightly.)
-    expect(page.locator("svg.dag .node:not([data-state='completed'])")).to_have_count(
-        0, timeout=90_000
-    )
-    page.locator("h1 .badge", has_text="completed").wait_for()
-
+    # The Gantt chart follows the run live, bar by bar, to the end.
     page.get_by_role("tab", name="Gantt").click()
     gantt = page.locator("svg.gantt")
     gantt.wait_for()
-    assert gantt.get_attribute("data-finished") == "9"
+    assert page.locator("h1 .badge").inner_text() != "completed", "too late to see it live"
+    expect(gantt).to_have_attribute("data-finished", "9", timeout=90_000)
+    page.locator("h1 .badge", has_text="completed").wait_for()
+    page.get_by_role("tab", name="Graph").click()
+    # (expect, not wait_for_function: the page's CSP forbids evaluating strings, rightly.)
+    expect(page.locator("svg.dag .node[data-state='completed']")).to_have_count(9)
+    page.get_by_role("tab", name="Gantt").click()
     assert page.locator("svg.gantt rect.bar.b-completed").count() == 9
     assert (
         page.locator("svg.gantt rect.bar.critical").count() >= 3
@@ -126,8 +127,14 @@ def test_cancel_asks_for_confirmation_then_cancels_the_run(page: Page, stack: St
     assert (
         page.locator("svg.dag .node[data-name='after']").get_attribute("data-state") == "cancelled"
     )
-    assert page.locator("#retry-run").is_visible()  # a cancelled run can be rerun
     assert page.locator("#cancel-run").is_hidden()
+    page.locator("#retry-run").click()  # a cancelled run can be rerun, from its cancelled tasks
+    page.locator("#confirm-yes").click()
+    page.locator("h1 .badge", has_text="running").wait_for(timeout=60_000)
+    expect(page.locator("svg.dag .node[data-name='nap']")).to_have_attribute(
+        "data-state", re.compile("queued|running")
+    )
+    assert page.locator(".run-head dd").nth(1).inner_text() == "2"  # run 2
 
 
 def test_a_ten_thousand_task_fan_out_draws_as_a_handful_of_nodes(page: Page, stack: Stack) -> None:

@@ -47,6 +47,10 @@ const ctx = {
       dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes"), { once: true });
     });
   },
+  /** Refresh now and keep refreshing (after an action: a finished run may start again). */
+  poke() {
+    schedule(0);
+  },
   refreshed() {
     refreshEl.textContent = `updated ${new Date().toLocaleTimeString()}`;
   },

@@ -9,6 +9,7 @@ export function runView(root, route, ctx) {
   const id = route.id;
   let graph = null, wf = null, drawn = null, expanded = null, tab = route.tab, selection = selectionOf(route);
   let laneBy = "queue";
+  let busyUntil = 0;
   const history = new History();
   const head = h("div", { class: "run-head" });
   const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Run views" });
@@ -55,7 +56,10 @@ export function runView(root, route, ctx) {
     try {
       await api[what](id);
       ctx.banner("");
-      await view.refresh();
+      // The coordinator applies the action a moment later: keep refreshing for a while even if the
+      // run still reads as finished (a retry turns a failed run into a running one).
+      busyUntil = Date.now() + 20_000;
+      ctx.poke();
     } catch (err) {
       ctx.failed(err);
     }
@@ -109,7 +113,8 @@ export function runView(root, route, ctx) {
   }
 
   const view = {
-    interval: () => (wf && WORKFLOW_TERMINAL.has(wf.status) ? 0 : graph && graph.tasks.length > 2000 ? 5000 : 2000),
+    interval: () => (wf && WORKFLOW_TERMINAL.has(wf.status) && Date.now() > busyUntil ? 0
+      : graph && graph.tasks.length > 2000 ? 5000 : 2000),
     async refresh() {
       if (!graph) {
         [graph, wf] = await Promise.all([api.graph(id), api.workflow(id)]);
