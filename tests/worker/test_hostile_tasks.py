@@ -5,9 +5,11 @@ for the worker's credentials in their environment."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -108,16 +110,33 @@ async def wait_for_pid(path: Path) -> int:
     return pid
 
 
+@pytest.fixture
+def own_parent() -> Iterator[Path]:
+    """A parent cgroup of this test's own: task groups of other runs on the machine (another
+    checkout's suite, a local stack) are never mistaken for this test's leftovers."""
+    assert not isinstance(CGROUP, str)
+    parent = CGROUP / f"dagq-test-{uuid.uuid4().hex[:12]}"
+    parent.mkdir()
+    yield parent
+    for child in parent.iterdir():
+        if child.is_dir():
+            with contextlib.suppress(OSError):
+                child.rmdir()
+    with contextlib.suppress(OSError):
+        parent.rmdir()
+
+
 @needs_cgroup
 @pytest.mark.parametrize("how", ["cancelled", "timeout"])
-async def test_a_setsid_child_is_gone_after_cancel_and_timeout(tmp_path: Path, how: str) -> None:
-    assert not isinstance(CGROUP, str)
+async def test_a_setsid_child_is_gone_after_cancel_and_timeout(
+    tmp_path: Path, how: str, own_parent: Path
+) -> None:
     pid_file = tmp_path / "pid"
     stop = StopRequest()
     command = Command(
         cmd=ESCAPEE.format(pid=pid_file), cwd=tmp_path, env=dict(os.environ),
         log_path=tmp_path / "log.txt", timeout_s=1.0 if how == "timeout" else None,
-        cgroup_parent=CGROUP,
+        cgroup_parent=own_parent,
     )  # fmt: skip
     run = asyncio.create_task(run_command(command, stop, kill_grace_s=0.3))
     escapee = await wait_for_pid(pid_file)
@@ -127,11 +146,16 @@ async def test_a_setsid_child_is_gone_after_cancel_and_timeout(tmp_path: Path, h
     result = await asyncio.wait_for(run, timeout=20)
     assert result.stopped == how
     assert not alive(escapee)
-    assert not [p for p in CGROUP.iterdir() if p.name.startswith("dagq-task-") and _has(p)]
+    assert not _populated_task_groups(own_parent)
 
 
-def _has(group: Path) -> bool:
-    return "populated 1" in (group / "cgroup.events").read_text()
+def _populated_task_groups(parent: Path) -> list[Path]:
+    return [
+        group
+        for group in parent.iterdir()
+        if group.name.startswith("dagq-task-")
+        and "populated 1" in (group / "cgroup.events").read_text()
+    ]
 
 
 @needs_cgroup
