@@ -2,7 +2,11 @@
 
 Each slot takes one message at a time: it polls the first queue and moves to the next only when
 that one is empty, so a worker serving ``gpu cpu`` drains GPU work first. When every queue is
-empty the slot waits, doubling its wait from ``min_poll_s`` up to ``max_poll_s``.
+empty the slot joins the idle slots, of which only one at a time (the scout) keeps polling,
+doubling its wait from ``min_poll_s`` up to ``max_poll_s``. When the scout gets a message it runs
+it and the next idle slot becomes the scout and polls at once, so a burst is picked up slot after
+slot while an idle worker costs one receive per ``max_poll_s`` per queue, however many slots it has
+(docs/worker.md has the figures).
 
 Shutdown (SIGTERM/SIGINT, a Scheduled Events notice, or the idle timeout) stops all polling at
 once; tasks still running get ``shutdown_grace_s`` (or whatever the notice leaves) to finish, then
@@ -76,6 +80,8 @@ class Agent:
         self._last_active = time.monotonic()
         self._stopper: asyncio.Task[None] | None = None
         self._stop_at: float | None = None
+        self._scout = asyncio.Lock()
+        """Held by the one idle slot that polls; the other idle slots wait for it."""
 
     @property
     def busy(self) -> int:
@@ -193,18 +199,13 @@ class Agent:
     # -- slots ---------------------------------------------------------------------------------
 
     async def _slot(self, index: int, devices: str | None) -> None:
-        wait = self.settings.min_poll_s
         while not self._draining.is_set():
             got = await self._receive()
             if got is None:
-                if self._idle_expired():
-                    self.shutdown("idle timeout", 0.0)
-                    return
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(self._draining.wait(), timeout=wait)
-                wait = min(wait * 2, self.settings.max_poll_s)
-                continue
-            wait = self.settings.min_poll_s
+                async with self._scout:
+                    got = await self._scout_for_work()
+            if got is None:
+                return
             name, queue, received = got
             stop = StopRequest()
             self._running[index] = stop
@@ -216,6 +217,22 @@ class Agent:
                 del self._running[index]
                 self.presence.freed(index)
                 self._last_active = time.monotonic()
+
+    async def _scout_for_work(self) -> tuple[str, Queue, ReceivedMessage] | None:
+        """Poll with a growing wait until a message arrives; None once draining (or idle too
+        long, which starts the shutdown)."""
+        wait = self.settings.min_poll_s
+        while not self._draining.is_set():
+            got = await self._receive()
+            if got is not None:
+                return got
+            if self._idle_expired():
+                self.shutdown("idle timeout", 0.0)
+                return None
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._draining.wait(), timeout=wait)
+            wait = min(wait * 2, self.settings.max_poll_s)
+        return None
 
     async def _receive(self) -> tuple[str, Queue, ReceivedMessage] | None:
         """One message from the first non-empty queue, in priority order."""

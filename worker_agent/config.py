@@ -111,13 +111,16 @@ class WorkerSettings(BaseSettings):
         "scale-to-zero. 0: never.",
     )
     min_poll_s: float = Field(
-        default=0.2,
+        default=0.1,
         gt=0,
         description="First wait after polling every queue and finding them empty; doubles up to "
-        "--max-poll-s while they stay empty.",
+        "--max-poll-s while they stay empty (one idle slot polls for all of them).",
     )
     max_poll_s: float = Field(
-        default=10.0, gt=0, description="Longest wait between polls of empty queues."
+        default=0.5,
+        gt=0,
+        description="Longest wait between polls of empty queues: bounds how long a ready task "
+        "waits for an idle worker; an idle worker makes 86400/max_poll_s receives a day per queue.",
     )
     work_dir: Path = Field(
         default_factory=_default_work_dir,

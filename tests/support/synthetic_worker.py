@@ -109,6 +109,8 @@ class SyntheticWorker:
     max_running: int = 0
     on_event_sent: Callable[[str], None] | None = None
     """Called with the attempt key right after each completed/failed event is sent (bench)."""
+    _partitions: dict[tuple[str, str, int], int] = field(default_factory=dict, repr=False)
+    """Attempt -> the partition its task message named (where its events go)."""
 
     def behavior(self, task: str) -> Behavior:
         for pattern, behavior in self.script.items():
@@ -180,6 +182,7 @@ class SyntheticWorker:
             await queue.delete(received)
             return
         key = message.key
+        self._partitions[(message.workflow_id, message.task, message.attempt)] = message.partition
         if self.claim:
             claim = self.names.claim_blob(message.workflow_id, message.task, message.attempt)
             if not await self.storage.outputs.create_if_absent(claim, received.id.encode()):
@@ -240,7 +243,9 @@ class SyntheticWorker:
     # -- pieces ------------------------------------------------------------------------------
 
     async def _send(self, event: TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent) -> None:
-        await self.storage.event_queue.send(encode(event))
+        # The event goes to the partition the task message named, as the real worker's does.
+        partition = self._partitions.get((event.workflow_id, event.task, event.attempt), 0)
+        await self.storage.for_partition(partition).event_queue.send(encode(event))
 
     async def _cancelled(self, message: TaskMessage) -> bool:
         if not self.watch_cancel:

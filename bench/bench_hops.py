@@ -1,0 +1,121 @@
+"""Hop latency on the local stack: how long after a parent finishes its child is running.
+
+Starts the stack ``make up`` starts (Azurite, the Functions app on the built-in local host with the
+repository's host.json, cpu/gpu worker agents with their default polling), in a temporary run
+directory on free ports, and submits ``--chains`` workflows that are each a chain of ``--length``
+tasks alternating between the ``cpu`` and ``gpu`` queues (CPU prep -> GPU train -> CPU evaluate),
+every chain starting on ``cpu``: the worker that must start a child has been idle for the whole of
+its parent's run, and so has the coordinator's queue trigger, so both poll as idle ones do in
+production. Task durations vary (``--sleep`` seconds and up to 10 s more) so the hops land at every
+phase of the idle polling's back-off. A hop is the child's ``started_at`` minus its parent's
+``finished_at`` (both stamped by the workers).
+
+Ends with ONE line of key=value pairs (hops, hop_p50_ms, hop_p95_ms, hop_max_ms).
+Usage: python bench/bench_hops.py [--chains 2] [--length 7] [--sleep 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def chain(length: int, sleep_s: float) -> dict[str, Any]:
+    queues = ("cpu", "gpu")
+    tasks = [
+        {
+            "name": f"t{i}",
+            "kwargs": {"cmd": f"sleep {sleep_s + (i * 7) % 5 * 2.5}"},
+            "queue": queues[i % 2],
+        }
+        | ({"depends_on": [f"t{i - 1}"]} if i else {})
+        for i in range(length)
+    ]
+    return {"name": "hops", "tasks": tasks}
+
+
+def call(method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def wait_done(api: str, ids: list[str], timeout_s: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        views = [call("GET", f"{api}/workflows/{wid}") for wid in ids]
+        if all(v["status"] in ("completed", "failed", "cancelled") for v in views):
+            return views
+        if time.monotonic() > deadline:
+            raise SystemExit(f"workflows did not finish within {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def hops_of(view: dict[str, Any], length: int) -> list[float]:
+    tasks = view["tasks"]
+    return [
+        tasks[f"t{i}"]["started_at"] - tasks[f"t{i - 1}"]["finished_at"] for i in range(1, length)
+    ]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main(chains: int, length: int, sleep_s: float) -> None:
+    run_dir = tempfile.mkdtemp(prefix="dagq-hops-")
+    os.environ["DAGQ_RUN_DIR"] = run_dir
+    os.environ["DAGQ_WORKER_METADATA_URL"] = ""  # no Scheduled Events off a VM: 127.0.0.1 only
+    from devtools import stack
+
+    started = stack.up("h" + uuid.uuid4().hex[:8], any_ports=True)
+    try:
+        time.sleep(3.0)  # let the workers and the trigger settle into their idle polling
+        # At most two chains: the local stack's gpu worker has two slots, so no hop waits for a
+        # busy slot, and every chain is on the same queue at the same time.
+        ids = [call("POST", f"{started.api_url}/workflows", chain(length, sleep_s))["id"]
+               for _ in range(chains)]  # fmt: skip
+        views = wait_done(started.api_url, ids, timeout_s=length * (sleep_s + 30))
+    finally:
+        stack.down(quiet=True)
+    failed = [v["id"] for v in views if v["status"] != "completed"]
+    if failed:
+        raise SystemExit(f"workflows did not complete: {failed} (logs in {run_dir})")
+    hops = [hop for view in views for hop in hops_of(view, length)]
+    p50, p95 = percentile(hops, 0.5), percentile(hops, 0.95)
+    print(f"{len(hops)} hops over {chains} chains of {length} tasks ({sleep_s}-{sleep_s + 10} s)")
+    print(f"mean {statistics.mean(hops) * 1000:.0f} ms, p50 {p50 * 1000:.0f} ms, "
+          f"p95 {p95 * 1000:.0f} ms, max {max(hops) * 1000:.0f} ms")  # fmt: skip
+    print(
+        f"hops={len(hops)} hop_p50_ms={p50 * 1000:.0f} hop_p95_ms={p95 * 1000:.0f} "
+        f"hop_max_ms={max(hops) * 1000:.0f}"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chains", type=int, default=2, choices=(1, 2))
+    parser.add_argument("--length", type=int, default=7)
+    parser.add_argument(
+        "--sleep",
+        type=float,
+        default=6.0,
+        help="shortest task duration in seconds (tasks run this long and up to 10 s more)",
+    )
+    args = parser.parse_args()
+    main(args.chains, args.length, args.sleep)
