@@ -6,8 +6,10 @@ tested without the Functions host. Importing this module must stay fast and must
 
 App settings read here, at import time:
 
-- ``DAGQ_PREFIX`` (default ``dagq``): the event queue the queue trigger listens on is
-  ``{prefix}-events`` (``shared.names.ResourceNames``), so a deployment names its resources once.
+- ``DAGQ_PREFIX`` (default ``dagq``) and ``DAGQ_PARTITIONS`` (default 1): one queue trigger per
+  partition, ``coordinator`` on ``{prefix}-events`` and ``coordinator_p{n}`` on
+  ``{prefix}-events-p{n}`` (``shared.names.ResourceNames``), so a deployment names its resources
+  once.
 - ``DAGQ_API_AUTH_LEVEL`` (default ``function``): the HTTP auth level — ``function``, ``admin`` or
   ``anonymous``. ``/api/health``, ``/api/openapi.json`` and the dashboard's page and assets
   (``/api/ui``, which hold no data: the page calls the API with the user's key) are always
@@ -28,6 +30,7 @@ from shared.api import dashboard, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
 from shared.names import ResourceNames
+from shared.partitions import check_partitions
 
 
 def _auth_level() -> func.AuthLevel:
@@ -40,7 +43,16 @@ def _auth_level() -> func.AuthLevel:
         ) from None
 
 
-EVENT_QUEUE = ResourceNames(os.environ.get("DAGQ_PREFIX") or "dagq").event_queue
+def _partitions() -> int:
+    value = (os.environ.get("DAGQ_PARTITIONS") or "1").strip()
+    try:
+        return check_partitions(int(value))
+    except ValueError as exc:
+        raise ValueError(f"DAGQ_PARTITIONS={value!r}: {exc}") from None
+
+
+NAMES = ResourceNames(os.environ.get("DAGQ_PREFIX") or "dagq")
+PARTITIONS = _partitions()
 AUTH_LEVEL = _auth_level()
 
 app = func.FunctionApp(http_auth_level=AUTH_LEVEL)
@@ -151,10 +163,22 @@ async def dashboard_asset(req: func.HttpRequest) -> func.HttpResponse:
 # -- the coordinator -------------------------------------------------------------------------------
 
 
-@app.function_name("coordinator")
-@app.queue_trigger(arg_name="msg", queue_name=EVENT_QUEUE, connection="DAGQ_STORAGE")
-async def coordinator(msg: func.QueueMessage) -> None:
-    await triggers.on_event(msg)
+def _coordinator(partition: int) -> None:
+    """Declare partition ``partition``'s queue trigger (``coordinator`` for partition 0, the name
+    of the single-partition app; ``coordinator_p{n}`` for the others)."""
+
+    @app.function_name("coordinator" if partition == 0 else f"coordinator_p{partition}")
+    @app.queue_trigger(
+        arg_name="msg",
+        queue_name=NAMES.partition_event_queue(partition),
+        connection="DAGQ_STORAGE",
+    )
+    async def coordinator(msg: func.QueueMessage) -> None:
+        await triggers.on_event(msg, partition)
+
+
+for _partition in range(PARTITIONS):
+    _coordinator(_partition)
 
 
 @app.function_name("sweeps")

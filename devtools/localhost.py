@@ -609,7 +609,12 @@ async def serve(options: HostOptions, stopping: asyncio.Event | None = None) -> 
 
 
 async def _close_app_context() -> None:
-    """Close the app's storage clients if it keeps them in shared.api.context (dagq's app)."""
+    """Give up the app's coordinator leases and close its storage clients, if it keeps them in
+    shared.api.triggers and shared.api.context (dagq's app)."""
+    triggers = getattr(sys.modules.get("shared.api.triggers"), "close", None)
+    if triggers is not None:
+        with contextlib.suppress(Exception):
+            await triggers()
     module = sys.modules.get("shared.api.context")
     context = getattr(module, "CONTEXT", None)
     if context is not None:

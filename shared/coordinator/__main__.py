@@ -4,9 +4,12 @@ For local stacks, tests, benchmarks and teams that prefer a coordinator process 
 triggers. Settings come from the environment (``DAGQ_STORAGE``, ``DAGQ_PREFIX``, ``DAGQ_LEASE_S``,
 ``DAGQ_PASS_BUDGET_S``, ``DAGQ_EVENT_VISIBILITY_S``, ...; see shared/settings.py).
 
-Only one coordinator runs per prefix: a second one exits with status 3 and says who to stop, or
-with ``--wait-for-lease`` waits until the lease is free (a hot standby). SIGTERM or SIGINT finishes
-the current pass, releases the lease and exits 0.
+A process serves the partitions ``--partitions`` names (default: all of ``DAGQ_PARTITIONS``), one
+writer per partition lease (``shared/coordinator/partitions.py``). When another process holds one
+of them, this one exits with status 3 and says who to stop, or with ``--wait-for-lease`` serves the
+partitions it can get and stands by for the rest: several processes balance the partitions through
+the leases, and a process that dies loses its partitions to the others within a lease period.
+SIGTERM or SIGINT finishes the current passes, releases the leases and exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import logging
 import signal
 import sys
 
-from shared.errors import DagqError, LeaseError
+from shared.errors import ConfigError, DagqError, LeaseError
 
 EXIT_LEASE_HELD = 3
 EXIT_CONFIG = 2
@@ -27,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m shared.coordinator",
         description=(
-            "Run the dagq coordinator for one prefix until SIGTERM: drain the event queue, apply "
+            "Run the dagq coordinator for one prefix until SIGTERM: drain the event queues of its "
+            "partitions, apply "
             "events, dispatch ready tasks, flush state blobs, and run the sweeps periodically. "
             "Storage and prefix come from the environment (DAGQ_STORAGE, DAGQ_PREFIX, ...)."
         ),
@@ -62,41 +66,51 @@ def build_parser() -> argparse.ArgumentParser:
         "--ensure-resources", action="store_true",
         help="create the containers, index table and event queues first (idempotent)",
     )  # fmt: skip
+    parser.add_argument(
+        "--partitions", default="all", metavar="LIST",
+        help="partitions this process serves, e.g. 0-3,6 (default: all of DAGQ_PARTITIONS); "
+        "several processes may serve overlapping lists and balance through the leases",
+    )  # fmt: skip
     parser.add_argument("--log-level", default="INFO", help="DEBUG shows idle passes too")
     return parser
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from shared.coordinator.entry import Coordinator
     from shared.coordinator.options import CoordinatorOptions
+    from shared.coordinator.partitions import PartitionSet, parse_partitions
     from shared.settings import Settings
     from shared.storage.factory import ensure_resources, open_storage
 
     settings = Settings()
+    try:
+        partitions = parse_partitions(args.partitions, settings.partitions)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     options = CoordinatorOptions.from_settings(settings)
     if args.budget is not None:
         options = CoordinatorOptions.from_settings(settings, pass_budget_s=args.budget)
     async with open_storage(settings) as storage:
         if args.ensure_resources:
-            await ensure_resources(storage)
-        coordinator = Coordinator(storage, settings.names, options, hold_lease=not args.once)
+            await ensure_resources(storage, settings.partitions)
+        coordinators = PartitionSet(storage, settings.names, options, partitions)
         if args.once:
-            result = await coordinator.run_sweeps()
-            return 0 if result.leader else EXIT_LEASE_HELD
+            results = [await c.run_sweeps() for c in coordinators.coordinators.values()]
+            await asyncio.gather(*(c.release_lease() for c in coordinators.coordinators.values()))
+            return 0 if all(r.leader for r in results) else EXIT_LEASE_HELD
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        logging.getLogger("dagq.coordinator").info(
-            "coordinator starting for prefix %s", settings.prefix
-        )
-        await coordinator.run_forever(
+        log = logging.getLogger("dagq.coordinator")
+        log.info("coordinator starting for prefix %s, partitions %s", settings.prefix,
+                 ",".join(map(str, partitions)))  # fmt: skip
+        await coordinators.run(
             stop,
             wait_for_lease=args.wait_for_lease,
             sweep_every_s=args.sweep_every,
             idle_max_s=args.poll_max,
         )
-        logging.getLogger("dagq.coordinator").info("coordinator stopped; lease released")
+        log.info("coordinator stopped; leases released")
     return 0
 
 

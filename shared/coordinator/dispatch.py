@@ -27,9 +27,14 @@ SentKey = tuple[str, str, int]
 
 
 def build_message(
-    workflow_id: str, wf: CompiledWorkflow, command: Dispatch, upstream_blob: str | None = None
+    workflow_id: str,
+    wf: CompiledWorkflow,
+    command: Dispatch,
+    upstream_blob: str | None = None,
+    partition: int = 0,
 ) -> TaskMessage:
-    """The task message of one dispatch (upstream inline unless ``upstream_blob`` is given)."""
+    """The task message of one dispatch (upstream inline unless ``upstream_blob`` is given); the
+    worker reports to ``partition``'s event queue."""
     task = wf.tasks[command.task]
     return TaskMessage(
         workflow_id=workflow_id,
@@ -42,6 +47,7 @@ def build_message(
         timeout_s=task.timeout_s,
         upstream=None if upstream_blob else (command.upstream or None),
         upstream_blob=upstream_blob,
+        partition=partition,
     )
 
 
@@ -108,7 +114,7 @@ class Dispatcher:
     async def _send_one(
         self, workflow_id: str, wf: CompiledWorkflow, command: Dispatch, outcome: DispatchOutcome
     ) -> bool:
-        message = build_message(workflow_id, wf, command)
+        message = build_message(workflow_id, wf, command, partition=self._storage.partition)
         try:
             text = encode(message)
         except MessageError:
@@ -127,7 +133,10 @@ class Dispatcher:
     ) -> str:
         blob = self._names.upstream_blob(workflow_id, command.name, command.attempt)
         try:
-            text = encode(build_message(workflow_id, wf, command, upstream_blob=blob))
+            message = build_message(
+                workflow_id, wf, command, upstream_blob=blob, partition=self._storage.partition
+            )
+            text = encode(message)
         except MessageError as exc:
             outcome.unsendable.append((command, f"task message too large to send: {exc}"))
             return ""

@@ -20,6 +20,7 @@ from shared.coordinator.cache import WorkflowCache
 from shared.coordinator.dispatch import Dispatcher
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.intake import Receiver
+from shared.coordinator.keeper import LeaseKeeper
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.passes import PassResult, PassRunner
@@ -40,8 +41,14 @@ Clock = Callable[[], float]
 class Coordinator:
     """The coordinator of one deployment (one prefix). Not shared between event loops.
 
+    ``storage`` is a partition view (``Storage.for_partition``): the coordinator serves that
+    partition's event queue under that partition's lease.
+
     ``hold_lease``: keep the lease between passes (the long-lived process) instead of releasing
-    it at the end of each pass (Functions invocations, so other instances can take over).
+    it at the end of each pass. ``keep_lease`` (Functions instances): keep it while passes keep
+    coming and give it up after ``keep_lease_idle_s`` without one (``keeper.py``); a trigger then
+    waits up to ``lease_wait_s`` for a lease held elsewhere before bouncing its event, and the
+    holder runs its overdue sweeps.
     """
 
     def __init__(
@@ -52,6 +59,7 @@ class Coordinator:
         *,
         clock: Clock = time.time,
         hold_lease: bool = False,
+        keep_lease: bool = False,
     ) -> None:
         """``config``: the deployment's Settings (options then default from them) or just its
         ResourceNames (options default to the Settings defaults)."""
@@ -75,17 +83,36 @@ class Coordinator:
             Acknowledger(storage.deadletters, clock, opts),
             clock,
         )
-        self._passes = PassRunner(updater, Receiver(opts), hold_lease)
+        self._passes = PassRunner(updater, Receiver(opts), hold_lease or keep_lease)
+        self._keeper = LeaseKeeper(self._passes, opts.keep_lease_idle_s) if keep_lease else None
+        self.leadership = updater.leadership
+        self.triggers = 0
+        """Trigger messages handed to ``handle_trigger_message``."""
+        self.bounces = 0
+        """Of those, how many were handed back to the event queue (not applied here)."""
 
     async def run_once(self, budget_s: float | None = None, *, sweep: bool = False) -> PassResult:
         """One pass: drain the event queue until it is empty or ``budget_s`` is used, then (with
         ``sweep``) run the sweeps. Returns without touching anything if another coordinator holds
         the lease (``result.leader`` is False); never raises for a bad event."""
-        return await self._passes.run(budget_s, sweep=sweep, trigger=None)
+        return self._kept(await self._passes.run(budget_s, sweep=sweep, trigger=None))
 
     async def run_sweeps(self, budget_s: float | None = None) -> PassResult:
-        """The timer trigger's entry: a drain (backstop for the queue trigger) plus every sweep."""
-        return await self._passes.run(budget_s, sweep=True, trigger=None)
+        """The timer trigger's entry: a drain (backstop for the queue trigger) plus every sweep.
+        With ``keep_lease`` a lease taken only for the sweeps is given back at once: the timer
+        alone does not make an instance the partition's holder."""
+        held_before = self.leadership.held
+        result = await self._passes.run(budget_s, sweep=True, trigger=None)
+        if self._keeper is not None and not held_before:
+            async with self._passes.lock:
+                await self.leadership.release()
+        return result
+
+    def _kept(self, result: PassResult) -> PassResult:
+        """With ``keep_lease``: a pass that ended holding the lease keeps it for an idle period."""
+        if self._keeper is not None and self.leadership.held:
+            self._keeper.touch()
+        return result
 
     async def handle_trigger_message(
         self, text: str, message_id: str, dequeue_count: int = 1, budget_s: float | None = None
@@ -100,12 +127,10 @@ class Coordinator:
         queue for that. Only if even the re-send fails does this raise, so the host retries.
         """
         trigger = Envelope.trigger(text, message_id, dequeue_count)
-        try:
-            result = await self._passes.run(budget_s, sweep=False, trigger=trigger)
-        except Exception as exc:  # e.g. the lease blob unreachable: hand the event back
-            log.warning("pass for trigger message %s failed: %r", message_id, exc)
-            result = PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
+        self.triggers += 1
+        result = await self._trigger_pass(trigger, budget_s)
         if not result.trigger_applied:
+            self.bounces += 1
             await self._hand_back(trigger, result)
         return result
 
@@ -124,6 +149,30 @@ class Coordinator:
         )
         result.trigger_requeued = True
 
+    async def _trigger_pass(self, trigger: Envelope, budget_s: float | None) -> PassResult:
+        """A pass with the trigger event; with ``keep_lease``, wait for a lease held elsewhere up
+        to ``lease_wait_s`` first, and keep the lease afterwards."""
+        keeper = self._keeper
+        deadline = time.monotonic() + (self.options.lease_wait_s if keeper else 0.0)
+        while True:
+            sweep = keeper is not None and self._passes.sweep_due()
+            try:
+                result = await self._passes.run(budget_s, sweep=sweep, trigger=trigger)
+            except Exception as exc:  # e.g. the lease blob unreachable: hand the event back
+                log.warning("pass for trigger message %s failed: %r", trigger.message_id, exc)
+                return PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
+            if result.stats.lease is not LeaseState.NOT_LEADER or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        return self._kept(result)
+
+    async def close(self) -> None:
+        """Give the lease up now (the end of a Functions instance or of a test)."""
+        if self._keeper is not None:
+            await self._keeper.close()
+        else:
+            await self.release_lease()
+
     async def run_forever(
         self,
         stop: asyncio.Event,
@@ -132,12 +181,14 @@ class Coordinator:
         sweep_every_s: float = 5.0,
         idle_min_s: float = 0.02,
         idle_max_s: float = 0.5,
+        standby_s: Callable[[], float] | None = None,
     ) -> None:
         """The long-lived mode: pass after pass until ``stop`` is set, sweeping every
         ``sweep_every_s`` and polling an idle queue with a growing pause (up to ``idle_max_s``).
 
         Raises LeaseError if another coordinator holds the lease (at start or after a loss),
-        unless ``wait_for_lease``, in which case it waits for the lease to become free.
+        unless ``wait_for_lease``, in which case it waits for the lease to become free, trying
+        again every ``standby_s()`` seconds (default: the renew interval).
         """
         self._passes.hold_lease = True
         next_sweep = 0.0
@@ -154,7 +205,8 @@ class Coordinator:
                 if result.stats.lease is not LeaseState.HELD:
                     if not wait_for_lease and result.stats.lease is LeaseState.NOT_LEADER:
                         raise self._lease_held()
-                    await _sleep_until(stop, self.options.renew_interval_s)
+                    pause = standby_s() if standby_s else self.options.renew_interval_s
+                    await _sleep_until(stop, pause)
                     continue
                 if sweep:
                     next_sweep = time.monotonic() + sweep_every_s
@@ -171,10 +223,12 @@ class Coordinator:
         await self._passes.updater.leadership.release()
 
     def _lease_held(self) -> LeaseError:
+        partition = self.storage.partition
         return LeaseError(
-            f"another coordinator holds the lease of prefix {self.names.prefix!r}"
-            f" (blob {self.names.workflows_container}/{self.names.lease_blob()}):"
-            " stop it first, or start this one with --wait-for-lease"
+            f"another coordinator holds the lease of partition {partition} of prefix"
+            f" {self.names.prefix!r} (blob {self.names.workflows_container}/"
+            f"{self.names.lease_blob(partition)}): stop it first, or start this one with"
+            " --wait-for-lease"
         )
 
 

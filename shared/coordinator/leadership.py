@@ -32,6 +32,8 @@ class Leadership:
         self._renewed_at = 0.0
         self.lost = False
         """Set when a renewal during a pass found the lease gone."""
+        self.acquisitions = 0
+        """How often this coordinator acquired the lease (a hand-over each time but the first)."""
 
     async def take(self) -> bool:
         """Hold the lease: keep it (renewing when due) or acquire it. False if another holds it."""
@@ -49,7 +51,13 @@ class Leadership:
         self._lease_id = lease_id
         self._renewed_at = time.monotonic()
         self.lost = False
+        self.acquisitions += 1
         return True
+
+    @property
+    def held(self) -> bool:
+        """Whether this coordinator believes it holds the lease (``ok()`` says if it may write)."""
+        return self._lease_id is not None
 
     def ok(self) -> bool:
         """Whether writing is allowed: the lease is held and was renewed recently enough that it

@@ -62,6 +62,16 @@ class CoordinatorOptions:
     requeue_delay_s: float = 1.0
     """Delay of a trigger message re-sent to the event queue when this instance could not apply it
     (not the leader, lease lost), so it is not bounced in a hot loop."""
+    keep_lease_idle_s: float = 2.0
+    """Functions instances: keep the lease after a pass, renewed in the background, until no pass
+    ran for this long (the next passes find a warm cache), then give it up for other instances."""
+    lease_wait_s: float = 4.0
+    """Functions instances: a trigger that finds the lease held elsewhere waits this long for it
+    (longer than ``keep_lease_idle_s``, so an idle holder's lease comes free in time) before the
+    event is handed back to the queue (a bounce)."""
+    sweep_overdue_s: float = 10.0
+    """The lease holder runs its partition's sweeps itself when none ran for this long, so they
+    never starve while the timer's instance cannot get the lease."""
 
     @property
     def renew_interval_s(self) -> float:

@@ -48,16 +48,23 @@ class PassRunner:
         self.updater = updater
         self.receiver = receiver
         self.hold_lease = hold_lease
-        self._lock = asyncio.Lock()
+        self.lock = asyncio.Lock()
+        """Held while a pass runs (and by whatever must not overlap one, e.g. the lease keeper)."""
+        self.last_sweep = float("-inf")
+        """``time.monotonic()`` of the last sweeps this coordinator ran."""
+
+    def sweep_due(self) -> bool:
+        """Whether this coordinator's sweeps are overdue (``sweep_overdue_s``)."""
+        return time.monotonic() - self.last_sweep >= self.updater.options.sweep_overdue_s
 
     async def run(
         self, budget_s: float | None, *, sweep: bool, trigger: Envelope | None
     ) -> PassResult:
         """One pass (``trigger``: an event handed over by the Functions host, applied first)."""
         leadership = self.updater.leadership
-        async with self._lock:
+        async with self.lock:
             started = time.monotonic()
-            stats = PassStats()
+            stats = PassStats(partition=self.updater.storage.partition)
             result = PassResult(stats)
             if not await leadership.take():
                 stats.lease = LeaseState.NOT_LEADER
@@ -95,6 +102,7 @@ class PassRunner:
         budget = min(budget_s or opts.pass_budget_s, opts.event_visibility_s / 2)
         await self._drain(started + budget, result, trigger)
         if sweep and ok():
+            self.last_sweep = time.monotonic()
             await run_sweeps(self.updater, self.receiver, result.stats)
         if ok():
             await self.updater.projector.flush(result.stats)

@@ -26,6 +26,7 @@ class PassStats:
     """Counters of one pass. ``events_*`` count event messages (trigger message included)."""
 
     lease: LeaseState = LeaseState.HELD
+    partition: int = 0
     events_received: int = 0
     events_applied: int = 0
     """Events applied and flushed (or found to change nothing), then acknowledged."""

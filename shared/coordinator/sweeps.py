@@ -12,6 +12,9 @@ long-lived process). Each derives what to do from what is stored, so running one
   releases), cancel grace — all decided by ``shared.engine.sweep`` from the state's own times.
 - index-repair: a row that disagrees with its state (a projection that failed) is rewritten.
 
+A coordinator sweeps the workflows of its own partition only (``IndexRow.partition``), and its own
+partition's poison queue.
+
 Due retries need no sweep: a retry is dispatched at once as a delayed send (the engine's
 ``Dispatch.delay_s`` becomes the message's initial invisibility).
 """
@@ -37,7 +40,8 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
     """Every sweep, once."""
     sent: set[SentKey] = set()
     await poison_repair(updater, receiver, stats, sent)
-    rows = await updater.storage.index.active()
+    partition = updater.storage.partition
+    rows = [row for row in await updater.storage.index.active() if row.partition == partition]
     now = updater.clock()
     slots = asyncio.Semaphore(updater.options.workflow_concurrency)
 
@@ -93,4 +97,5 @@ def _differs(current: IndexRow, stored: IndexRow) -> bool:
         or current.run != stored.run
         or current.error != stored.error
         or current.finished_at != stored.finished_at
+        or current.partition != stored.partition
     )

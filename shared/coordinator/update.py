@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shared import codec, engine
 from shared.coordinator.acks import Acknowledger
@@ -34,6 +34,7 @@ from shared.errors import (
     LeaseError,
     NotFoundError,
 )
+from shared.partitions import partition_metadata
 from shared.projection import index_row
 from shared.state import RuntimeState
 from shared.storage.definitions import load_definition
@@ -219,7 +220,7 @@ class WorkflowUpdater:
         async def write(state: RuntimeState, data: bytes, etag: str) -> str:
             if not self.leadership.ok():
                 raise LeaseError("the coordinator lease is no longer safe to write under")
-            meta = codec.state_metadata(state)
+            meta = codec.state_metadata(state) | partition_metadata(self.storage.partition)
             return await self.storage.workflows.write_state(workflow_id, data, etag, meta)
 
         def conflict() -> None:
@@ -254,7 +255,7 @@ class WorkflowUpdater:
         stats.tasks_dispatched += tally.dispatched
         stats.upstream_blobs += tally.upstream_blobs
         stats.workflows_finished += tally.finished
-        row = index_row(wf, flushed.cached.state)
+        row = replace(index_row(wf, flushed.cached.state), partition=self.storage.partition)
         if flushed.changed:  # an unchanged state has nothing new to project (index-repair mends)
             await self.projector.project(row, stats, urgent=tally.finished > 0)
         if tally.set_aside:

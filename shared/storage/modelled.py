@@ -162,9 +162,9 @@ class _Modelled:
             return lambda queue_name: _queue(attr(queue_name), self._model)
         if not inspect.iscoroutinefunction(attr):
             return attr
-        kind = _KIND.get(name, "lease" if self._port == "lease" else "blob.read")
-        if self._port == "lease":
-            kind = "lease"
+        kind = _KIND.get(name, "blob.read")
+        if self._port in ("lease", "registry"):
+            kind = "lease" if self._port == "lease" else "table.point"
         label = f"{self._port}.{name}"
         return _wrap(self, attr, label, kind)
 
@@ -220,6 +220,7 @@ def modelled(base: Storage, model: StorageModel) -> ModelledStorage:
         lease=_Modelled(base.lease, model, "lease", scope=lease_scope),
         queues=_Modelled(base.queues, model, "queues"),
         index=_Modelled(base.index, model, "index"),
+        registry=_Modelled(base.registry, model, "registry"),
         event_queue=_queue(base.event_queue, model),
         event_poison_queue=_queue(base.event_poison_queue, model),
         partition=base.partition,

@@ -43,7 +43,7 @@ def test_repo_host_json_is_what_the_coordinator_needs() -> None:
     queues = config.queues
     assert queues.batch_size == 1
     assert queues.threshold == 0  # one invocation in flight
-    assert queues.max_polling_interval_s == 2
+    assert queues.max_polling_interval_s <= 1  # a child starts within a second of its parent
     assert queues.max_dequeue_count == 5
     assert queues.message_encoding == "none"  # dagq's senders write plain text
     host = json.loads((REPO_ROOT / "host.json").read_text())

@@ -90,5 +90,6 @@ def faulty(storage: Storage, plan: FaultPlan) -> Storage:
         index=_Proxy(storage.index, plan, "index"),
         event_queue=_Proxy(storage.event_queue, plan, "events"),
         event_poison_queue=_Proxy(storage.event_poison_queue, plan, "poison"),
+        partition=storage.partition,
         registry=_Proxy(storage.registry, plan, "registry"),
     )

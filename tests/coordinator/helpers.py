@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.messages import ActivateEvent, encode
 from shared.names import ResourceNames
+from shared.partitions import partition_metadata
 from shared.projection import index_row
 from shared.state import RuntimeState
 from shared.storage.ports import Storage
@@ -55,13 +56,13 @@ def retrying(retries: int, **policy: Any) -> dict[str, Any]:
 
 
 async def submit(storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float) -> None:
-    """What the API's submit writes: definition, initial state, index row, activate event."""
+    """What the API's submit writes: definition, initial state, index row, activate event (in
+    the partition of ``storage``, a partition view)."""
     await storage.workflows.create_definition(workflow_id, codec.encode_definition(wf))
     state = engine.new_state(wf, workflow_id, now)
-    await storage.workflows.create_state(
-        workflow_id, codec.encode_state(state), codec.state_metadata(state)
-    )
-    await storage.index.create(index_row(wf, state))
+    metadata = codec.state_metadata(state) | partition_metadata(storage.partition)
+    await storage.workflows.create_state(workflow_id, codec.encode_state(state), metadata)
+    await storage.index.create(replace(index_row(wf, state), partition=storage.partition))
     await storage.event_queue.send(encode(ActivateEvent(workflow_id=workflow_id)))
 
 

@@ -1,5 +1,8 @@
 """Fault injection at every storage call of the coordinator, each followed by a fresh coordinator.
 
+Every test runs in partition 0 and in partition 3 of a deployment (its own event queue, poison
+queue and lease; the workflows' index rows and task messages name the partition).
+
 Invariants checked after every fault: each workflow reaches the right terminal state, every task
 has exactly the attempts its script implies (no completion lost or applied twice, attempts within
 the retry policy), and no attempt ran twice (the synthetic worker claims attempts like the real one,
@@ -12,6 +15,7 @@ import asyncio
 import contextlib
 from typing import Literal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,10 +45,12 @@ WORKFLOWS: dict[str, CompiledWorkflow] = {
 SCRIPT = {"b": Behavior(fail_times=1), "leaf00002": Behavior(fail_times=1)}
 EXPECTED_ATTEMPTS = {("dia", "b"): 2, ("fan", "leaf00002"): 2}
 
+pytestmark = pytest.mark.parametrize("partition", [0, 3])
 
-async def setup() -> tuple[MemoryStorage, FakeClock, SyntheticWorker]:
+
+async def setup(partition: int) -> tuple[MemoryStorage, FakeClock, SyntheticWorker]:
     clock = FakeClock()
-    storage = memory_storage("mem", clock=clock)
+    storage = memory_storage("mem", clock=clock).for_partition(partition)
     for wid, wf in WORKFLOWS.items():
         await submit(storage, wf, wid, clock())
     worker = SyntheticWorker(storage, NAMES, ["cpu"], dict(SCRIPT), clock=clock)
@@ -85,8 +91,8 @@ async def check(storage: MemoryStorage, worker: SyntheticWorker) -> None:
     assert runs == sum(len(wf.tasks) for wf in WORKFLOWS.values()) + len(EXPECTED_ATTEMPTS)
 
 
-async def crash_then_recover(plan: FaultPlan) -> FaultPlan:
-    storage, clock, worker = await setup()
+async def crash_then_recover(plan: FaultPlan, partition: int) -> FaultPlan:
+    storage, clock, worker = await setup(partition)
     doomed = Coordinator(faulty(storage, plan), NAMES, OPTIONS, clock=clock)
     with contextlib.suppress(Crash):
         await run_until_done(storage, clock, worker, doomed)
@@ -98,8 +104,8 @@ async def crash_then_recover(plan: FaultPlan) -> FaultPlan:
     return plan
 
 
-async def test_clean_run_reference() -> None:
-    plan = await crash_then_recover(FaultPlan())
+async def test_clean_run_reference(partition: int) -> None:
+    plan = await crash_then_recover(FaultPlan(), partition)
     names = set(plan.calls)
     # The pass touches every kind of storage call the fault tests below crash at.
     assert {"workflows.read_definition", "workflows.read_state", "workflows.write_state",
@@ -107,16 +113,16 @@ async def test_clean_run_reference() -> None:
             "lease.acquire", "index.active"} <= names  # fmt: skip
 
 
-async def test_crash_before_and_after_every_storage_call() -> None:
-    total = len((await crash_then_recover(FaultPlan())).calls)
+async def test_crash_before_and_after_every_storage_call(partition: int) -> None:
+    total = len((await crash_then_recover(FaultPlan(), partition)).calls)
     assert total > 30
     for number in range(1, total + 1):
         for mode in ("before", "after"):
-            plan = await crash_then_recover(FaultPlan(crash_at=number, mode=mode))
+            plan = await crash_then_recover(FaultPlan(crash_at=number, mode=mode), partition)
             assert plan.dead, (number, mode)
 
 
-async def test_crash_around_flushes_dispatches_and_deletes() -> None:
+async def test_crash_around_flushes_dispatches_and_deletes(partition: int) -> None:
     # The named windows: after dispatch before the flush, before/after the flush, before deletes.
     windows: list[tuple[str, Literal["before", "after"]]] = [
         ("queue.send", "after"),
@@ -126,13 +132,14 @@ async def test_crash_around_flushes_dispatches_and_deletes() -> None:
     ]
     for only, mode in windows:
         for number in range(1, 6):
-            plan = await crash_then_recover(FaultPlan(crash_at=number, mode=mode, only={only}))
+            plan = FaultPlan(crash_at=number, mode=mode, only={only})
+            await crash_then_recover(plan, partition)
             assert plan.dead, (only, mode, number)  # the crash happened where it was aimed
             assert plan.calls[number - 1] == only
 
 
-async def test_concurrent_writer_forces_412_and_is_reapplied() -> None:
-    storage, clock, worker = await setup()
+async def test_concurrent_writer_forces_412_and_is_reapplied(partition: int) -> None:
+    storage, clock, worker = await setup(partition)
 
     async def concurrent_write(_: str) -> None:
         # Another writer touches every state blob (same content, new ETag) right before the flush.
@@ -157,8 +164,8 @@ async def test_concurrent_writer_forces_412_and_is_reapplied() -> None:
     await check(storage, worker)
 
 
-async def lease_lost_at(at: int) -> None:
-    storage, clock, worker = await setup()
+async def lease_lost_at(at: int, partition: int) -> None:
+    storage, clock, worker = await setup(partition)
     options = fast_options(event_visibility_s=30, renew_every_s=0.001)
     usurper = Coordinator(storage, NAMES, options, clock=clock, hold_lease=True)
     lost_at: list[int] = []
@@ -182,13 +189,13 @@ async def lease_lost_at(at: int) -> None:
     await check(storage, worker)
 
 
-async def test_lease_lost_mid_pass_stops_writes() -> None:
+async def test_lease_lost_mid_pass_stops_writes(partition: int) -> None:
     for at in (2, 4, 7, 10):
-        await lease_lost_at(at)
+        await lease_lost_at(at, partition)
 
 
-async def test_every_event_delivered_twice() -> None:
-    storage, clock, worker = await setup()
+async def test_every_event_delivered_twice(partition: int) -> None:
+    storage, clock, worker = await setup(partition)
     events = storage.event_queue
     real_send = events.send
 
@@ -219,10 +226,10 @@ async def test_every_event_delivered_twice() -> None:
     second_crash=st.integers(min_value=1, max_value=60),
 )
 async def test_random_double_crash(
-    crash_at: int, mode: Literal["before", "after"], second_crash: int
+    partition: int, crash_at: int, mode: Literal["before", "after"], second_crash: int
 ) -> None:
     """Two crashes in a row (the second in the recovering coordinator), then a clean one."""
-    storage, clock, worker = await setup()
+    storage, clock, worker = await setup(partition)
     for plan in (FaultPlan(crash_at=crash_at, mode=mode),
                  FaultPlan(crash_at=second_crash, mode="after")):  # fmt: skip
         doomed = Coordinator(faulty(storage, plan), NAMES, OPTIONS, clock=clock)
