@@ -62,7 +62,7 @@ clean:
 # docs/local-development.md. `make up` twice is harmless; `make down` stops what it started.
 .PHONY: up down
 up: install
-	$(PY) -m devtools.stack up
+	$(PY) -m devtools.stack up --instances $(or $(INSTANCES),1)
 
 down:
 	@test -x $(PY) && $(PY) -m devtools.stack down || echo "nothing to stop"

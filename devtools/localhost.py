@@ -47,6 +47,8 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
+from devtools.instances import start_instances, stop_instances
+
 log = logging.getLogger("dagq.localhost")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -643,8 +645,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-timers", action="store_true", help="do not fire timer triggers")
     parser.add_argument("--grace-s", type=float, default=30.0,
                         help="time running invocations get on shutdown (default 30)")  # fmt: skip
+    parser.add_argument(
+        "--instances", type=int, default=1, metavar="N",
+        help="run N instances of the app (separate processes, one storage) as Functions scales"
+        " out; the others poll the queue triggers only",
+    )  # fmt: skip
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = parser.parse_args(argv)
+    if args.instances < 1:
+        parser.error("--instances must be at least 1")
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -662,7 +671,11 @@ def main(argv: list[str] | None = None) -> int:
             app_dir=app_dir, host=args.host, port=args.port, queues=not args.no_queues,
             timers=not args.no_timers, grace_s=args.grace_s,
         )  # fmt: skip
-        asyncio.run(serve(options))
+        others = start_instances(args.instances - 1, app_dir, args.settings)
+        try:
+            asyncio.run(serve(options))
+        finally:
+            stop_instances(others, args.grace_s)
     except HostError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

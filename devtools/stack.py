@@ -4,12 +4,14 @@
 
 1. Azurite, persisted under ``.run/azurite`` (ports 10000-10002, or free ones when those are taken);
 2. the Functions app through ``python -m devtools.localhost`` (``func start`` where Core Tools are
-   installed) on port 7071, or a free port;
+   installed) on port 7071, or a free port (``--instances N``: N app processes, as Functions
+   scales out; ``DAGQ_PARTITIONS`` from the environment sets the partitions);
 3. worker agents for the queues ``cpu`` and ``gpu`` (``python -m worker_agent``), when the
    worker_agent package is present;
 
 then waits until ``/api/health`` answers 200, prints the API URL and writes ``.run/stack.env``
-(``DAGQ_API_URL``, ``DAGQ_STORAGE_CONNECTION_STRING``, ``DAGQ_STORAGE``, ``DAGQ_PREFIX``) for
+(``DAGQ_API_URL``, ``DAGQ_STORAGE_CONNECTION_STRING``, ``DAGQ_STORAGE``, ``DAGQ_PREFIX``,
+``DAGQ_PARTITIONS``) for
 ``source``-ing or for the CLI. What it started is recorded in ``.run/stack.json``: ``up`` again
 finds the stack healthy and does nothing (a partly dead stack is stopped and started afresh; the
 data persists), and ``down`` stops exactly those processes — checked by their command line, so a
@@ -65,6 +67,8 @@ class Stack:
     connection_string: str
     prefix: str
     processes: list[Process] = field(default_factory=list)
+    partitions: int = 1
+    """DAGQ_PARTITIONS of the stack (from the environment of ``up``)."""
 
     def save(self) -> None:
         STATE_FILE.write_text(json.dumps(asdict(self), indent=2) + "\n")
@@ -73,6 +77,7 @@ class Stack:
             f"DAGQ_STORAGE_CONNECTION_STRING='{self.connection_string}'\n"
             f"DAGQ_STORAGE='{self.connection_string}'\n"
             f"DAGQ_PREFIX={self.prefix}\n"
+            f"DAGQ_PARTITIONS={self.partitions}\n"
         )
 
     @classmethod
@@ -235,7 +240,7 @@ def healthy(stack: Stack) -> bool:
         return False
 
 
-def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False) -> Stack:
+def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances: int = 1) -> Stack:
     """Start the stack (or find it running) and return it."""
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     current = Stack.load()
@@ -259,7 +264,15 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False) -> Stack:
         port = api_port if api_port and not any_ports and port_free(api_port) else free_port()
         host = spawn(
             "host",
-            [sys.executable, "-m", "devtools.localhost", "--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "devtools.localhost",
+                "--port",
+                str(port),
+                "--instances",
+                str(instances),
+            ],
             "devtools.localhost",
             env,
         )
@@ -278,7 +291,9 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False) -> Stack:
                     "--work-dir", str(work_dir), "--worker-id", f"local-{queue}",
                 ]  # fmt: skip
                 started.append(spawn(f"worker-{queue}", command, "worker_agent", worker_env))
-        stack = Stack(api_url=api_url, connection_string=conn, prefix=prefix, processes=started)
+        partitions = int(env.get("DAGQ_PARTITIONS") or 1)
+        stack = Stack(api_url=api_url, connection_string=conn, prefix=prefix, processes=started,
+                      partitions=partitions)  # fmt: skip
         time.sleep(0.5)
         dead = [p.name for p in started if not is_running(p)]
         if dead:
@@ -321,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="API port (default 7071; a free one if taken)")  # fmt: skip
     start.add_argument("--any-ports", action="store_true",
                        help="free ports for everything (side-by-side stacks, tests)")  # fmt: skip
+    start.add_argument("--instances", type=int, default=1,
+                       help="instances of the app (separate processes), as Functions scales"
+                       " out (default 1)")  # fmt: skip
     sub.add_parser("down", help="stop what `up` started")
     sub.add_parser("status", help="show what runs")
     args = parser.parse_args(argv)
@@ -338,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"API: {stack.api_url}")
         return 0 if healthy(stack) else 1
     try:
-        stack = up(args.prefix, args.port, args.any_ports)
+        stack = up(args.prefix, args.port, args.any_ports, args.instances)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

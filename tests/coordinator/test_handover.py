@@ -34,8 +34,13 @@ async def start(env: dict[str, str]) -> asyncio.subprocess.Process:
 async def test_standby_process_takes_over_a_killed_holders_partitions(
     storage_env: dict[str, str],
 ) -> None:
-    env = {**os.environ, **storage_env, "DAGQ_PARTITIONS": "2", "DAGQ_LEASE_S": str(LEASE_S),
-           "DAGQ_EVENT_VISIBILITY_S": "10"}  # fmt: skip  (events the dead one held come back)
+    env = {
+        **os.environ,
+        **storage_env,
+        "DAGQ_PARTITIONS": "2",
+        "DAGQ_LEASE_S": str(LEASE_S),
+        "DAGQ_EVENT_VISIBILITY_S": "10",
+    }  # fmt: skip  (events the dead one held come back)
     settings = Settings.model_validate(env)
     wf = fan(40)
     ids = ["hand0", "hand1", "hand4", "hand5"]  # two in each partition
@@ -47,6 +52,10 @@ async def test_standby_process_takes_over_a_killed_holders_partitions(
         worker = SyntheticWorker(
             storage, settings.names, ["cpu"], {"*": Behavior(duration_s=0.05)}, concurrency=8
         )
+        halfway = asyncio.Event()
+        worker.on_event_sent = lambda _key: (
+            halfway.set() if sum(worker.executions.values()) >= 40 else None
+        )
         stop = asyncio.Event()
         running = asyncio.create_task(worker.run(stop))
         try:
@@ -57,8 +66,7 @@ async def test_standby_process_takes_over_a_killed_holders_partitions(
             second = await start(env)  # a hot standby for both partitions
             for wid in ids:
                 await service.submit(storage, wf, now=time.time(), workflow_id=wid, partitions=2)
-            while sum(worker.executions.values()) < 40:  # mid-run
-                await asyncio.sleep(0.05)
+            await asyncio.wait_for(halfway.wait(), timeout=60)  # mid-run
             first.send_signal(signal.SIGKILL)
             await first.wait()
             deadline = time.monotonic() + 4 * LEASE_S
