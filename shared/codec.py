@@ -39,17 +39,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.engine.expansion import expanded
 from shared.errors import CodecError
 from shared.messages import OutputRef
 from shared.names import ResourceNames
-from shared.state import COMPLETED, READY, TASK_STATES, RuntimeState, to_ms
+from shared.state import COMPLETED, READY, TASK_STATES, ItemList, RuntimeState, to_ms
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+from shared.workflow import CompiledWorkflow, ExpandFrom, RetryPolicy, TaskDef
 
 STATE_MAGIC = b"DQS"
 DEFINITION_MAGIC = b"DQD"
-STATE_VERSION = 1
-DEFINITION_VERSION = 1
+STATE_VERSION = 2
+"""Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``); a state without
+any is still written as version 1, byte for byte what earlier releases wrote."""
+DEFINITION_VERSION = 2
+"""Newest definition format read. Version 2 adds ``foreach_from`` (column ``x``); a definition
+without one is still written as version 1."""
 _ZLIB_LEVEL = 6  # level 9 saves ~1% here for twice the time
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
@@ -130,7 +135,8 @@ _log_blob = (
 
 def state_metadata(state: RuntimeState) -> dict[str, str]:
     """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
-    return {"status": state.status.value, "run": str(state.run), "codec": str(STATE_VERSION)}
+    version = STATE_VERSION if state.expansions or state.lists else 1
+    return {"status": state.status.value, "run": str(state.run), "codec": str(version)}
 
 
 def encode_state(state: RuntimeState) -> bytes:
@@ -182,6 +188,9 @@ def encode_state(state: RuntimeState) -> bytes:
         meta["exits"] = odd_exits
     if worker_table:
         meta["workers"] = list(worker_table)
+    dynamic = _dynamic_to_json(state)
+    if dynamic:
+        meta["dyn"] = dynamic
 
     base = [created] * n
     queued_refs = _refs(state.queued_ms, base)
@@ -218,7 +227,34 @@ def encode_state(state: RuntimeState) -> bytes:
     for section in sections:
         body.append(_LEN.pack(len(section)))
         body.append(section)
-    return STATE_MAGIC + bytes([STATE_VERSION]) + zlib.compress(b"".join(body), _ZLIB_LEVEL)
+    version = STATE_VERSION if dynamic else 1
+    return STATE_MAGIC + bytes([version]) + zlib.compress(b"".join(body), _ZLIB_LEVEL)
+
+
+def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
+    """The captured lists and the expansions (version 2), or None when there are none."""
+    if not state.lists and not state.expansions:
+        return None
+    lists: dict[str, list[Any]] = {}
+    for task, captured in sorted(state.lists.items()):
+        entry: list[Any] = [captured.attempt, list(captured.items)]
+        if captured.error is not None:
+            entry.append(captured.error)
+        lists[str(task)] = entry
+    return {"x": [list(e) for e in state.expansions], "l": lists}
+
+
+def _dynamic_from_json(raw: Any, st: RuntimeState) -> int:
+    """Restore the lists and expansions into ``st``; return how many tasks the expansions add."""
+    if raw is None:
+        return 0
+    for key, entry in raw["l"].items():
+        attempt, items, *error = entry
+        st.lists[int(key)] = ItemList(int(attempt), tuple(items), str(error[0]) if error else None)
+    st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
+    if any(group not in st.lists or count < 0 for group, count in st.expansions):
+        raise CodecError("state blob is corrupt: an expansion without its list")
+    return sum(count for _, count in st.expansions)
 
 
 def _open(data: bytes, magic: bytes, version: int, what: str) -> bytes:
@@ -285,20 +321,22 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
         body, 0
     )
-    if n != len(wf.tasks):
-        raise CodecError(
-            f"state blob has {n} tasks but workflow {wf.name!r} defines {len(wf.tasks)}: "
-            "the state does not belong to this definition"
-        )
     meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = _sections(
         body, _HEADER.size, 9
     )
     meta = json.loads(meta_raw)
     if not isinstance(meta, dict):
         raise CodecError("state blob is corrupt: meta is not an object")
+    st = RuntimeState(str(meta["id"]), n, created_at)
+    added = _dynamic_from_json(meta.get("dyn"), st)
+    if n != len(wf.tasks) + added:
+        raise CodecError(
+            f"state blob has {n} tasks but workflow {wf.name!r} defines {len(wf.tasks)}"
+            f" (and {added} expanded): the state does not belong to this definition"
+        )
     if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
         raise CodecError("state blob is corrupt: bad task state codes")
-    st = RuntimeState(str(meta["id"]), n, created_at)
+    wf = expanded(wf, st)
     st.status = _STATUSES[status]
     st.run = run
     st.updated_at = updated_at
@@ -409,7 +447,19 @@ _FIELDS: tuple[tuple[str, str, Any, Any, Any], ...] = (
     ("if", "condition", None, None, _optional_str),
     ("g", "group", None, None, _optional_str),
     ("pa", "params", None, None, lambda raw: raw),
+    ("x", "expand", None, lambda e: _expand_to_json(e), lambda raw: _expand(raw)),
 )
+
+
+def _expand_to_json(e: ExpandFrom | None) -> list[Any] | None:
+    return None if e is None else [e.source, list(e.path), e.max_width]
+
+
+def _expand(raw: Any) -> ExpandFrom | None:
+    if raw is None:
+        return None
+    source, path, max_width = raw
+    return ExpandFrom(int(source), tuple(str(key) for key in path), int(max_width))
 
 
 _REQUIRED = frozenset({"cmd", "queue"})
@@ -470,7 +520,8 @@ def encode_definition(wf: CompiledWorkflow) -> bytes:
     if wf.source is not None:
         doc["src"] = wf.source
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-    return DEFINITION_MAGIC + bytes([DEFINITION_VERSION]) + zlib.compress(text, _ZLIB_LEVEL)
+    version = DEFINITION_VERSION if "x" in doc else 1
+    return DEFINITION_MAGIC + bytes([version]) + zlib.compress(text, _ZLIB_LEVEL)
 
 
 def decode_definition(data: bytes) -> CompiledWorkflow:

@@ -22,6 +22,7 @@ from functools import partial
 from shared.conditions import MAX_GLOB_MATCHES, MatchBudget, compile_condition
 from shared.errors import ConditionError, DefinitionError, Issue, TemplateSyntaxError
 from shared.foreach import Params, expand, expansion_count, expansion_name
+from shared.foreach_from import parse_reference, template_problems
 from shared.names import TASK_NAME_RE, queue_name_problem, safe_name_problem
 from shared.parsing import MAX_DEFINITION_BYTES, Format, parse_definition, parse_for_validation
 from shared.spec import RetrySpec, TaskSpec, WorkflowSpec
@@ -32,7 +33,7 @@ from shared.templating import (
     parse_template,
     variable_env,
 )
-from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+from shared.workflow import CompiledWorkflow, ExpandFrom, RetryPolicy, TaskDef
 
 __all__ = [
     "MAX_CMD_BYTES",
@@ -78,17 +79,26 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _DEFAULT_RETRY = RetryPolicy()
 
 
-def compile_workflow(spec: WorkflowSpec, *, source_text: str | None = None) -> CompiledWorkflow:
+def compile_workflow(
+    spec: WorkflowSpec,
+    *,
+    source_text: str | None = None,
+    max_expansion_width: int = MAX_EXPANSIONS,
+) -> CompiledWorkflow:
     """Expand foreach, merge env, resolve defaults and validate the graph.
 
     Raises DefinitionError with every issue found.
     """
     with _gc_paused():
-        return _Compiler(spec).run(source_text, "<input>")
+        return _Compiler(spec, max_expansion_width=max_expansion_width).run(source_text, "<input>")
 
 
 def load_workflow(
-    data: str | bytes, *, source: str = "<input>", fmt: Format | None = None
+    data: str | bytes,
+    *,
+    source: str = "<input>",
+    fmt: Format | None = None,
+    max_expansion_width: int = MAX_EXPANSIONS,
 ) -> CompiledWorkflow:
     """Parse and compile in one step (what the API and ``dagq validate`` do)."""
     with _gc_paused():
@@ -105,7 +115,7 @@ def load_workflow(
             raise shape_error
         assert spec is not None
         text = data if isinstance(data, str) else data.decode("utf-8-sig")
-        return _Compiler(spec).run(text, source)
+        return _Compiler(spec, max_expansion_width=max_expansion_width).run(text, source)
 
 
 @contextmanager
@@ -174,7 +184,7 @@ class _Expansion:
 class _Written:
     """One task as written, with what the compiler derived from it."""
 
-    __slots__ = ("broken", "deps", "expansions", "first", "index", "loc", "spec")
+    __slots__ = ("broken", "deps", "dynamic", "expansions", "first", "index", "loc", "spec")
 
     def __init__(self, index: int, spec: TaskSpec, loc: str) -> None:
         self.index = index
@@ -189,6 +199,8 @@ class _Written:
         """Resolved parent task numbers (the same for every expansion)."""
         self.broken = False
         """Its foreach could not be expanded (already reported): dependents skip their checks."""
+        self.dynamic: ExpandFrom | None = None
+        """Its ``foreach_from``, resolved (after the dependencies)."""
 
 
 class _Compiler:
@@ -199,8 +211,12 @@ class _Compiler:
         spec: WorkflowSpec,
         positions: Sequence[int] | None = None,
         unparsed: frozenset[str] = frozenset(),
+        *,
+        max_expansion_width: int = MAX_EXPANSIONS,
     ) -> None:
         self.spec = spec
+        self.max_expansion_width = max_expansion_width
+        """Most tasks one foreach_from may expand to at run time (``Settings``)."""
         self.positions = positions
         """Where each task was written, when tasks with shape problems were left out."""
         self.unparsed = unparsed
@@ -231,6 +247,7 @@ class _Compiler:
         if self.expanded_left < 0:
             raise DefinitionError(issues.finish(), source)
         self.resolve_dependencies()
+        self.check_dynamic()
         self.check_acyclic()
         if issues:
             raise DefinitionError(issues.finish(), source)
@@ -679,6 +696,58 @@ class _Compiler:
             first.spec.name,
         )
 
+    # -- foreach_from ------------------------------------------------------------------------
+    def check_dynamic(self) -> None:
+        """Resolve each ``foreach_from``: a direct dependency that is one plain task, a path, and
+        templates of ``{{ item }}`` / ``{{ item.<key> }}`` only (see ``shared.foreach_from``)."""
+        for w in self.written:
+            task = w.spec
+            if task.foreach_from is None:
+                continue
+            loc, add = f"{w.loc}.foreach_from", self.issues.add
+            if task.foreach is not None:
+                add(loc, "a task has either foreach or foreach_from, not both", task.name)
+                continue
+            self.check_dynamic_templates(w)
+            found = parse_reference(task.foreach_from, task.depends_on)
+            if isinstance(found, str):
+                add(loc, found, task.name)
+                continue
+            parent, path = found
+            source = self.number_of.get(parent)
+            theirs = next((o for o in self.written if o.spec.name == parent), None)
+            if theirs is not None and theirs.spec.foreach is not None:
+                add(loc, f"{parent!r} is a foreach of several tasks: name one task", task.name)
+                continue
+            if theirs is not None and theirs.spec.foreach_from is not None:
+                add(loc, f"{parent!r} is a foreach_from task: it has no output", task.name)
+                continue
+            if source is None:
+                continue  # an unknown dependency: reported already
+            w.dynamic = ExpandFrom(source, path, self.max_expansion_width)
+
+    def check_dynamic_templates(self, w: _Written) -> None:
+        kwargs, loc = w.spec.kwargs, f"{w.loc}.kwargs"
+        field = "cmd"
+        try:
+            cmd = parse_command(kwargs.cmd)
+            env: dict[str, Template] = {}
+            for key, value in kwargs.env.items():
+                field = f"env.{key}"
+                env[key] = parse_template(value)
+        except TemplateSyntaxError as exc:
+            self.issues.add(f"{loc}.{field}", str(exc), w.spec.name)
+            return
+        for field, problem in template_problems(cmd, env):
+            self.issues.add(f"{loc}.{field}", problem, w.spec.name)
+        for field, text in (("kwargs.cwd", kwargs.cwd), ("queue", w.spec.queue)):
+            if text is not None and "{{" in text:
+                self.issues.add(
+                    f"{w.loc}.{field}",
+                    "a foreach_from task cannot template its cwd or queue (only cmd and env)",
+                    w.spec.name,
+                )
+
     # -- output ----------------------------------------------------------------------------
     def task_defs(self, w: _Written) -> list[TaskDef]:
         task, spec = w.spec, self.spec
@@ -702,6 +771,7 @@ class _Compiler:
                 condition=task.condition,
                 group=group,
                 params=e.params,
+                expand=w.dynamic,
             )
             for e in w.expansions
         ]

@@ -54,7 +54,7 @@ def index_row(
         status=state.status,
         created_at=state.created_at,
         updated_at=state.updated_at,
-        total=len(wf.tasks),
+        total=len(state),  # expansions included
         counts={key: value for key, value in state.counts().items() if value},
         queues=list(wf.queues if queues is None else queues),
         run=state.run,

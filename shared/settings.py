@@ -174,6 +174,14 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_MAX_DEFINITION_BYTES"),
         description="Largest accepted workflow definition body.",
     )
+    max_expansion_width: int = Field(
+        default=10_000,  # as static foreach (shared.compiler.MAX_EXPANSIONS)
+        ge=1,
+        le=100_000,  # a workflow's task limit
+        validation_alias=AliasChoices("DAGQ_MAX_EXPANSION_WIDTH"),
+        description="Most tasks one foreach_from may expand to at run time (a longer list fails"
+        " the task); recorded in each workflow's definition at submit.",
+    )
 
     @field_validator("prefix")
     @classmethod

@@ -92,6 +92,10 @@ class TaskSpec(_Spec):
     foreach: ForeachSpec | None = None
     """Fan this task out (dagq): a list of parameter mappings, or a matrix mapping each parameter
     to a list of values (all combinations, in declared order)."""
+    foreach_from: str | None = None
+    """Fan this task out at run time (dagq): ``inputs.<parent>.<field path>`` names a list in the
+    JSON output of a direct dependency; the task expands to one task per item when that parent
+    completes, with ``{{ item }}`` (or ``{{ item.<key> }}`` for objects) in ``cmd`` and ``env``."""
     retry: RetrySpec | None = None
     """Backoff between attempts and which exit codes are retried (dagq)."""
     queue_timeout_s: float | None = Field(default=None, gt=0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from shared.errors import IllegalMoveError
 from shared.messages import ERROR_TAIL_CHARS, OutputRef
@@ -62,6 +63,18 @@ def _seconds(ms: int | None) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
+class ItemList:
+    """The list a ``foreach_from`` task expands over, captured when its source parent completed:
+    the items, or why the output cannot be expanded (the task fails with it when it is due)."""
+
+    attempt: int
+    """The source's attempt whose output this is (a later completion replaces the capture)."""
+    items: tuple[Any, ...] = ()
+    """Scalars, or flat objects of scalars (validated)."""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TaskView:
     """A read-only snapshot of one task's runtime state (for the API and the CLI)."""
 
@@ -98,11 +111,14 @@ class RuntimeState:
         "cancel_requested_at",
         "codes",
         "created_at",
+        "effective",
         "error",
         "errors",
         "exit_code",
+        "expansions",
         "finished_at",
         "finished_ms",
+        "lists",
         "log_blob",
         "n_bad",
         "n_ok",
@@ -156,6 +172,13 @@ class RuntimeState:
         by a rerun): the retry budget counts attempts since then."""
         self.sent_ms: dict[int, int] = {}
         """Queued task -> when its message was last re-sent by the lost-dispatch sweep."""
+        self.lists: dict[int, ItemList] = {}
+        """``foreach_from`` task -> the list captured for it (kept while the workflow lives)."""
+        self.expansions: list[tuple[int, int]] = []
+        """(``foreach_from`` task, number of tasks it expanded to), in the order they expanded:
+        the expanded tasks are numbered after the definition's, in this order."""
+        self.effective: tuple[CompiledWorkflow, CompiledWorkflow] | None = None
+        """Cache of ``shared.engine.expansion.expanded``: (definition, definition + expansions)."""
         self.ready: deque[int] = deque()
         """READY tasks waiting for a max_parallelism slot, oldest first. May hold entries that are
         no longer READY (removed lazily when popped)."""
@@ -302,6 +325,15 @@ class RuntimeState:
             self.note_error(i, error)
         if self.finished_ms[i] is None:
             self.finished_ms[i] = now_ms
+
+    def grow(self, n: int) -> None:
+        """Add ``n`` pending tasks (an expansion) after the existing ones."""
+        self.codes.extend(bytes(n))
+        for column in (self.queued_ms, self.started_ms, self.finished_ms, self.exit_code):
+            column.extend([None] * n)
+        for counters in (self.attempt, self.n_ok, self.n_bad):
+            counters.extend([0] * n)
+        self.tally[PENDING] += n
 
     def reopen(self, i: int) -> None:
         """Rerun from failure: task ``i`` is PENDING again with nothing of its previous run left

@@ -17,8 +17,9 @@ _UP, _CANC = TaskState.UPSTREAM_FAILED, TaskState.CANCELLED
 LEGAL_MOVES: dict[TaskState, frozenset[TaskState]] = {
     # Decided by its dependency policy and condition, or cancelled with the workflow. QUEUED: an
     # event for an attempt ahead of the state (dispatched by a pass that crashed before it flushed)
-    # is adopted. COMPLETED: a dynamic foreach group that has expanded (it never runs itself).
-    # FAILED: its condition needs more than its evaluation budget.
+    # is adopted. COMPLETED / FAILED: a foreach_from task expanded, or its list could not be
+    # expanded (it never runs itself). FAILED also: its condition needs more than its evaluation
+    # budget.
     _P: frozenset({_R, _SKIP, _UP, _CANC, _Q, _DONE, _FAIL}),
     # Dispatched when a max_parallelism slot frees; QUEUED also by adoption.
     _R: frozenset({_Q, _CANC}),
@@ -28,8 +29,9 @@ LEGAL_MOVES: dict[TaskState, frozenset[TaskState]] = {
     # The attempt ends; a retry sends the next attempt (QUEUED again).
     _RUN: frozenset({_Q, _DONE, _FAIL, _CANC}),
     # Terminal states leave only through a rerun from failure, which reopens the tasks that did
-    # not succeed (and skipped descendants of those) as PENDING. Completed tasks never reopen.
-    _DONE: frozenset(),
+    # not succeed (and skipped descendants of those) as PENDING. A completed task reopens only when
+    # it produced a foreach_from list that was rejected (so that it can produce a new one).
+    _DONE: frozenset({_P}),
     _FAIL: frozenset({_P}),
     _SKIP: frozenset({_P}),
     _UP: frozenset({_P}),

@@ -11,6 +11,7 @@ the definition blob by ``shared.codec.encode_definition``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 DepPolicy = Literal["all", "any", "all_settled"] | int
@@ -39,6 +40,24 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpandFrom:
+    """A dynamic fan-out (``foreach_from``): the task stands for one task per item of a list in a
+    parent's output, made when that parent completes (``shared.engine.expansion``)."""
+
+    source: int
+    """Task number of the parent whose output holds the list."""
+    path: tuple[str, ...]
+    """Keys (or list indexes, as digits) from the output to the list; empty: the output itself."""
+    max_width: int
+    """Most items the list may have (a longer list fails the task)."""
+
+    @property
+    def spelled(self) -> str:
+        """The path as the user wrote it, without the parent: ``.shards`` (or empty)."""
+        return "".join(f".{key}" for key in self.path)
+
+
+@dataclass(frozen=True, slots=True)
 class TaskDef:
     """One task of a compiled workflow."""
 
@@ -61,6 +80,9 @@ class TaskDef:
     """The foreach task this one was expanded from (its name as written), if any."""
     params: dict[str, Any] | None = None
     """The foreach parameters of this expansion, if any."""
+    expand: ExpandFrom | None = None
+    """Set on a ``foreach_from`` task: it never runs itself, it expands when its list is known
+    (its ``cmd`` and ``env`` are then templates of ``{{ item }}`` / ``{{ item.<key> }}``)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,11 @@ class CompiledWorkflow:
             children=tuple(tuple(k) for k in kids),
             source=source,
         )
+
+    @cached_property
+    def list_sources(self) -> frozenset[int]:
+        """Task numbers of the tasks whose output feeds a ``foreach_from``."""
+        return frozenset(t.expand.source for t in self.tasks if t.expand is not None)
 
     @property
     def roots(self) -> tuple[int, ...]:

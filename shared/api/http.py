@@ -243,7 +243,9 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     workflow_id = _submit_id(req)
     # Compiling and encoding a large definition takes a while: keep the event loop (and the
     # coordinator trigger sharing it) responsive.
-    wf, encoded = await asyncio.to_thread(service.compile_definition, text, fmt)
+    wf, encoded = await asyncio.to_thread(
+        service.compile_definition, text, fmt, max_expansion_width=settings.max_expansion_width
+    )
     storage = await CONTEXT.storage()
     result = await service.submit(
         storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded,

@@ -93,8 +93,10 @@ async def load_definition(storage: Storage, workflow_id: str) -> CompiledWorkflo
 async def load_workflow(
     storage: Storage, workflow_id: str
 ) -> tuple[CompiledWorkflow, RuntimeState]:
-    """A workflow's definition and its current state (the state blob is authoritative)."""
+    """A workflow as it runs (its definition plus any ``foreach_from`` expansions) and its
+    current state (the state blob is authoritative)."""
     from shared.codec import decode_state
+    from shared.engine import expanded
 
     wf = await load_definition(storage, workflow_id)
     try:
@@ -104,7 +106,8 @@ async def load_workflow(
             f"workflow {workflow_id!r} was not completely submitted (its state is missing):"
             f" submit the same definition again with ?id={workflow_id} to finish it"
         ) from None
-    return wf, decode_state(data, wf)
+    state = decode_state(data, wf)
+    return expanded(wf, state), state
 
 
 # -- submit --------------------------------------------------------------------------------------
@@ -122,14 +125,18 @@ def same_definition(a: CompiledWorkflow, b: CompiledWorkflow) -> bool:
 
 
 def compile_definition(
-    text: str, fmt: Literal["json", "yaml"] | None = None
+    text: str,
+    fmt: Literal["json", "yaml"] | None = None,
+    *,
+    max_expansion_width: int | None = None,
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread). Raises DefinitionError listing every problem."""
     from shared.codec import encode_definition
-    from shared.compiler import load_workflow
+    from shared.compiler import MAX_EXPANSIONS, load_workflow
 
-    wf = load_workflow(text, source="request body", fmt=fmt)
+    width = MAX_EXPANSIONS if max_expansion_width is None else max_expansion_width
+    wf = load_workflow(text, source="request body", fmt=fmt, max_expansion_width=width)
     return wf, encode_definition(wf)
 
 

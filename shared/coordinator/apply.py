@@ -109,7 +109,7 @@ async def dispatch_all(
     fails (reason ``error``), which may dispatch its retry: rounds go on until no dispatch is
     left, at most ``max_rounds`` (default ``dispatch_rounds(wf)``) — if that is ever reached,
     DispatchBoundError (never a silently dropped dispatch)."""
-    rounds = dispatch_rounds(wf) if max_rounds is None else max_rounds
+    rounds = dispatch_rounds(engine.expanded(wf, state)) if max_rounds is None else max_rounds
     for _ in range(rounds):
         dispatches = [c for c in commands if isinstance(c, Dispatch)]
         tally.finished += sum(isinstance(c, WorkflowFinished) for c in commands)
@@ -117,7 +117,10 @@ async def dispatch_all(
             return
         if not may_send():
             raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
-        outcome = await dispatcher.send_all(workflow_id, wf, dispatches, sent)
+        # The workflow as it runs: the definition plus its foreach_from expansions.
+        outcome = await dispatcher.send_all(
+            workflow_id, engine.expanded(wf, state), dispatches, sent
+        )
         tally.dispatched += outcome.sent
         tally.upstream_blobs += outcome.upstream_blobs
         if not outcome.ok:

@@ -22,6 +22,7 @@ from shared.coordinator.cas import read_modify_write
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
+from shared.coordinator.lists import read_lists
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
@@ -198,6 +199,7 @@ class WorkflowUpdater:
                 raise LeaseError("the coordinator lease is no longer safe to write under")
             now = self.clock()
             tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
+            await read_lists(self.storage.outputs, workflow_id, wf, envelopes)
             try:
                 commands = apply_events(
                     workflow_id, wf, state, envelopes, tallies[-1], now, deadline

@@ -6,10 +6,21 @@ commands (``shared.commands``) and writes the state back. Applying an event cost
 to the tasks it touches (the task and its children), never to the size of the workflow.
 
 Modules: ``transitions`` (the events), ``sweep`` (the timer's checks), ``step`` (the primitives
-both are made of), ``policy`` (dependency policies and conditions).
+both are made of), ``policy`` (dependency policies and conditions), ``expansion`` (dynamic fan-out:
+``expanded(wf, state)`` is the workflow as it runs, definition plus expansions).
 """
 
+from shared.engine.expansion import MAX_LIST_BYTES, expanded, list_sources
 from shared.engine.sweep import TIMEOUT_GRACE_S, sweep
 from shared.engine.transitions import apply, new_state, premature
 
-__all__ = ["TIMEOUT_GRACE_S", "apply", "new_state", "premature", "sweep"]
+__all__ = [
+    "MAX_LIST_BYTES",
+    "TIMEOUT_GRACE_S",
+    "apply",
+    "expanded",
+    "list_sources",
+    "new_state",
+    "premature",
+    "sweep",
+]

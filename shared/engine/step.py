@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from shared.backoff import retry_delay_s
 from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.engine.expansion import expand, expanded
 from shared.engine.policy import condition_verdict, decide
 from shared.messages import FailureReason, OutputRef
 from shared.state import (
@@ -39,7 +40,8 @@ class Step:
     __slots__ = ("changed", "now", "now_ms", "out", "st", "wf")
 
     def __init__(self, wf: CompiledWorkflow, st: RuntimeState, now: float) -> None:
-        self.wf = wf
+        self.wf = expanded(wf, st)
+        """The workflow as it runs (definition + expansions); an expansion replaces it."""
         self.st = st
         self.now = now
         self.now_ms = to_ms(now)
@@ -72,10 +74,10 @@ class Step:
         tasks that become terminal in consequence. Consumes ``work``."""
         st = self.st
         evaluate = st.status is WorkflowStatus.RUNNING
-        codes, children = st.codes, self.wf.children
+        codes = st.codes
         while work:
             parent = work.pop()
-            kids = children[parent]
+            kids = self.wf.children[parent]  # re-read: an expansion replaces the workflow
             if not kids:
                 continue
             counter = st.n_ok if IS_OK[codes[parent]] else st.n_bad
@@ -108,6 +110,9 @@ class Step:
             if outcome is not None:
                 self._settle_unrun(task, outcome[0], outcome[1], work)
                 return
+        if tdef.expand is not None:
+            expand(self, task, work)
+            return
         self.changed = True
         st.move(task, READY)
         st.ready.append(task)

@@ -40,6 +40,7 @@ def sweep(
     if state.status not in (WorkflowStatus.RUNNING, WorkflowStatus.CANCELLING):
         return []
     step = Step(wf, state, now)
+    wf = step.wf  # the definition plus its expansions
     now_ms = step.now_ms
     if state.status is WorkflowStatus.CANCELLING:
         since = state.cancel_requested_at

@@ -4,6 +4,7 @@ cancel, retry). Each handler reads as the rule it implements; the mechanics live
 from __future__ import annotations
 
 from shared.commands import Command
+from shared.engine.expansion import UNREAD, awaits_expansion, capture, expanded
 from shared.engine.step import Step
 from shared.errors import MessageError
 from shared.messages import (
@@ -54,6 +55,7 @@ def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -
             f"applied to workflow {state.workflow_id!r}"
         )
     step = Step(wf, state, now)
+    wf = step.wf  # the definition plus its expansions
     if isinstance(event, ActivateEvent):
         _activate(step)
     elif isinstance(event, CancelEvent):
@@ -79,7 +81,9 @@ def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -
 
 
 def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
-    """Whether ``event`` reports an attempt AHEAD of a task that this state has as terminal.
+    """Whether ``event`` reports an attempt AHEAD of a task that this state has as terminal, or a
+    task of a ``foreach_from`` expansion this state has not made yet (the same crash: the pass that
+    expanded and dispatched it was lost, and the parent's completion is being redelivered).
 
     Only a rerun dispatches an attempt past a terminal one, so such an event comes from a rerun this
     state has not seen: the coordinator crashed after dispatching the rerun but before flushing it,
@@ -88,9 +92,12 @@ def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
     """
     if not isinstance(event, TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent):
         return False
+    wf = expanded(wf, state)
     task = wf.index.get(event.task)
-    if task is None or event.workflow_id != state.workflow_id:
+    if event.workflow_id != state.workflow_id:
         return False
+    if task is None:
+        return awaits_expansion(wf, state, event.task)
     if not IS_TERMINAL[state.codes[task]]:
         return False
     # A lost rerun dispatches at most the new run's retry budget past the terminal attempt; an
@@ -192,6 +199,15 @@ def _completed(step: Step, task: int, event: TaskCompletedEvent) -> None:
         worker=event.worker,
     )
     st.note_error(task, None)
+    ref, value = event.output, None
+    if ref is not None and ref.blob is not None:
+        # A list-feeding blob output arrives with its content read by the coordinator
+        # (``shared.coordinator.lists``); the state keeps the reference only.
+        value = UNREAD if ref.inline is None else ref.inline
+        st.outputs[task] = ref.model_copy(update={"inline": None})
+    elif ref is not None:
+        value = ref.inline
+    capture(step, task, value)
     step.terminal(task, COMPLETED)
 
 
@@ -236,9 +252,24 @@ def _cancel(step: Step, reason: str | None) -> None:
     st.ready.clear()
 
 
+def _list_producers(step: Step, reopened: list[int]) -> list[int]:
+    """The completed sources of the reopened ``foreach_from`` tasks whose list was rejected:
+    rerunning such a task alone would reject the same list, so its source runs again too."""
+    st, tasks = step.st, step.wf.tasks
+    found: list[int] = []
+    for task in reopened:
+        spec = tasks[task].expand
+        captured = st.lists.get(task)
+        rejected = captured is not None and captured.error is not None
+        if spec is not None and rejected and st.codes[spec.source] == COMPLETED:
+            found.append(spec.source)
+    return found
+
+
 def _rerun(step: Step, run: int) -> None:
     """Rerun from failure: reopen failed/upstream_failed/cancelled tasks and the not-completed
-    descendants reached through them, repair their counters and their children's, start run+1."""
+    descendants reached through them (and the producers of rejected foreach_from lists), repair
+    their counters and their children's, start run+1."""
     st, wf = step.st, step.wf
     if st.status not in (WorkflowStatus.FAILED, WorkflowStatus.CANCELLED) or run != st.run:
         return
@@ -249,6 +280,10 @@ def _rerun(step: Step, run: int) -> None:
         if IS_TERMINAL[codes[task]] and not IS_OK[codes[task]]:
             seen[task] = 1
             reopen.append(task)
+    for source in _list_producers(step, reopen):
+        if not seen[source]:
+            seen[source] = 1
+            reopen.append(source)
     at = 0
     while at < len(reopen):  # reopen grows as descendants are found (breadth-first)
         for child in children[reopen[at]]:

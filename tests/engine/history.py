@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from shared.commands import Command, Dispatch, WorkflowFinished
 from shared.engine import apply, new_state, sweep
+from shared.engine.expansion import expanded
 from shared.messages import (
     ActivateEvent,
     CancelEvent,
@@ -101,8 +102,13 @@ class History:
     def sweep(self, after_s: float = 0.0, lost_after_s: float = 1e9, **kw: float) -> list[Command]:
         return sweep(self.wf, self.st, self.tick(after_s), lost_dispatch_after_s=lost_after_s, **kw)
 
+    @property
+    def running(self) -> CompiledWorkflow:
+        """The workflow with its dynamic expansions."""
+        return expanded(self.wf, self.st)
+
     def attempt(self, name: str) -> int:
-        return self.st.attempt[self.wf.index[name]]
+        return self.st.attempt[self.running.index[name]]
 
     def activate(self) -> list[Command]:
         return self.apply(ActivateEvent(workflow_id=WF_ID))
@@ -172,7 +178,7 @@ class History:
         return self.st.status
 
     def state(self, name: str) -> TaskState:
-        return self.st.state_of(self.wf.index[name])
+        return self.st.state_of(self.running.index[name])
 
     def states(self) -> dict[str, TaskState]:
-        return {t.name: self.st.state_of(i) for i, t in enumerate(self.wf.tasks)}
+        return {t.name: self.st.state_of(i) for i, t in enumerate(self.running.tasks)}

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from shared.codec import (
+    DEFINITION_VERSION,
     STATE_MAGIC,
     decode_definition,
     decode_state,
@@ -216,7 +217,7 @@ def test_definition_roundtrip_keeps_every_field() -> None:
 def test_definition_codec_errors() -> None:
     data = encode_definition(chain(2))
     with pytest.raises(CodecError, match="newer"):
-        decode_definition(data[:3] + bytes([2]) + data[4:])
+        decode_definition(data[:3] + bytes([DEFINITION_VERSION + 1]) + data[4:])
     with pytest.raises(CodecError, match="bad magic"):
         decode_definition(b"DQS\x01" + data[4:])
     with pytest.raises(CodecError, match="corrupt"):

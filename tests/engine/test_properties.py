@@ -4,30 +4,42 @@ the unflushed events in any order) — against the engine's invariants."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as hs
 
 from shared.codec import decode_state, encode_state
 from shared.commands import Command, Dispatch, WorkflowFinished
-from shared.engine import apply, new_state, sweep
+from shared.engine import apply, new_state, premature, sweep
+from shared.engine.expansion import expanded
 from shared.engine.policy import decide
+from shared.errors import MessageError
 from shared.messages import (
     ActivateEvent,
     CancelEvent,
     Event,
+    OutputRef,
     RetryEvent,
     TaskCompletedEvent,
     TaskFailedEvent,
     TaskStartedEvent,
 )
 from shared.state import IS_OK, IS_TERMINAL, READY, RuntimeState
-from shared.workflow import CompiledWorkflow, TaskDef
+from shared.states import TaskState
+from shared.workflow import CompiledWorkflow, ExpandFrom, TaskDef
 
 from .test_codec import assert_same
 
 WF = "wf-prop"
+MAX_WIDTH = 3
+
+
+def list_output(task: int, attempt: int) -> dict[str, object]:
+    """What a source task's attempt outputs: a list that varies by attempt (0-4 items, so some
+    are empty and some too long) or, now and then, something that is not a list."""
+    n = (3 * task + attempt) % 6
+    return {"items": "oops" if n == 5 else [f"v{task}.{attempt}.{k}" for k in range(n)]}
 
 
 @hs.composite
@@ -55,6 +67,17 @@ def dags(draw: hs.DrawFn) -> CompiledWorkflow:
                 condition=condition,
             )
         )
+    # Sometimes one task is a dynamic fan-out over its first parent's output ``{"items": [...]}``.
+    candidates = [i for i, t in enumerate(tasks) if t.parents]
+    if candidates and draw(hs.integers(0, 3)):
+        i = draw(hs.sampled_from(candidates))
+        source = tasks[i].parents[0]
+        tasks[i] = replace(
+            tasks[i],
+            cmd="run {{ item }}",
+            expand=ExpandFrom(source, ("items",), MAX_WIDTH),
+            condition=None,
+        )
     return CompiledWorkflow.of(
         "prop",
         tasks,
@@ -71,13 +94,18 @@ class World:
     wf: CompiledWorkflow
     st: RuntimeState
     now: float = 1000.0
-    outstanding: dict[tuple[int, int], bool] = field(default_factory=dict)
-    """(task, attempt) dispatched -> whether a started event was sent for it."""
+    outstanding: dict[tuple[str, int], bool] = field(default_factory=dict)
+    """(task name, attempt) dispatched -> whether a started event was sent for it (by name: an
+    expansion lost in a crash may be numbered differently when the replay makes it again)."""
+    dead: list[Event] = field(default_factory=list)
+    """Events the engine rejected (the coordinator dead-letters them)."""
     history: list[Event] = field(default_factory=list)
     unflushed: list[Event] = field(default_factory=list)
     flushed: bytes = b""
     crashed: bool = False
     finishes: int = 0
+    deferred: list[Event] = field(default_factory=list)
+    """Premature events (see ``engine.premature``) kept back, as the coordinator keeps them."""
 
     def check_dispatch(self, command: Dispatch) -> None:
         """A dispatched task's dependency policy is met by its parents' states right now.
@@ -86,7 +114,7 @@ class World:
         ready in the lost timeline; the engine adopts such an attempt (it ran: that is proof it was
         dispatched) and may retry it before the replay reaches the parents. So after a crash only
         first dispatches of a run are checked."""
-        tdef = self.wf.tasks[command.task]
+        tdef = self.running.tasks[command.task]
         first = command.attempt == self.st.base_attempt.get(command.task, 0) + 1
         if self.crashed and not first:
             return
@@ -97,20 +125,52 @@ class World:
             assert decide(tdef.dep_policy, len(tdef.parents), ok, bad) == READY, command
         assert not self.st.status.is_terminal
 
+    @property
+    def running(self) -> CompiledWorkflow:
+        return expanded(self.wf, self.st)
+
     def take(self, commands: list[Command]) -> None:
         for command in commands:
             if isinstance(command, Dispatch):
                 self.check_dispatch(command)
-                self.outstanding.setdefault((command.task, command.attempt), False)
+                self.outstanding.setdefault((command.name, command.attempt), False)
             else:
                 assert isinstance(command, WorkflowFinished)
                 assert command.status is self.st.status
                 self.finishes += 1
 
     def apply(self, event: Event, *, record: bool = True) -> None:
+        if self.awaits_expansion(event):
+            # A task of an expansion the replay has not re-made yet: the coordinator keeps it
+            # on the queue and applies it once the expansion is back.
+            self.deferred.append(event)
+            return
+        self._apply(event, record=record)
+        while True:
+            ready = [e for e in self.deferred if not self.awaits_expansion(e)]
+            if not ready:
+                return
+            self.deferred = [e for e in self.deferred if e not in ready]
+            for e in ready:
+                self._apply(e, record=record)
+
+    def awaits_expansion(self, event: Event) -> bool:
+        unknown = getattr(event, "task", None) not in self.running.index
+        return unknown and premature(self.wf, self.st, event)
+
+    def _apply(self, event: Event, *, record: bool) -> None:
         self.now += 7.0
         before_codes = bytes(self.st.codes)
-        commands = apply(self.wf, self.st, event, self.now)
+        try:
+            commands = apply(self.wf, self.st, event, self.now)
+        except MessageError:
+            # Only a task of an expansion the replay did not make again (its group ended
+            # unexpanded, or expanded another list) can be unknown here: dead-lettered.
+            assert isinstance(event, TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent)
+            assert self.crashed
+            assert event.task not in self.running.index
+            self.dead.append(event)
+            return
         if not isinstance(event, RetryEvent):
             for i, code in enumerate(before_codes):
                 if IS_TERMINAL[code]:
@@ -127,8 +187,11 @@ class World:
 
     def check(self) -> None:
         st = self.st
-        assert sum(st.counts().values()) == len(self.wf.tasks)
-        for task, tdef in enumerate(self.wf.tasks):
+        assert sum(st.counts().values()) == len(self.running.tasks) == len(st)
+        for group, count in st.expansions:  # expanded once; its children wait for the expansion
+            assert st.state_of(group) is TaskState.COMPLETED
+            assert count <= MAX_WIDTH
+        for task, tdef in enumerate(self.running.tasks):
             if st.codes[task] == READY and tdef.parents:  # ready only once the policy is met
                 ok = sum(1 for p in tdef.parents if IS_OK[st.codes[p]])
                 bad = sum(
@@ -145,9 +208,9 @@ class World:
         assert_same(st, back)
         assert encode_state(back) == data
 
-    def report(self, key: tuple[int, int], outcome: str) -> None:
-        task, attempt = key
-        name = self.wf.tasks[task].name
+    def report(self, key: tuple[str, int], outcome: str) -> None:
+        name, attempt = key
+        task = self.running.index.get(name, 0)
         if outcome == "started":
             if self.outstanding.get(key):
                 outcome = "completed"
@@ -169,6 +232,7 @@ class World:
                 finished_at=self.now + 1,
                 log_blob=f"{WF}/{name}/{attempt}/log.txt",
                 worker=f"w{attempt % 3}",
+                output=OutputRef(inline=list_output(task, attempt), size=10),
             )
         else:
             event = TaskFailedEvent(
@@ -272,7 +336,8 @@ def test_random_histories_keep_the_invariants(wf: CompiledWorkflow, data: hs.Dat
             break
         key = data.draw(hs.sampled_from(sorted(world.outstanding)), label="drain attempt")
         world.report(key, data.draw(hs.sampled_from(OUTCOMES[:-1]), label="drain outcome"))
+    assert not world.deferred
     assert world.st.status.is_terminal, world.st.counts()
     assert world.st.all_terminal
-    assert sum(world.st.counts().values()) == len(wf.tasks)
+    assert sum(world.st.counts().values()) == len(world.running.tasks)
     assert world.finishes >= 1

@@ -1,0 +1,69 @@
+"""Reading the lists of dynamic fan-outs (``foreach_from``) that arrive in blob outputs.
+
+The engine is pure: when a task whose output feeds a ``foreach_from`` completes with an output too
+large to travel inline (a 10,000-item list), the coordinator reads that blob (bounded) before the
+event is applied and hands the content to the engine inside the event (``OutputRef.inline`` next to
+``blob``); the engine captures the list and keeps only the reference in the output. A blob that is
+missing, too large or not JSON is left unread: the engine then fails the ``foreach_from`` task with
+the reason, never the coordinator.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from shared import engine
+from shared.coordinator.envelope import Envelope
+from shared.errors import NotFoundError
+from shared.messages import TaskCompletedEvent
+from shared.storage.ports import OutputBlobs
+from shared.workflow import CompiledWorkflow
+
+log = logging.getLogger("dagq.coordinator")
+
+
+async def read_lists(
+    outputs: OutputBlobs, workflow_id: str, wf: CompiledWorkflow, envelopes: list[Envelope]
+) -> None:
+    """Put the content of each list-feeding blob output into its completion event (in place)."""
+    sources = engine.list_sources(wf)
+    if not sources:
+        return
+    for env in envelopes:
+        event = env.event
+        if not isinstance(event, TaskCompletedEvent) or event.task not in sources:
+            continue
+        ref = event.output
+        if ref is None or ref.blob is None or ref.inline is not None:
+            continue
+        value = await _read(outputs, workflow_id, event.task, ref.blob, ref.size)
+        if value is not None:
+            env.event = event.model_copy(
+                update={"output": ref.model_copy(update={"inline": value})}
+            )
+
+
+async def _read(
+    outputs: OutputBlobs, workflow_id: str, task: str, blob: str, size: int
+) -> object | None:
+    # Only the task's own outputs are read (the worker writes them under {workflow}/{task}/).
+    if not blob.startswith(f"{workflow_id}/{task}/") or ".." in blob:
+        log.warning(
+            "workflow %s: list output %r of %s is not the task's own", workflow_id, blob, task
+        )
+        return None
+    if size > engine.MAX_LIST_BYTES:
+        return None
+    try:
+        data = await outputs.get(blob)
+    except NotFoundError:
+        log.warning("workflow %s: list output %r of %s is missing", workflow_id, blob, task)
+        return None
+    if len(data) > engine.MAX_LIST_BYTES:
+        return None
+    try:
+        value: object = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return value

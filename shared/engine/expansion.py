@@ -1,0 +1,328 @@
+"""Dynamic fan-out (``foreach_from``): a task that stands for one task per item of a parent's list.
+
+- **Capture**: when the source parent completes, the list at ``inputs.<parent>.<path>`` in its
+  output is validated and kept in the state (``RuntimeState.lists``), or why it cannot be expanded.
+- **Expansion**: when the ``foreach_from`` task's own dependency policy and condition are met, it
+  expands once: its tasks are appended to the workflow (numbered after the definition's, recorded in
+  ``RuntimeState.expansions``), each a copy of it with ``{{ item }}`` / ``{{ item.<key> }}`` filled
+  in (``shared.templating``, the same shell-safe route as static foreach, plus ``DAGQ_VAR_item*``).
+  The ``foreach_from`` task itself becomes completed without running; its children depend on the
+  expansions instead (on it alone when the list was empty, so an empty list satisfies them).
+  A list that cannot be expanded fails the ``foreach_from`` task with the reason.
+- **The effective workflow** (``expanded``) is the definition plus the recorded expansions, rebuilt
+  deterministically from the state (the definition blob never changes) and cached on the state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from shared.errors import TemplateSyntaxError
+from shared.foreach import expansion_name
+from shared.spec import type_word
+from shared.state import (
+    COMPLETED,
+    FAILED,
+    IS_OK,
+    IS_TERMINAL,
+    SKIPPED,
+    UPSTREAM_FAILED,
+    ItemList,
+    RuntimeState,
+)
+from shared.templating import parse_command, parse_template, variable_env
+from shared.workflow import CompiledWorkflow, ExpandFrom, TaskDef
+
+if TYPE_CHECKING:
+    from shared.engine.step import Step
+
+MAX_WORKFLOW_TASKS = 100_000
+"""Most tasks of a workflow, its expansions included (the compiler's MAX_TASKS)."""
+MAX_ITEM_CHARS = 1024
+"""Longest item of a list, as JSON (an item is a parameter, not a payload)."""
+MAX_CMD_BYTES = 16 * 1024
+"""Longest command of an expanded task (the compiler's limit for every task)."""
+MAX_LIST_BYTES = 16 * 1024 * 1024
+"""Largest output (JSON bytes) the coordinator reads to find a list stored as a blob."""
+
+
+def list_sources(wf: CompiledWorkflow) -> frozenset[str]:
+    """Names of the tasks whose output feeds a ``foreach_from``."""
+    return frozenset(wf.tasks[source].name for source in wf.list_sources)
+
+
+def items_of(value: Any, spec: ExpandFrom, source: str) -> ItemList | str:
+    """The items at ``spec.path`` in ``value`` (the source's output), or why there are none."""
+    where = f"inputs.{source}{spec.spelled}"
+    at: Any = value
+    for depth, key in enumerate(spec.path):
+        if isinstance(at, dict) and key in at:
+            at = at[key]
+        elif isinstance(at, list) and key.isdigit() and int(key) < len(at):
+            at = at[int(key)]
+        else:
+            reached = f"inputs.{source}" + "".join(f".{k}" for k in spec.path[:depth])
+            return f"{where}: {reached} is {type_word(at)} without {key!r}"
+    if not isinstance(at, list):
+        return f"{where} is {type_word(at)}, not a list"
+    if len(at) > spec.max_width:
+        return (
+            f"{where} has {len(at):,} items; a foreach_from expands to at most"
+            f" {spec.max_width:,} tasks (max expansion width)"
+        )
+    for i, item in enumerate(at):
+        problem = _item_problem(item)
+        if problem:
+            return f"{where}[{i}] {problem}"
+    return ItemList(0, tuple(at))
+
+
+def _is_scalar(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int | bool)
+
+
+def _item_problem(item: Any) -> str | None:
+    if isinstance(item, dict):
+        for key, value in item.items():
+            if not (isinstance(key, str) and key.isidentifier() and key.isascii()):
+                return f"has key {key!r}: keys must be letters, digits and '_'"
+            if not _is_scalar(value):
+                return (
+                    f"has {type_word(value)} at {key!r}: items are strings, numbers, booleans"
+                    " or flat objects of those"
+                )
+    elif not _is_scalar(item):
+        return (
+            f"is {type_word(item)}: items are strings, numbers, booleans or flat objects of those"
+        )
+    text = str(item)
+    if len(text) > MAX_ITEM_CHARS:
+        return f"is longer than {MAX_ITEM_CHARS} characters"
+    if "\x00" in text:  # (repr of a dict shows it escaped: no NUL reaches the check then)
+        return "holds a NUL character"
+    if isinstance(item, dict) and any("\x00" in str(v) for v in item.values()):
+        return "holds a NUL character"
+    return None
+
+
+UNREAD = object()
+"""The output value of a completion whose list-feeding blob output the coordinator could not
+read (missing, larger than MAX_LIST_BYTES, or not JSON)."""
+
+
+def capture(step: Step, source: int, value: Any) -> None:
+    """``source`` completed with output ``value`` (or UNREAD): keep the list of each
+    ``foreach_from`` task that expands over it (and has not expanded yet)."""
+    wf, st = step.wf, step.st
+    if source not in wf.list_sources:
+        return
+    expanded_groups = {group for group, _ in st.expansions}
+    for child in wf.children[source]:
+        spec = wf.tasks[child].expand
+        if spec is None or spec.source != source or child in expanded_groups:
+            continue
+        name = wf.tasks[source].name
+        if value is UNREAD:
+            found: ItemList | str = (
+                f"the output of {name} is stored as a blob that could not be read"
+                f" (at most {MAX_LIST_BYTES // 2**20} MiB of JSON)"
+            )
+        else:
+            found = items_of(value, spec, name)
+        attempt = st.attempt[source]
+        if isinstance(found, str):
+            st.lists[child] = ItemList(attempt, error=f"cannot expand: {found}")
+        else:
+            st.lists[child] = replace(found, attempt=attempt)
+
+
+def expand(step: Step, group: int, work: list[int]) -> None:
+    """The ``foreach_from`` task ``group`` is due (its policy and condition are met): expand it,
+    or settle it with the reason it cannot. Terminal tasks go to ``work`` for propagation."""
+    st, wf = step.st, step.wf
+    spec = wf.tasks[group].expand
+    assert spec is not None
+    captured = st.lists.get(group)
+    if captured is None:
+        source = wf.tasks[spec.source].name
+        state = st.state_of(spec.source)
+        if st.codes[spec.source] == SKIPPED:
+            _settle(step, group, SKIPPED, f"nothing to expand: {source} was skipped", work)
+        else:
+            why = f"nothing to expand: {source} is {state}, it produced no list"
+            _settle(step, group, UPSTREAM_FAILED, why, work)
+        return
+    made = _tasks_of(wf, group, captured)
+    if isinstance(made, str):
+        _settle(step, group, FAILED, made, work)
+        return
+    if len(wf.tasks) + len(made) > MAX_WORKFLOW_TASKS:
+        why = (
+            f"cannot expand: {len(made):,} tasks would make the workflow"
+            f" {len(wf.tasks) + len(made):,} tasks; the limit is {MAX_WORKFLOW_TASKS:,}"
+        )
+        _settle(step, group, FAILED, why, work)
+        return
+    first = len(wf.tasks)
+    base = st.effective[0] if st.effective is not None else wf
+    step.wf = _extended(wf, group, made)
+    st.effective = (base, step.wf)
+    st.grow(len(made))
+    st.expansions.append((group, len(made)))
+    st.names = st.names + tuple(t.name for t in made)
+    codes, parents = st.codes, wf.tasks[group].parents
+    ok = sum(IS_OK[codes[p]] for p in parents)
+    bad = sum(IS_TERMINAL[codes[p]] and not IS_OK[codes[p]] for p in parents)
+    for task in range(first, first + len(made)):
+        st.n_ok[task], st.n_bad[task] = ok, bad
+    _settle(step, group, COMPLETED, None, work)
+    for task in range(first, first + len(made)):
+        step.evaluate(task, work)
+
+
+def awaits_expansion(wf: CompiledWorkflow, st: RuntimeState, name: str) -> bool:
+    """Whether ``name`` can be a task of a ``foreach_from`` task that may still expand (pending:
+    ``<group>.<anything>``, the form of every expansion name)."""
+    pending = st.codes
+    return any(
+        t.expand is not None and not pending[i] and name.startswith(t.name + ".")
+        for i, t in enumerate(wf.tasks)
+    )
+
+
+def _settle(step: Step, task: int, code: int, why: str | None, work: list[int]) -> None:
+    step.changed = True
+    step.st.settle(task, code, why, step.now_ms)
+    work.append(task)
+
+
+def expanded(wf: CompiledWorkflow, st: RuntimeState) -> CompiledWorkflow:
+    """The workflow as it runs: the definition ``wf`` plus the expansions recorded in ``st``
+    (cached on the state; rebuilt deterministically when the definition object differs)."""
+    if not st.expansions:
+        return wf
+    cached = st.effective
+    if cached is not None and (cached[0] is wf or cached[1] is wf):
+        return cached[1]  # (the caller may hold the expanded workflow already)
+    current = wf
+    for group, count in st.expansions:
+        made = _tasks_of(current, group, st.lists[group])
+        if isinstance(made, str) or len(made) != count:
+            raise ValueError(f"the recorded expansion of task {group} cannot be rebuilt")
+        current = _extended(current, group, made)
+    st.effective = (wf, current)
+    return current
+
+
+def _extended(wf: CompiledWorkflow, group: int, made: list[TaskDef]) -> CompiledWorkflow:
+    """``wf`` with ``made`` appended; children of ``group`` depend on them instead (unless there
+    are none: then on ``group`` itself, completed)."""
+    if not made:
+        return wf
+    # Built incrementally (what CompiledWorkflow.of would derive, without a pass over the rest).
+    tasks, children, index = list(wf.tasks), list(wf.children), dict(wf.index)
+    first = len(tasks)
+    new = tuple(range(first, first + len(made)))
+    kids = wf.children[group]
+    for child in kids:
+        t = tasks[child]
+        tasks[child] = replace(t, parents=tuple(p for p in t.parents if p != group) + new)
+    for parent in made[0].parents:  # every expanded task has the group's parents
+        children[parent] += new
+    children[group] = ()
+    children.extend([kids] * len(made))
+    tasks.extend(made)
+    index.update(zip((t.name for t in made), new, strict=True))
+    return CompiledWorkflow(
+        name=wf.name,
+        tasks=tuple(tasks),
+        max_parallelism=wf.max_parallelism,
+        result_policy=wf.result_policy,
+        index=index,
+        children=tuple(children),
+        source=wf.source,
+    )
+
+
+def item_values(item: Any) -> dict[str, Any]:
+    """The template variables of one item: ``item``, and ``item.<key>`` for an object's keys."""
+    values: dict[str, Any] = {"item": item}
+    if isinstance(item, dict):
+        values.update((f"item.{key}", value) for key, value in item.items())
+    return values
+
+
+def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[TaskDef] | str:
+    """The tasks of ``group``'s expansion over ``captured``, or why it cannot expand."""
+    if captured.error is not None:
+        return captured.error
+    tdef = wf.tasks[group]
+    try:
+        cmd = parse_command(tdef.cmd)
+        env = {key: parse_template(value) for key, value in tdef.env.items()}
+    except TemplateSyntaxError as exc:  # validated at submit; a definition from an older dagq
+        return f"cannot expand: {exc}"
+    names = _names(wf, tdef.name, captured.items)
+    clash = _clash(wf, names)
+    if clash:
+        return clash
+    wanted = {*cmd.variables, *_variables(env)}
+    # TaskDef's fields in order, built positionally (10,000 items: dataclasses.replace would cost
+    # more than the rest of the expansion). The condition was evaluated once, on the
+    # foreach_from task; the expanded tasks are plain tasks (no expand).
+    queue, cwd, parents, policy = tdef.queue, tdef.cwd, tdef.parents, tdef.dep_policy
+    timeout, queue_timeout, retries, retry = (
+        tdef.timeout_s,
+        tdef.queue_timeout_s,
+        tdef.num_retries,
+        tdef.retry,
+    )
+    made: list[TaskDef] = []
+    for i, item in enumerate(captured.items):
+        values = item_values(item)
+        if not wanted <= values.keys():
+            missing = sorted(wanted - values.keys())[0]
+            return f"cannot expand: item {i} ({_shown(item)}) has no value for {{{{ {missing} }}}}"
+        text = cmd.render(values, quote=True)
+        if len(text) * 4 > MAX_CMD_BYTES and len(text.encode("utf-8", "replace")) > MAX_CMD_BYTES:
+            return f"cannot expand: item {i} makes a cmd longer than {MAX_CMD_BYTES:,} bytes"
+        task_env = {key: t.render(values, quote=False) for key, t in env.items()} if env else {}
+        try:
+            task_env.update(variable_env(values))
+        except TemplateSyntaxError as exc:
+            return f"cannot expand: item {i}: {exc}"
+        fields = (cwd, parents, policy, timeout, queue_timeout, retries, retry, None, tdef.name)
+        made.append(TaskDef(names[i], text, queue, task_env, *fields, {"item": item}, None))
+    return made
+
+
+def _variables(env: dict[str, Any]) -> list[str]:
+    return [v for t in env.values() for v in t.variables]
+
+
+def _names(wf: CompiledWorkflow, group: str, items: tuple[Any, ...]) -> list[str]:
+    """Names as static foreach gives them (``process.item=s0``, ``process.shard=s0.size=2`` for an
+    object); ``process.<i>`` for every item when those would collide."""
+    names = [
+        expansion_name(group, item if isinstance(item, dict) and item else {"item": item}, i)
+        for i, item in enumerate(items)
+    ]
+    if len(set(names)) != len(names) or any(n in wf.index for n in names):
+        return [f"{group}.{i}" for i in range(len(items))]
+    return names  # (expansion_name gives valid task names only)
+
+
+def _clash(wf: CompiledWorkflow, names: list[str]) -> str | None:
+    taken = next((n for n in names if n in wf.index), None)
+    if taken is None and len(set(names)) == len(names):
+        return None
+    return f"cannot expand: task name {taken!r} is taken (rename the task)"
+
+
+def _shown(item: Any) -> str:
+    text = repr(item)
+    return text if len(text) <= 40 else text[:37] + "..."

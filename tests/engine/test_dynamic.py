@@ -1,0 +1,193 @@
+"""Dynamic fan-out (``foreach_from``) as event histories: capture when the parent completes,
+expansion once, names, templating, empty lists, bad lists, fan-in, conditions, limits, rerun."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.codec import decode_state, encode_state
+from shared.compiler import load_workflow
+from shared.engine.expansion import expanded
+from shared.foreach import expansion_name
+from shared.messages import OutputRef, TaskCompletedEvent
+from shared.states import TaskState, WorkflowStatus
+from shared.workflow import CompiledWorkflow
+
+from .history import WF_ID, History, dispatched, finished
+
+S = TaskState
+W = WorkflowStatus
+
+
+def shards(
+    *,
+    process: str = "",
+    merge: str = "",
+    cmd: str = "python3 process.py --shard {{ item }}",
+    width: int = 10_000,
+    path: str = ".shards",
+) -> CompiledWorkflow:
+    return load_workflow(
+        f"""
+name: shards
+tasks:
+  - name: list_shards
+    kwargs: {{cmd: python3 list_shards.py}}
+  - name: process
+    depends_on: [list_shards]
+    foreach_from: inputs.list_shards{path}
+    kwargs: {{cmd: "{cmd}"}}
+    {process}
+  - name: merge
+    depends_on: [process]
+    kwargs: {{cmd: python3 merge.py}}
+    {merge}
+""",
+        max_expansion_width=width,
+    )
+
+
+def run_list(h: History, output: object) -> list[tuple[str, int]]:
+    h.activate()
+    return dispatched(h.completed("list_shards", output=output))
+
+
+def test_the_parent_s_list_expands_once_into_named_templated_tasks() -> None:
+    h = History(shards())
+    sent = run_list(h, {"shards": ["s0", "s 1; rm -rf ~"]})
+    odd = expansion_name("process", {"item": "s 1; rm -rf ~"}, 1)  # as static foreach names it
+    assert sent == [("process.item=s0", 1), (odd, 1)]
+    wf = expanded(h.wf, h.st)
+    first = wf.tasks[wf.index["process.item=s0"]]
+    assert first.cmd == "python3 process.py --shard s0"
+    assert first.env["DAGQ_VAR_item"] == "s0"
+    assert (first.group, first.params) == ("process", {"item": "s0"})
+    assert wf.tasks[wf.index[odd]].cmd == "python3 process.py --shard 's 1; rm -rf ~'"
+    assert h.state("process") is S.COMPLETED
+    # The duplicate completion expands nothing more.
+    again = TaskCompletedEvent(
+        workflow_id=WF_ID, task="list_shards", attempt=1, started_at=h.now, finished_at=h.now,
+        output=OutputRef(inline={"shards": ["x", "y", "z"]}, size=1),
+    )  # fmt: skip
+    assert h.apply(again) == []
+    assert len(h.st) == 5
+    # Merge waits for every expansion (fan-in), then runs.
+    assert dispatched(h.completed("process.item=s0")) == []
+    assert dispatched(h.completed(odd)) == [("merge", 1)]
+    assert finished(h.completed("merge")) == [W.COMPLETED]
+
+
+def test_object_items_fill_item_keys_and_name_by_their_values() -> None:
+    h = History(shards(cmd="run --shard {{ item.shard }} --size {{ item.size }}"))
+    sent = run_list(h, {"shards": [{"shard": "a", "size": 2}, {"shard": "b", "size": 3}]})
+    assert sent == [("process.shard=a.size=2", 1), ("process.shard=b.size=3", 1)]
+    wf = expanded(h.wf, h.st)
+    task = wf.tasks[wf.index["process.shard=b.size=3"]]
+    assert task.cmd == "run --shard b --size 3"
+    assert task.env["DAGQ_VAR_item_shard"] == "b"
+
+
+def test_an_empty_list_expands_to_nothing_and_satisfies_the_children() -> None:
+    h = History(shards())
+    assert run_list(h, {"shards": []}) == [("merge", 1)]
+    assert h.state("process") is S.COMPLETED
+    assert len(h.st) == 3
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [
+        ({"shards": "s0"}, "inputs.list_shards.shards is a string, not a list"),
+        ({"other": []}, "inputs.list_shards.shards: inputs.list_shards is a mapping without"),
+        (None, "inputs.list_shards.shards: inputs.list_shards is null without 'shards'"),
+        ({"shards": [[1]]}, "inputs.list_shards.shards[0] is a list: items are strings"),
+        ({"shards": [{"k": {"x": 1}}]}, "shards[0] has a mapping at 'k'"),
+        ({"shards": list(range(4))}, "has 4 items; a foreach_from expands to at most 3 tasks"),
+    ],
+)
+def test_a_list_that_cannot_expand_fails_the_expanding_task(output: object, reason: str) -> None:
+    h = History(shards(width=3))
+    run_list(h, output)
+    assert h.state("list_shards") is S.COMPLETED
+    assert h.state("process") is S.FAILED
+    assert reason in (h.st.task(1).error or "")
+    assert h.state("merge") is S.UPSTREAM_FAILED
+    assert h.st.status is W.FAILED
+
+
+def test_a_missing_item_key_fails_the_expanding_task() -> None:
+    h = History(shards(cmd="run {{ item.shard }}"))
+    run_list(h, {"shards": [{"shard": "a"}, {"name": "b"}]})
+    assert (
+        h.st.task(1).error
+        == "cannot expand: item 1 ({'name': 'b'}) has no value for {{ item.shard }}"
+    )
+
+
+def test_a_rerun_after_a_rejected_list_runs_the_producer_again() -> None:
+    h = History(shards())
+    run_list(h, {"shards": "oops"})
+    assert h.st.status is W.FAILED
+    assert dispatched(h.retry()) == [("list_shards", 2)]
+    assert h.state("process") is S.PENDING
+    sent = dispatched(h.completed("list_shards", output={"shards": ["a", "b"]}))
+    assert sent == [("process.item=a", 1), ("process.item=b", 1)]
+
+
+def test_a_rerun_reruns_failed_expansions_with_the_same_items() -> None:
+    h = History(shards())
+    run_list(h, {"shards": ["a", "b"]})
+    h.completed("process.item=a")
+    h.failed("process.item=b")
+    assert h.st.status is W.FAILED
+    assert h.state("merge") is S.UPSTREAM_FAILED
+    assert dispatched(h.retry()) == [("process.item=b", 2)]
+    assert dispatched(h.completed("process.item=b")) == [("merge", 1)]
+
+
+def test_a_condition_on_the_expanding_task_is_evaluated_once() -> None:
+    h = History(shards(process="condition: inputs['list_shards'].go == true"))
+    assert run_list(h, {"shards": ["a"], "go": False}) == [("merge", 1)]
+    assert h.state("process") is S.SKIPPED
+    assert len(h.st) == 3
+
+
+def test_conditions_of_children_see_the_expansions() -> None:
+    h = History(shards(merge="condition: all(inputs['process*'].ok == true)"))
+    run_list(h, {"shards": ["a", "b"]})
+    h.completed("process.item=a", output={"ok": True})
+    h.completed("process.item=b", output={"ok": False})
+    assert h.state("merge") is S.SKIPPED
+
+
+def test_expansions_survive_the_codec_and_old_states_still_decode() -> None:
+    h = History(shards())
+    old = encode_state(h.st)
+    assert old[3] == 1  # no expansion yet: the version-1 format earlier releases wrote
+    run_list(h, {"shards": ["a", "b"]})
+    data = encode_state(h.st)
+    assert data[3] == 2
+    back = decode_state(data, h.wf)
+    assert encode_state(back) == data
+    assert expanded(h.wf, back).index == expanded(h.wf, h.st).index
+    assert decode_state(old, h.wf).counts()["pending"] == 3
+
+
+def test_the_width_setting_defaults_to_static_foreach_s_limit() -> None:
+    from shared.compiler import MAX_EXPANSIONS
+    from shared.settings import Settings
+
+    assert Settings.model_fields["max_expansion_width"].default == MAX_EXPANSIONS
+    assert shards().tasks[1].expand is not None
+    assert shards().tasks[1].expand.max_width == MAX_EXPANSIONS  # type: ignore[union-attr]
+
+
+def test_the_expanded_workflow_is_what_compiling_it_whole_would_give() -> None:
+    h = History(shards())
+    run_list(h, {"shards": ["a", "b", "c"]})
+    running = expanded(h.wf, h.st)
+    whole = CompiledWorkflow.of(
+        running.name, running.tasks, max_parallelism=running.max_parallelism,
+        result_policy=running.result_policy, source=running.source,
+    )  # fmt: skip
+    assert (running.index, running.children) == (whole.index, whole.children)
