@@ -9,12 +9,15 @@ Every figure is measured in this one run (best of 3, wall clock):
   with a templated cmd and a glob condition on the fan-in.
 - per_task_us_100k: validate_s_100k_json per task, in microseconds (cost is linear: compare
   per_task_us_10k, measured the same way at 10,000 tasks).
+- validate_s_100k_json_gc_on: the same with the cyclic garbage collector left on (the compiler
+  pauses it, ``shared.gc_pause``); gc_pause_speedup is the ratio of the two.
 
 Ends with ONE line of key=value pairs. Usage: python bench/bench_spec.py
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -23,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import shared.compiler
 from shared.compiler import load_workflow
 
 
@@ -81,10 +85,17 @@ def main() -> None:
     t_chain = best_of(3, lambda: load_workflow(text_chain))
     t_foreach = best_of(3, lambda: load_workflow(FOREACH))
     assert len(load_workflow(FOREACH).tasks) == 10_002
+    paused = shared.compiler.paused_gc
+    shared.compiler.paused_gc = contextlib.nullcontext  # the collector runs as usual
+    try:
+        t_gc_on = best_of(3, lambda: load_workflow(text_100k))
+    finally:
+        shared.compiler.paused_gc = paused
     print(
         f"validate_s_100k_json={t_100k:.3f} validate_s_100k_chain={t_chain:.3f}"
         f" validate_s_10k_foreach={t_foreach:.3f} per_task_us_10k={t_10k / 10_000 * 1e6:.1f}"
         f" per_task_us_100k={t_100k / 100_000 * 1e6:.1f} json_mib_100k={len(text_100k) / 2**20:.1f}"
+        f" validate_s_100k_json_gc_on={t_gc_on:.3f} gc_pause_speedup={t_gc_on / t_100k:.2f}"
     )
 
 

@@ -12,17 +12,16 @@ Every check is linear in the size of the definition: the API runs this on each s
 
 from __future__ import annotations
 
-import gc
 import re
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from shared.conditions import MAX_GLOB_MATCHES, MatchBudget, compile_condition
 from shared.errors import ConditionError, DefinitionError, Issue, TemplateSyntaxError
 from shared.foreach import Params, expand, expansion_count, expansion_name
 from shared.foreach_from import parse_reference, template_problems
+from shared.gc_pause import paused_gc
 from shared.names import TASK_NAME_RE, queue_name_problem, safe_name_problem
 from shared.parsing import MAX_DEFINITION_BYTES, Format, parse_definition, parse_for_validation
 from shared.spec import RetrySpec, TaskSpec, WorkflowSpec
@@ -89,7 +88,7 @@ def compile_workflow(
 
     Raises DefinitionError with every issue found.
     """
-    with _gc_paused():
+    with paused_gc():
         return _Compiler(spec, max_expansion_width=max_expansion_width).run(source_text, "<input>")
 
 
@@ -101,7 +100,7 @@ def load_workflow(
     max_expansion_width: int = MAX_EXPANSIONS,
 ) -> CompiledWorkflow:
     """Parse and compile in one step (what the API and ``dagq validate`` do)."""
-    with _gc_paused():
+    with paused_gc():
         spec, shape_error, partial = parse_for_validation(data, source=source, fmt=fmt)
         if shape_error is not None:
             # Check what parsed too, so one run reports every problem (shape and graph).
@@ -116,19 +115,6 @@ def load_workflow(
         assert spec is not None
         text = data if isinstance(data, str) else data.decode("utf-8-sig")
         return _Compiler(spec, max_expansion_width=max_expansion_width).run(text, source)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # Building 100,000 tasks allocates millions of objects and none of them is garbage: the
-    # cyclic collector would rescan the growing heap again and again (about 2x slower overall).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _Issues:
