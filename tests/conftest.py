@@ -14,6 +14,9 @@ import pytest
 from devtools.azurite import Azurite
 from shared.settings import Settings
 
+# Nothing the suite runs may contact an address other than loopback: see tests/support/netguard.py.
+pytest_plugins = ["tests.support.netguard"]
+
 
 @pytest.fixture(scope="session")
 def azurite() -> Iterator[Azurite]:

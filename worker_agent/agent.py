@@ -99,7 +99,7 @@ class Agent:
         await self._use_cgroups()
         watcher = asyncio.create_task(
             PreemptionWatcher(
-                self.settings.metadata_url,
+                self.settings.metadata_url if self.settings.scheduled_events else "",
                 poll_s=self.settings.metadata_poll_s,
                 vm_name=self.settings.vm_name,
             ).run(self._on_notice)

@@ -162,10 +162,17 @@ class WorkerSettings(BaseSettings):
         "cannot survive it. auto: where the agent may create cgroups (root, or systemd "
         "Delegate=yes), else process groups only; off: process groups only.",
     )
+    scheduled_events: bool = Field(
+        default=False,
+        description="Watch Azure Scheduled Events (--metadata-url) for Preempt/Terminate notices "
+        "and hand running tasks back before the VM goes. Off by default so that nothing probes "
+        "the metadata address off Azure; the VM Scale Set and AKS deployments turn it on.",
+    )
     metadata_url: str = Field(
         default=DEFAULT_METADATA_URL,
-        description="Azure Scheduled Events endpoint watched for Preempt/Terminate notices "
-        "(stays off quietly when unreachable; empty string: off).",
+        description="Scheduled Events endpoint (with --scheduled-events). The first request may "
+        "take up to two minutes (it enables the service); failures are retried with backoff; "
+        "only an unreachable address turns the watcher off.",
     )
     metadata_poll_s: float = Field(
         default=5.0, gt=0, description="How often the Scheduled Events endpoint is polled."

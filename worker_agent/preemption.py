@@ -2,14 +2,21 @@
 
 The instance metadata service lists upcoming events for a VM (Spot evictions get at least 30 s of
 notice, Terminate 5-15 min when enabled). On a notice for this VM the agent stops taking work and
-hands its running tasks back (see ``agent.Agent.shutdown``). Off an Azure VM the endpoint is
-unreachable: the first failed poll turns the watcher off quietly. Acknowledging events is not
-needed: the platform proceeds at NotBefore anyway.
+hands its running tasks back (see ``agent.Agent.shutdown``). Acknowledging events is not needed:
+the platform proceeds at NotBefore anyway.
+
+The watcher is opt-in (``--scheduled-events``): nothing probes 169.254.169.254 unless the
+deployment says it runs on Azure (the VM Scale Set's cloud-init and the AKS manifests turn it on).
+Microsoft documents that the first request *enables* Scheduled Events for the VM and may take up to
+two minutes to answer ("Enabling and Disabling Scheduled Events", Scheduled Events for Linux VMs),
+so the first request waits ``FIRST_TIMEOUT_S`` and a failed request is retried with backoff. Only
+an address the network cannot reach at all (no route: not an Azure VM) turns the watcher off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import socket
@@ -25,7 +32,13 @@ from urllib.parse import urlsplit
 log = logging.getLogger(__name__)
 
 SHUTDOWN_EVENT_TYPES = frozenset({"Preempt", "Terminate"})
-_HTTP_TIMEOUT_S = 2.0
+FIRST_TIMEOUT_S = 150.0
+"""The first request: Scheduled Events may take up to two minutes to answer while it is enabled."""
+POLL_TIMEOUT_S = 10.0
+"""Later requests (the service answers at once when enabled)."""
+MAX_BACKOFF_S = 60.0
+UNREACHABLE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL})
+"""Errors that mean the metadata address does not exist from here: the watcher turns off."""
 
 
 @dataclass(frozen=True)
@@ -71,13 +84,20 @@ def parse_notices(document: Any, vm_name: str | None) -> list[Notice]:
     return notices
 
 
-def _get(url: str) -> bytes:
+def _get(url: str, timeout_s: float) -> bytes:
     if urlsplit(url).scheme not in ("http", "https"):
         raise ValueError(f"metadata URL must be http(s): {url!r}")
     request = urllib.request.Request(url, headers={"Metadata": "true"})  # noqa: S310 - checked
-    with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_S) as response:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
         body: bytes = response.read(1024 * 1024)
         return body
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether a failed request means the address cannot be reached at all (not an Azure VM)."""
+    if isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, OSError):
+        exc = exc.reason
+    return isinstance(exc, OSError) and exc.errno in UNREACHABLE
 
 
 def _vm_name(events_url: str) -> str:
@@ -85,48 +105,73 @@ def _vm_name(events_url: str) -> str:
     parts = urlsplit(events_url)
     url = f"{parts.scheme}://{parts.netloc}/metadata/instance/compute/name?api-version=2021-02-01&format=text"
     try:
-        name = _get(url).decode().strip()
+        name = _get(url, POLL_TIMEOUT_S).decode().strip()
     except (OSError, ValueError, urllib.error.URLError):
         name = ""
     return name or socket.gethostname()
 
 
+Fetch = Callable[[str, float], bytes]
+"""``fetch(url, timeout_s)``: GET with the Metadata header (``_get``; tests may pass their own)."""
+
+
 class PreemptionWatcher:
     """Polls the Scheduled Events endpoint and calls ``on_notice`` once for the first notice."""
 
-    def __init__(self, url: str, *, poll_s: float, vm_name: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        poll_s: float,
+        vm_name: str | None = None,
+        first_timeout_s: float = FIRST_TIMEOUT_S,
+        fetch: Fetch = _get,
+    ) -> None:
         self.url = url
         self.poll_s = poll_s
         self.vm_name = vm_name
+        self.first_timeout_s = first_timeout_s
+        self.fetch = fetch
+        self.answered = False
+        """Set once the endpoint has answered (from then on requests use ``POLL_TIMEOUT_S``)."""
 
     async def run(self, on_notice: Callable[[Notice], None]) -> None:
         """Watch until a notice arrives (then return) or the endpoint proves unreachable."""
         if not self.url:
             return
-        try:
-            document = await asyncio.to_thread(self._fetch)
-        except (OSError, ValueError, urllib.error.URLError) as exc:
-            log.info(
-                "Scheduled Events not reachable at %s (%s): preemption watcher off", self.url, exc
-            )
-            return
-        if self.vm_name is None:
-            self.vm_name = await asyncio.to_thread(_vm_name, self.url)
-        log.info("watching Scheduled Events for %s at %s", self.vm_name, self.url)
+        failures, watching = 0, False
         while True:
+            try:
+                document = await asyncio.to_thread(self._poll)
+            except (OSError, ValueError, urllib.error.URLError) as exc:
+                if unreachable(exc):
+                    log.info(
+                        "Scheduled Events unreachable at %s (%s): preemption watcher off",
+                        self.url,
+                        exc,
+                    )
+                    return
+                failures += 1
+                delay = min(MAX_BACKOFF_S, self.poll_s * 2 ** min(failures, 10))
+                log.warning("Scheduled Events request failed (%s); retrying in %.0f s", exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            if self.vm_name is None:
+                self.vm_name = await asyncio.to_thread(_vm_name, self.url)
+            if failures or not watching:
+                log.info("watching Scheduled Events for %s at %s", self.vm_name, self.url)
+                failures, watching = 0, True
             notices = parse_notices(document, self.vm_name)
             if notices:
                 on_notice(notices[0])
                 return
             await asyncio.sleep(self.poll_s)
-            try:
-                document = await asyncio.to_thread(self._fetch)
-            except (OSError, ValueError, urllib.error.URLError) as exc:
-                log.debug("Scheduled Events poll failed: %s", exc)
-                document = None
 
-    def _fetch(self) -> Any:
-        return json.loads(_get(self.url))
+    def _poll(self) -> Any:
+        timeout = POLL_TIMEOUT_S if self.answered else self.first_timeout_s
+        body = self.fetch(self.url, timeout)
+        self.answered = True
+        return json.loads(body)
 
 
 def seconds_left(notice: Notice, now: float | None = None) -> float | None:

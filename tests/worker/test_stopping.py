@@ -104,19 +104,32 @@ async def test_sigterm_lets_a_short_task_finish_then_exits(
 class FakeMetadata:
     """Azure's instance metadata service, as much of it as the watcher reads."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, first_delay_s: float = 0.0, failures: int = 0) -> None:
+        """``first_delay_s``: the first Scheduled Events request is answered this late (as when
+        the service is being enabled); ``failures``: the first requests answer 503."""
         self.events: list[dict[str, Any]] = []
         self.requests: list[dict[str, str]] = []
+        self.first_delay = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 fake.requests.append({"path": self.path, "metadata": self.headers["Metadata"]})
                 if self.path.startswith("/metadata/instance/compute/name"):
-                    body = b"vm-7"
-                else:
-                    body = json.dumps({"DocumentIncarnation": 1, "Events": fake.events}).encode()
-                self.send_response(200)
+                    self._answer(200, b"vm-7")
+                    return
+                count = sum(1 for r in fake.requests if "scheduledevents" in r["path"])
+                if count == 1 and first_delay_s:
+                    fake.first_delay.wait(first_delay_s)  # set() by close(): no hang at teardown
+                if count <= failures:
+                    self._answer(503, b"")
+                    return
+                body = json.dumps({"DocumentIncarnation": 1, "Events": fake.events}).encode()
+                self._answer(200, body)
+
+            def _answer(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -131,13 +144,16 @@ class FakeMetadata:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.first_delay.set()
         self.server.shutdown()
         self.server.server_close()
 
 
 @pytest.fixture
 def metadata() -> Iterator[FakeMetadata]:
-    fake = FakeMetadata()
+    # The first request is answered later than the 2 s the watcher used to wait: on a fresh VM
+    # that switched the watcher off for good and every notice was missed.
+    fake = FakeMetadata(first_delay_s=2.5)
     yield fake
     fake.close()
 
@@ -166,7 +182,8 @@ async def test_preemption_notice_releases_the_running_task_without_reporting(
     await send_task(storage, names, "wf1", "train", cmd)
     agent = await start_agent(
         storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
-        DAGQ_WORKER_METADATA_URL=metadata.url, DAGQ_WORKER_METADATA_POLL_S="0.1",
+        DAGQ_WORKER_SCHEDULED_EVENTS="true", DAGQ_WORKER_METADATA_URL=metadata.url,
+        DAGQ_WORKER_METADATA_POLL_S="0.1",
         DAGQ_WORKER_SHUTDOWN_GRACE_S="0.2", DAGQ_WORKER_KILL_GRACE_S="0.5",
         DAGQ_WORKER_VISIBILITY_S="60", DAGQ_WORKER_HEARTBEAT_S="20",
     )  # fmt: skip

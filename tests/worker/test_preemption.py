@@ -1,0 +1,115 @@
+"""The Scheduled Events watcher on its own: a first answer that comes late, failures retried with
+backoff, only an unreachable address turning it off, and off unless configured."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import urllib.error
+from collections.abc import Iterator
+
+import pytest
+
+from tests.worker.test_stopping import FakeMetadata, preempt
+from worker_agent import preemption
+from worker_agent.config import WorkerSettings
+from worker_agent.preemption import Notice, PreemptionWatcher
+
+
+@pytest.fixture
+def slow_metadata() -> Iterator[FakeMetadata]:
+    fake = FakeMetadata(first_delay_s=2.5)
+    fake.events.append(preempt("vm-7"))
+    yield fake
+    fake.close()
+
+
+async def watch(watcher: PreemptionWatcher, timeout_s: float = 30) -> list[Notice]:
+    notices: list[Notice] = []
+    await asyncio.wait_for(watcher.run(notices.append), timeout=timeout_s)
+    return notices
+
+
+async def test_a_first_answer_later_than_the_old_timeout_is_waited_for(
+    slow_metadata: FakeMetadata,
+) -> None:
+    watcher = PreemptionWatcher(slow_metadata.url, poll_s=0.05, vm_name="vm-7")
+    assert watcher.first_timeout_s >= 120  # Microsoft: the first call may take two minutes
+    (notice,) = await watch(watcher)
+    assert notice.event_type == "Preempt"
+    assert watcher.answered
+
+
+async def test_failed_requests_are_retried_until_the_endpoint_answers() -> None:
+    fake = FakeMetadata(failures=3)  # 503 three times
+    fake.events.append(preempt("vm-7"))
+    try:
+        (notice,) = await watch(PreemptionWatcher(fake.url, poll_s=0.01, vm_name="vm-7"))
+    finally:
+        fake.close()
+    assert notice.event_id == "evt-vm-7"
+    assert sum("scheduledevents" in r["path"] for r in fake.requests) == 4
+
+
+async def test_a_timeout_is_retried_with_the_long_first_timeout_until_answered() -> None:
+    timeouts: list[float] = []
+    document = json.dumps({"Events": [preempt("vm-7")]}).encode()
+
+    def fetch(url: str, timeout_s: float) -> bytes:
+        timeouts.append(timeout_s)
+        if len(timeouts) < 3:
+            raise TimeoutError("timed out")
+        return document
+
+    watcher = PreemptionWatcher("http://metadata", poll_s=0.01, vm_name="vm-7", fetch=fetch)
+    (notice,) = await watch(watcher)
+    assert notice.event_type == "Preempt"
+    assert timeouts == [preemption.FIRST_TIMEOUT_S] * 3
+
+
+@pytest.mark.parametrize("code", [errno.ENETUNREACH, errno.EHOSTUNREACH])
+async def test_only_an_unreachable_address_turns_the_watcher_off(code: int) -> None:
+    calls = 0
+
+    def fetch(url: str, timeout_s: float) -> bytes:
+        nonlocal calls
+        calls += 1
+        raise urllib.error.URLError(OSError(code, "unreachable"))
+
+    assert await watch(PreemptionWatcher("http://metadata", poll_s=0.01, fetch=fetch)) == []
+    assert calls == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ConnectionRefusedError(errno.ECONNREFUSED, "refused"), TimeoutError("timed out")],
+    ids=["refused", "timeout"],
+)
+async def test_other_errors_keep_the_watcher_on(error: OSError) -> None:
+    calls = 0
+    loop = asyncio.get_running_loop()
+    third = asyncio.Event()
+
+    def fetch(url: str, timeout_s: float) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            loop.call_soon_threadsafe(third.set)
+        raise urllib.error.URLError(error)
+
+    watcher = PreemptionWatcher("http://metadata", poll_s=0.001, fetch=fetch)
+    task = asyncio.create_task(watcher.run(lambda notice: None))
+    await asyncio.wait_for(third.wait(), timeout=20)
+    assert not task.done()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def test_the_watcher_is_off_unless_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DAGQ_WORKER_SCHEDULED_EVENTS", raising=False)
+    assert WorkerSettings(queues=["gpu"]).scheduled_events is False
+    monkeypatch.setenv("DAGQ_WORKER_SCHEDULED_EVENTS", "true")
+    assert WorkerSettings(queues=["gpu"]).scheduled_events is True
