@@ -10,21 +10,33 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
+CONSTRAINTS := constraints.txt
 PYTEST_ARGS ?=
 
-.PHONY: install test lint format bench clean
+.PHONY: install test lint format bench clean constraints
 
 install: $(STAMP) $(NODE_STAMP)
 
-$(STAMP): pyproject.toml
+# Reproducible installs: every Python package at the version in constraints.txt (the versions the
+# suite passed with; the Functions remote build and the worker VMs use the same file), and Azurite
+# exactly as package-lock.json says (npm ci).
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[functions,cli,test,lint]"
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[functions,cli,worker,test,lint]"
 	touch $@
 
-$(NODE_STAMP): package.json
-	npm install --no-audit --no-fund --loglevel=error
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+# After changing dependencies in pyproject.toml: install without the pins, run the suite, then
+# `make constraints` records what passed (commit constraints.txt with the change).
+constraints: $(STAMP)
+	{ echo "# Every Python dependency of dagq pinned to the version the test suite passed with."; \
+	  echo "# Used by make install, requirements.txt (Functions remote build), worker VMs and images."; \
+	  echo "# Regenerate with: make constraints (see Makefile)."; \
+	  $(PY) -m pip freeze --exclude-editable | grep -v '^-e '; } > $(CONSTRAINTS)
 
 test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)

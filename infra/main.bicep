@@ -19,6 +19,7 @@ param resourceGroupName string = ''
 @description('Object id of a user or service principal that gets storage data roles for the CLI and local runs (azd sets your own); empty: none.')
 param principalId string = ''
 
+@description('Kind of principalId: User (azd up from a workstation) or ServicePrincipal (CI); azd passes AZURE_PRINCIPAL_TYPE.')
 @allowed([
   'User'
   'ServicePrincipal'
@@ -45,12 +46,38 @@ param sweepSchedule string = '*/5 * * * * *'
 @description('Allow account-key and SAS access to the storage account. Off: Entra ID only.')
 param allowSharedKeyAccess bool = false
 
+@description('Storage public network access: Enabled (quick start) or Disabled (private endpoints only; see storagePrivateEndpointSubnetId).')
+@allowed([
+  'Enabled'
+  'Disabled'
+])
+param storagePublicNetworkAccess string = 'Enabled'
+
+@description('Storage network rule default: Allow (quick start) or Deny (only storageAllowedIpRanges, storageAllowedSubnetIds, private endpoints and trusted Azure services).')
+@allowed([
+  'Allow'
+  'Deny'
+])
+param storageNetworkDefaultAction string = 'Allow'
+
+@description('Public IPs / CIDR ranges allowed to reach storage when storageNetworkDefaultAction is Deny.')
+param storageAllowedIpRanges array = []
+
+@description('Subnet ids (Microsoft.Storage service endpoint) allowed to reach storage when storageNetworkDefaultAction is Deny.')
+param storageAllowedSubnetIds array = []
+
+@description('Subnet for private endpoints (blob, queue, table) of the storage account; empty: none.')
+param storagePrivateEndpointSubnetId string = ''
+
+@description('Private DNS zone ids for the private endpoints: {blob: ..., queue: ..., table: ...}.')
+param storagePrivateDnsZoneIds object = {}
+
 // -- Function App ----------------------------------------------------------------------------------
 
-@description('Most instances per Flex Consumption scale group (the coordinator is a singleton anyway).')
+@description('Most instances per Flex Consumption scale group. 40 is the lowest maximum Microsoft documents for every region (infra/README.md, "App settings").')
 @minValue(1)
 @maxValue(1000)
-param maximumInstanceCount int = 10
+param maximumInstanceCount int = 40
 
 @allowed([
   512
@@ -58,6 +85,12 @@ param maximumInstanceCount int = 10
   4096
 ])
 param instanceMemoryMB int = 2048
+
+@description('Entra ID in front of the API (App Service authentication): application (client) id of the app registration whose tokens it accepts. Empty: function keys only.')
+param apiAuthClientId string = ''
+
+@description('Subnet (delegated to Microsoft.App/environments) for the Function App\'s VNet integration; needed when storage is private. Empty: none.')
+param appSubnetId string = ''
 
 // -- GPU worker pool (VM Scale Set), optional -----------------------------------------------------
 
@@ -92,10 +125,13 @@ param gpuEvictionPolicy string = 'Delete'
 @description('Highest Spot price per hour in US dollars, as a string; -1: up to the regular price.')
 param gpuMaxPrice string = '-1'
 
-@description('Queues the VMs serve, one systemd service each.')
+@description('Queues the VMs serve, one systemd service each (each must also be in taskQueues: workers may use only the queues they have a role on).')
 param gpuQueues array = [
   'gpu'
 ]
+
+@description('User the VMs run tasks as (DAGQ_WORKER_TASK_USER): not the agent\'s user, so tasks read neither /etc/dagq/worker.env nor the agent\'s environment, and the VM firewall keeps them off the instance metadata service.')
+param gpuTaskUser string = 'dagq-task'
 
 // -- retention (infra/modules/retention.bicep; docs/operations.md) ---------------------------------
 
@@ -111,6 +147,14 @@ param deadletterRetentionDays int = 30
 
 @description('OIDC issuer URL of an AKS cluster (az aks show --query oidcIssuerProfile.issuerUrl): federates the worker identity with the pods in infra/aks/ and with KEDA. Empty: no AKS.')
 param aksOidcIssuerUrl string = ''
+
+// A GPU pool whose agents cannot start is refused at deploy time, with the reason (fail() stops
+// the deployment with this message; infra/README.md lists the required values).
+var gpuPoolNeedsPackage = 'deployGpuPool=true needs workerPackage (the pip requirement that installs dagq[worker] on the VMs, e.g. "dagq[worker] @ https://<host>/dagq-0.1.0-py3-none-any.whl"): azd env set DAGQ_WORKER_PACKAGE ...'
+var gpuPoolNeedsKey = 'deployGpuPool=true needs gpuAdminSshPublicKey (the VMs\' admin SSH public key): azd env set DAGQ_GPU_SSH_PUBLIC_KEY "$(cat ~/.ssh/id_ed25519.pub)"'
+var gpuPoolNeedsQueues = 'every queue in gpuQueues (${join(gpuQueues, ', ')}) must also be in taskQueues (${join(taskQueues, ', ')}): workers hold roles only on those queues'
+var gpuQueuesKnown = length(intersection(gpuQueues, taskQueues)) == length(gpuQueues)
+var gpuPoolProblem = deployGpuPool ? (empty(workerPackage) ? gpuPoolNeedsPackage : (empty(gpuAdminSshPublicKey) ? gpuPoolNeedsKey : (gpuQueuesKnown ? '' : gpuPoolNeedsQueues))) : ''
 
 var tags = {
   'azd-env-name': environmentName
@@ -146,6 +190,11 @@ module storage 'modules/storage.bicep' = {
     taskQueues: taskQueues
     allowSharedKeyAccess: allowSharedKeyAccess
     deploymentContainerName: names.deploymentContainer
+    publicNetworkAccess: storagePublicNetworkAccess
+    networkDefaultAction: storageNetworkDefaultAction
+    allowedIpRanges: storageAllowedIpRanges
+    allowedSubnetIds: storageAllowedSubnetIds
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
     tags: tags
   }
 }
@@ -158,6 +207,19 @@ module retention 'modules/retention.bicep' = {
     prefix: prefix
     outputsRetentionDays: outputsRetentionDays
     deadletterRetentionDays: deadletterRetentionDays
+  }
+}
+
+module storagePrivateEndpoints 'modules/storage-private-endpoints.bicep' = if (!empty(storagePrivateEndpointSubnetId)) {
+  name: 'storage-private-endpoints'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    storageAccountId: storage.outputs.id
+    storageAccountName: storage.outputs.name
+    subnetId: storagePrivateEndpointSubnetId
+    privateDnsZoneIds: storagePrivateDnsZoneIds
   }
 }
 
@@ -183,6 +245,11 @@ module identity 'modules/identity.bicep' = {
     workflowsContainerName: storage.outputs.workflowsContainerName
     outputsContainerName: storage.outputs.outputsContainerName
     deadletterContainerName: storage.outputs.deadletterContainerName
+    deploymentContainerName: names.deploymentContainer
+    indexTableName: storage.outputs.indexTableName
+    taskQueueNames: storage.outputs.taskQueueNames
+    eventQueueNames: storage.outputs.eventQueueNames
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
     principalId: principalId
     principalType: principalType
     aksOidcIssuerUrl: aksOidcIssuerUrl
@@ -208,9 +275,12 @@ module functionApp 'modules/functionapp.bicep' = {
     prefix: prefix
     eventQueueName: storage.outputs.eventQueueName
     sweepSchedule: sweepSchedule
-    applicationInsightsConnectionString: monitoring.outputs.connectionString
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
+    apiAuthClientId: apiAuthClientId
+    virtualNetworkSubnetId: appSubnetId
   }
 }
 
@@ -226,14 +296,15 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     priority: gpuPriority
     evictionPolicy: gpuEvictionPolicy
     maxPrice: gpuMaxPrice
-    adminSshPublicKey: gpuAdminSshPublicKey
+    adminSshPublicKey: empty(gpuPoolProblem) ? gpuAdminSshPublicKey : fail(gpuPoolProblem)
     workerIdentityId: identity.outputs.workerIdentityId
     workerIdentityClientId: identity.outputs.workerIdentityClientId
     storageAccountName: storage.outputs.name
     prefix: prefix
-    applicationInsightsConnectionString: monitoring.outputs.connectionString
-    workerPackage: workerPackage
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    workerPackage: empty(gpuPoolProblem) ? workerPackage : fail(gpuPoolProblem)
     queues: gpuQueues
+    taskUser: gpuTaskUser
   }
 }
 
@@ -246,7 +317,10 @@ output DAGQ_API_URL string = functionApp.outputs.url
 output DAGQ_STORAGE_ACCOUNT string = storage.outputs.name
 output DAGQ_PREFIX string = prefix
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsName
-output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.connectionString
+// The App Insights connection string is not an output (deployment outputs are readable by anyone
+// with read access to the deployment); read it with az (infra/README.md, "Workers on AKS").
+// The token scope the CLI asks for when Entra ID protects the API (shared/api_token.py).
+output DAGQ_API_SCOPE string = functionApp.outputs.apiScope
 output WORKER_IDENTITY_ID string = identity.outputs.workerIdentityId
 output WORKER_CLIENT_ID string = identity.outputs.workerIdentityClientId
 output GPU_POOL_NAME string = deployGpuPool ? names.gpuPool : ''

@@ -31,6 +31,7 @@ from worker_agent.preemption import Notice, PreemptionWatcher, seconds_left
 from worker_agent.registry import Presence
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import StopRequest
+from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger, task_logger
 
 PREEMPT_MARGIN_S = 5.0
@@ -66,6 +67,7 @@ class Agent:
                 storage.outputs,
             ),
             log=self.log,
+            task_user=None if settings.task_user is None else TaskUser.lookup(settings.task_user),
         )
         self.presence = Presence(
             storage.registry,

@@ -54,6 +54,7 @@ from worker_agent.logfile import LogFile
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import Command, RunResult, StopRequest, run_command
 from worker_agent.task_env import task_environment
+from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
 
 ERROR_RETRY_S = 5
@@ -76,6 +77,8 @@ class AttemptRunner:
     log: TaskLogger
     cgroup_parent: Path | None = None
     """Where each task gets its own cgroup (``cgroup.probe()``); None: process groups only."""
+    task_user: TaskUser | None = None
+    """The user tasks run as (task_user.py); None: the agent's own."""
 
     async def process(
         self,
@@ -176,6 +179,9 @@ class AttemptRunner:
             cwd = resolve_cwd(self.settings.work_dir, paths.work, message.cwd)
             write_json(paths.upstream, await upstream_values(message, self.storage.outputs))
             env = task_environment(os.environ, message, paths, devices, self.settings.task_env)
+            if self.task_user is not None:
+                env.update(self.task_user.environment())
+                self.task_user.give(paths.root, paths.work)
         except AttemptError as exc:
             log.warning("cannot run the task: %s", exc)
             await self._report(
@@ -189,6 +195,7 @@ class AttemptRunner:
             command = Command(
                 cmd=message.cmd, cwd=cwd, env=env, log_path=paths.log, log=task_log,
                 timeout_s=message.timeout_s, cgroup_parent=self.cgroup_parent,
+                user=None if self.task_user is None else (self.task_user.uid, self.task_user.gid),
             )  # fmt: skip
             try:
                 result = await self._run(message, command, stop, log)

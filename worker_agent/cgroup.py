@@ -22,13 +22,17 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-JOIN_SCRIPT = 'echo $$ > "$1" || exit 125; shift; exec /bin/sh -c "$1"'
-"""Run by ``/bin/sh -c`` with the group's ``cgroup.procs`` and the task command as arguments: the
-shell moves itself into the group, then execs the command, so the task and everything it starts
-are in the group from their first instruction (no fork can happen before the move)."""
+JOIN_SCRIPT = (
+    'read go || exit 125; [ "$go" = go ] || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
+)
+"""Run by ``/bin/sh -c`` with the task command as argument, stdin a pipe from the agent: the shell
+waits until the agent has moved it into the task's cgroup and says "go", then execs the command
+(stdin /dev/null), so the task and everything it starts are in the group from their first
+instruction. The agent (root, or the owner of a delegated cgroup) does the move, so this works the
+same when the task runs as another, unprivileged user (task_user.py)."""
 
 JOIN_FAILED = 125
-"""Exit status of the join script when the shell could not enter its group."""
+"""Exit status of the join script when the agent did not let it start."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,14 @@ class TaskCgroup:
     def procs_file(self) -> Path:
         return self.path / "cgroup.procs"
 
-    def argv(self, cmd: str) -> list[str]:
-        """The command line that runs ``cmd`` inside this group."""
-        return ["/bin/sh", "-c", JOIN_SCRIPT, "dagq-task", str(self.procs_file), cmd]
+    @staticmethod
+    def argv(cmd: str) -> list[str]:
+        """The command line that runs ``cmd`` once the agent has moved it into its group."""
+        return ["/bin/sh", "-c", JOIN_SCRIPT, "dagq-task", cmd]
+
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` into this group (OSError when the kernel refuses)."""
+        self.procs_file.write_text(str(pid))
 
     def pids(self) -> list[int]:
         try:
@@ -113,8 +122,8 @@ def _own_cgroup() -> Path | str:
 def probe() -> Path | str:
     """The directory under which task cgroups can be created, or why they cannot.
 
-    Creates a group, starts a shell that joins it with the same script tasks use, and checks that
-    the group has ``cgroup.kill``; everything is removed again.
+    Creates a group, moves a shell into it the way tasks are moved, and checks that the group has
+    ``cgroup.kill``; everything is removed again.
     """
     parent = _own_cgroup()
     if isinstance(parent, str):
@@ -126,10 +135,16 @@ def probe() -> Path | str:
     try:
         if not (group.path / "cgroup.kill").exists():
             return "cgroup.kill is missing (Linux before 5.14)"
-        joined = subprocess.run(group.argv("exit 0"), check=False, capture_output=True)
-        if joined.returncode != 0:
-            error = joined.stderr.decode(errors="replace").strip()
-            return f"cannot move a process into a cgroup under {parent}: {error}"
+        shell = subprocess.Popen(group.argv("exit 0"), stdin=subprocess.PIPE)
+        try:
+            group.add(shell.pid)
+        except OSError as exc:
+            return f"cannot move a process into a cgroup under {parent} ({exc.strerror})"
+        finally:
+            assert shell.stdin is not None
+            shell.communicate(b"go\n", timeout=10)
+        if shell.returncode != 0:
+            return f"a process moved into a cgroup under {parent} could not run"
         return parent
     finally:
         group.remove()

@@ -155,6 +155,12 @@ class WorkerSettings(BaseSettings):
         "e.g. 'HF_HOME WANDB_*'). Credentials (AZURE_*, IDENTITY_*, MSI_*, DAGQ_STORAGE*...) "
         "are never passed on.",
     )
+    task_user: str | None = Field(
+        default=None,
+        description="Run tasks as this user instead of the agent's own, so they can read neither "
+        "the agent's environment nor its settings file (the agent must run as root; each "
+        "attempt's directory is handed to the user). The VM Scale Set sets 'dagq-task'.",
+    )
     cgroups: Literal["auto", "off"] = Field(
         default="auto",
         description="Run each task in its own cgroup v2 group and kill the whole group on "

@@ -18,7 +18,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from shared.errors import StartError
 from worker_agent.cgroup import TaskCgroup
@@ -64,6 +64,8 @@ class Command:
     """The open log to write to (the caller reads it back); None: open ``log_path`` here."""
     cgroup_parent: Path | None = None
     """Where to create the task's own cgroup (``cgroup.probe()``); None: process group only."""
+    user: tuple[int, int] | None = None
+    """``(uid, gid)`` to run the task as (task_user.py); None: the agent's own user."""
 
 
 @dataclass(frozen=True)
@@ -105,45 +107,74 @@ async def run_command(command: Command, stop: StopRequest, *, kill_grace_s: floa
 
 
 async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: float) -> RunResult:
-    # stderr goes through a pipe of our own rather than asyncio's PIPE: on Python 3.11 waiting for
-    # the process also waits for its pipes to close, which a leftover background process would
-    # hold off for as long as it lives.
     try:
         cgroup = TaskCgroup.create(command.cgroup_parent) if command.cgroup_parent else None
     except OSError as exc:
         raise StartError(f"cannot create the task's cgroup: {exc}") from None
-    argv = cgroup.argv(command.cmd) if cgroup else ["/bin/sh", "-c", command.cmd]
+    # stderr goes through a pipe of our own rather than asyncio's PIPE: on Python 3.11 waiting for
+    # the process also waits for its pipes to close, which a leftover background process would
+    # hold off for as long as it lives. With a cgroup, stdin is the pipe that says "go" once the
+    # shell has been moved into it (cgroup.JOIN_SCRIPT).
     read_fd, write_fd = os.pipe()
+    go_read, go_write = os.pipe() if cgroup else (-1, -1)
     started_at = time.time()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *(cgroup.argv(command.cmd) if cgroup else ["/bin/sh", "-c", command.cmd]),
             cwd=command.cwd,
             env=command.env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=go_read if cgroup else asyncio.subprocess.DEVNULL,
             stdout=log,
             stderr=write_fd,
             start_new_session=True,  # its own process group (pgid == pid): signal it as a whole
+            **_as_user(command.user),
         )
     except (OSError, ValueError) as exc:
         os.close(read_fd)
         if cgroup is not None:
+            os.close(go_write)
             cgroup.remove()
         raise StartError(f"cannot start the command in {command.cwd}: {exc}") from None
     finally:
         os.close(write_fd)
+        if cgroup is not None:
+            os.close(go_read)
     reader = asyncio.StreamReader()
     transport, _ = await asyncio.get_running_loop().connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
     )
     processes = TaskProcesses(proc.pid, cgroup)
     try:
+        if cgroup is not None:
+            _join(cgroup, proc.pid, go_write)
         return await _supervise(
             proc, processes, command, stop, log, reader, started_at, kill_grace_s
         )
+    except StartError:
+        await proc.wait()  # the shell exits at once: it never got "go"
+        raise
     finally:
         transport.close()
         await processes.release()
+
+
+def _as_user(user: tuple[int, int] | None) -> dict[str, Any]:
+    """Popen arguments that start the task as ``(uid, gid)`` with no supplementary groups."""
+    if user is None:
+        return {}
+    uid, gid = user
+    return {"user": uid, "group": gid, "extra_groups": []}
+
+
+def _join(cgroup: TaskCgroup, pid: int, go: int) -> None:
+    """Move the waiting shell into its cgroup, then let it run (or, if that fails, exit)."""
+    try:
+        cgroup.add(pid)
+        os.write(go, b"go\n")
+    except OSError as exc:
+        raise StartError(f"cannot move the task into its cgroup {cgroup.path}: {exc}") from None
+    finally:
+        os.close(go)
 
 
 async def _supervise(

@@ -90,10 +90,33 @@ def setup_logging(
     root.setLevel(logging.WARNING)  # the SDKs' chatter stays out unless it matters
     logging.getLogger(LOGGER_NAME).setLevel(level)
     if env.get("APPLICATIONINSIGHTS_CONNECTION_STRING"):
-        _setup_azure_monitor()
+        _setup_azure_monitor(env.get("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", ""))
 
 
-def _setup_azure_monitor() -> None:
+def entra_client_id(authentication: str) -> str | None:
+    """For ``APPLICATIONINSIGHTS_AUTHENTICATION_STRING`` ("ClientId=<id>;Authorization=AAD", as
+    the deployment sets it): the identity's client id ('' for the default identity), or None when it
+    does not ask for Entra ID authentication."""
+    fields = dict(
+        part.split("=", 1) for part in authentication.split(";") if "=" in part
+    )  # fmt: skip
+    if fields.get("Authorization", "").upper() != "AAD":
+        return None
+    return fields.get("ClientId", "")
+
+
+def _credential(authentication: str) -> dict[str, Any]:
+    """``configure_azure_monitor`` arguments for Entra ID ingestion (App Insights with local auth
+    off accepts nothing else)."""
+    client_id = entra_client_id(authentication)
+    if client_id is None:
+        return {}
+    from azure.identity import DefaultAzureCredential
+
+    return {"credential": DefaultAzureCredential(managed_identity_client_id=client_id or None)}
+
+
+def _setup_azure_monitor(authentication: str) -> None:
     log = logging.getLogger(LOGGER_NAME)
     try:
         from azure.monitor.opentelemetry import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -107,7 +130,7 @@ def _setup_azure_monitor() -> None:
         return
     try:
         # Only the worker's own logger: its records carry the task dimensions.
-        configure_azure_monitor(logger_name=LOGGER_NAME)
+        configure_azure_monitor(logger_name=LOGGER_NAME, **_credential(authentication))
     except Exception as exc:  # a telemetry problem must never stop the worker
         log.warning("Application Insights export is off: %s", exc)
     else:

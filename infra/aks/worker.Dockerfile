@@ -14,11 +14,12 @@ RUN apt-get update \
 RUN python3 -m venv /opt/dagq
 ENV PATH=/opt/dagq/bin:$PATH PYTHONUNBUFFERED=1
 
-# Only what the agent needs: the package metadata and the two Python packages.
-COPY pyproject.toml README.md /src/
+# Only what the agent needs: the package metadata and the two Python packages, at the versions
+# the suite passed with (constraints.txt).
+COPY pyproject.toml README.md constraints.txt /src/
 COPY shared /src/shared
 COPY worker_agent /src/worker_agent
-RUN pip install --no-cache-dir '/src[worker]' && rm -rf /src
+RUN pip install --no-cache-dir -c /src/constraints.txt '/src[worker]' && rm -rf /src
 
 # The manifests run the agent as this non-root user (runAsNonRoot).
 RUN useradd --create-home --uid 10001 dagq

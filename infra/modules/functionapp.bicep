@@ -29,16 +29,29 @@ param eventQueueName string
 @description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE).')
 param sweepSchedule string
 
-param applicationInsightsConnectionString string
+@description('Application Insights component the app reports to (its connection string is read here, never passed around).')
+param applicationInsightsName string
 
-// Why small: the coordinator is a singleton per prefix (a blob lease), so a second instance in the
-// queue trigger's scale group only finds the lease taken and leaves its event for the holder. Flex
-// applies this limit per scale group (HTTP functions, the queue trigger, the timer), so it also caps
-// the HTTP API; raise it if the API needs more throughput.
-@description('Most instances per Flex Consumption scale group.')
+@description('Log Analytics workspace that receives the app\'s diagnostic logs; empty: none.')
+param logAnalyticsWorkspaceId string = ''
+
+@description('Entra ID (App Service authentication) in front of the API: the application (client) id of the app registration whose tokens it accepts; empty: off (function keys only).')
+param apiAuthClientId string = ''
+
+@description('Tenant of apiAuthClientId\'s app registration.')
+param apiAuthTenantId string = tenant().tenantId
+
+@description('Subnet (delegated to Microsoft.App/environments) for VNet integration, required to reach a storage account behind private endpoints or network rules; empty: none.')
+param virtualNetworkSubnetId string = ''
+
+// 40: the lowest maximum Microsoft documents as accepted everywhere ("Currently the lowest maximum
+// instance count value is 40", Event-driven scaling, "Limit scale-out"); some regions accept less.
+// The coordinator is one lease holder per partition, so more instances in the queue trigger's scale
+// group only find the lease taken; the limit mostly caps the HTTP API and the bill.
+@description('Most instances per Flex Consumption scale group (40 deploys in every region).')
 @minValue(1)
 @maxValue(1000)
-param maximumInstanceCount int = 10
+param maximumInstanceCount int = 40
 
 @description('Instance size: 512, 2048 or 4096 MB.')
 @allowed([
@@ -70,6 +83,10 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
 }
 
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
 resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
   name: appName
   location: location
@@ -87,9 +104,11 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
     serverFarmId: plan.id
     httpsOnly: true
     publicNetworkAccess: 'Enabled'
+    virtualNetworkSubnetId: empty(virtualNetworkSubnetId) ? null : virtualNetworkSubnetId
     siteConfig: {
       minTlsVersion: '1.2'
       http20Enabled: true
+      ftpsState: 'Disabled'
       appSettings: [
         // The host's own storage (timer schedules, singleton locks, function keys), by identity.
         {
@@ -161,7 +180,12 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         }
         {
           name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'
-          value: applicationInsightsConnectionString
+          value: applicationInsights.properties.ConnectionString
+        }
+        // Ingestion with the app identity's token (App Insights has local auth disabled).
+        {
+          name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'
+          value: 'ClientId=${appIdentityClientId};Authorization=AAD'
         }
       ]
     }
@@ -193,5 +217,80 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
   }
 }
 
+// No publishing with user names and passwords (FTP, and SCM/Kudu basic auth): deployments go
+// through Entra ID (azd, func publish with az login).
+resource ftpCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2023-12-01' = {
+  parent: functionApp
+  name: 'ftp'
+  properties: {
+    allow: false
+  }
+}
+
+resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2023-12-01' = {
+  parent: functionApp
+  name: 'scm'
+  properties: {
+    allow: false
+  }
+}
+
+// Optional Entra ID in front of the API (App Service authentication): a request without a valid
+// token for apiAuthClientId gets 401 before it reaches a function; the function key is still
+// checked behind it. /api/health stays open for probes.
+resource authSettings 'Microsoft.Web/sites/config@2023-12-01' = if (!empty(apiAuthClientId)) {
+  parent: functionApp
+  name: 'authsettingsV2'
+  properties: {
+    platform: {
+      enabled: true
+    }
+    globalValidation: {
+      requireAuthentication: true
+      unauthenticatedClientAction: 'Return401'
+      excludedPaths: [
+        '/api/health'
+      ]
+    }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: apiAuthClientId
+          openIdIssuer: 'https://login.microsoftonline.com/${apiAuthTenantId}/v2.0'
+        }
+        validation: {
+          allowedAudiences: [
+            'api://${apiAuthClientId}'
+            apiAuthClientId
+          ]
+        }
+      }
+    }
+  }
+}
+
+resource appDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = if (!empty(logAnalyticsWorkspaceId)) {
+  name: 'to-log-analytics'
+  scope: functionApp
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: [
+      {
+        category: 'FunctionAppLogs'
+        enabled: true
+      }
+    ]
+    metrics: [
+      {
+        category: 'AllMetrics'
+        enabled: true
+      }
+    ]
+  }
+}
+
 output name string = functionApp.name
 output url string = 'https://${functionApp.properties.defaultHostName}'
+// The scope a client asks a token for when Entra ID is on (DAGQ_API_SCOPE); empty when off.
+output apiScope string = empty(apiAuthClientId) ? '' : 'api://${apiAuthClientId}/.default'

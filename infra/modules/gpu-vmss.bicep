@@ -36,8 +36,9 @@ param terminateNotBeforeTimeout string = 'PT10M'
 
 param adminUsername string = 'azureuser'
 
-@description('SSH public key of the admin user (password login is disabled).')
+@description('SSH public key of the admin user (password login is disabled). Required: main.bicep refuses an empty one with a message (fail()).')
 @secure()
+@minLength(1)
 param adminSshPublicKey string
 
 param imagePublisher string = 'Canonical'
@@ -55,10 +56,19 @@ param workerIdentityClientId string
 
 param storageAccountName string
 param prefix string
-param applicationInsightsConnectionString string
 
-@description('pip requirement that installs the worker agent, e.g. "dagq[worker] @ https://<host>/dagq-0.1.0-py3-none-any.whl" or "dagq[worker] @ git+https://github.com/<org>/dagq@<tag>".')
+@description('Application Insights component the agents report to (its connection string is read here, never passed around).')
+param applicationInsightsName string
+
+@description('pip requirement that installs the worker agent, e.g. "dagq[worker] @ https://<host>/dagq-0.1.0-py3-none-any.whl" or "dagq[worker] @ git+https://github.com/<org>/dagq@<tag>". Required: main.bicep refuses an empty one with a message (fail()).')
+@minLength(1)
 param workerPackage string
+
+@description('pip constraints the VMs install with: the repository\'s constraints.txt, the versions CI tested.')
+param workerConstraints string = loadTextContent('../../constraints.txt')
+
+@description('User tasks run as (DAGQ_WORKER_TASK_USER); the agent runs as root to start them as this user and to give each task its own cgroup.')
+param taskUser string = 'dagq-task'
 
 @description('Queues this pool serves, as named in workflow definitions; one systemd service each.')
 param queues array = [
@@ -84,14 +94,21 @@ var cloudInit0 = loadTextContent('../cloud-init/worker.yaml')
 var cloudInit1 = replace(cloudInit0, '{{storageAccount}}', storageAccountName)
 var cloudInit2 = replace(cloudInit1, '{{workerClientId}}', workerIdentityClientId)
 var cloudInit3 = replace(cloudInit2, '{{prefix}}', prefix)
-var cloudInit4 = replace(cloudInit3, '{{appInsightsConnectionString}}', applicationInsightsConnectionString)
+var cloudInit4 = replace(cloudInit3, '{{appInsightsConnectionString}}', applicationInsights.properties.ConnectionString)
 var cloudInit5 = replace(cloudInit4, '{{workerGpus}}', workerGpus)
 var cloudInit6 = replace(cloudInit5, '{{shutdownGraceSeconds}}', string(shutdownGraceSeconds))
 var cloudInit7 = replace(cloudInit6, '{{stopTimeoutSeconds}}', string(stopTimeoutSeconds))
 var cloudInit8 = replace(cloudInit7, '{{workerPackage}}', workerPackage)
 var cloudInit9 = replace(cloudInit8, '{{installNvidiaDriver}}', string(installNvidiaDriver))
 var cloudInit10 = replace(cloudInit9, '{{queues}}', join(queues, ' '))
-var cloudInit = cloudInit10
+var cloudInit11 = replace(cloudInit10, '{{taskUser}}', taskUser)
+// The constraints go into an indented YAML block: every line gets the block's indentation.
+var cloudInit12 = replace(cloudInit11, '{{workerConstraints}}', replace(trim(workerConstraints), '\n', '\n      '))
+var cloudInit = cloudInit12
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
 
 resource nsg 'Microsoft.Network/networkSecurityGroups@2023-11-01' = {
   name: '${name}-nsg'
@@ -121,6 +138,12 @@ resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
           networkSecurityGroup: {
             id: nsg.id
           }
+          // Lets the storage account allow this subnet when its network rules deny by default.
+          serviceEndpoints: [
+            {
+              service: 'Microsoft.Storage'
+            }
+          ]
         }
       }
     ]
@@ -235,3 +258,4 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
 }
 
 output name string = vmss.name
+output subnetId string = vnet.properties.subnets[0].id

@@ -1,4 +1,5 @@
-// Managed identities and every role assignment dagq needs, each with only the roles it uses.
+// Managed identities and every role assignment dagq needs, each with only the roles it uses, at the
+// narrowest scope that serves (a container, a queue, the index table, the App Insights component).
 // infra/README.md ("Roles") says why each one is there; tests/infra checks that this file assigns
 // exactly the roles that table lists, no more and no fewer.
 
@@ -9,6 +10,17 @@ param storageAccountName string
 param workflowsContainerName string
 param outputsContainerName string
 param deadletterContainerName string
+param deploymentContainerName string
+param indexTableName string
+
+@description('The task queues (Azure names) the workers receive from: each gets its own role assignment.')
+param taskQueueNames array
+
+@description('The event queue(s) (Azure names) workers send completions to: one per coordinator partition.')
+param eventQueueNames array
+
+@description('Application Insights component the app and the workers send telemetry to (Entra ID ingestion).')
+param applicationInsightsName string
 
 @description('Object id of a user or service principal that gets data roles for the CLI and local runs; empty: none.')
 param principalId string = ''
@@ -40,8 +52,22 @@ var roleIds = {
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
   storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  storageQueueDataMessageSender: 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
 }
+
+// The Functions host's own containers (AzureWebJobsStorage): storage.bicep creates them so that the
+// app's roles can be scoped to them instead of to the whole account.
+var hostContainers = {
+  hosts: 'azure-webjobs-hosts'
+  secrets: 'azure-webjobs-secrets'
+}
+
+// Workers read a state blob's metadata to notice a cancel: the condition limits their reads in the
+// workflows container to state blobs ({id}.state, shared/names.py), so definitions stay unreadable.
+var stateBlobsOnly = '((!(ActionMatches{\'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read\'})) OR (@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringLike \'*.state\'))'
+
 
 resource appIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
   name: appIdentityName
@@ -79,13 +105,111 @@ resource deadletterContainer 'Microsoft.Storage/storageAccounts/blobServices/con
   name: deadletterContainerName
 }
 
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: deploymentContainerName
+}
+
+resource hostsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: hostContainers.hosts
+}
+
+resource secretsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: hostContainers.secrets
+}
+
+resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-01' existing = {
+  parent: storage
+  name: 'default'
+}
+
+resource indexTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
+  parent: tableService
+  name: indexTableName
+}
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' existing = {
+  parent: storage
+  name: 'default'
+}
+
+resource taskQueues 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' existing = [
+  for queueName in taskQueueNames: {
+    parent: queueService
+    name: queueName
+  }
+]
+
+resource eventQueues 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' existing = [
+  for queueName in eventQueueNames: {
+    parent: queueService
+    name: queueName
+  }
+]
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
 // -- the Function App (API, coordinator, sweeps) --------------------------------------------------
 
-resource appBlobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(storage.id, appIdentity.id, roleIds.storageBlobDataOwner)
-  scope: storage
+resource appHostsBlobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostsContainer.id, appIdentity.id, roleIds.storageBlobDataOwner)
+  scope: hostsContainer
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataOwner)
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource appSecretsBlobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(secretsContainer.id, appIdentity.id, roleIds.storageBlobDataOwner)
+  scope: secretsContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataOwner)
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource appDeploymentBlobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(deploymentContainer.id, appIdentity.id, roleIds.storageBlobDataOwner)
+  scope: deploymentContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataOwner)
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource appWorkflowsContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(workflowsContainer.id, appIdentity.id, roleIds.storageBlobDataContributor)
+  scope: workflowsContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource appOutputsContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(outputsContainer.id, appIdentity.id, roleIds.storageBlobDataContributor)
+  scope: outputsContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource appDeadletterContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(deadletterContainer.id, appIdentity.id, roleIds.storageBlobDataContributor)
+  scope: deadletterContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
     principalId: appIdentity.properties.principalId
     principalType: 'ServicePrincipal'
   }
@@ -102,8 +226,8 @@ resource appQueueDataContributor 'Microsoft.Authorization/roleAssignments@2022-0
 }
 
 resource appTableDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(storage.id, appIdentity.id, roleIds.storageTableDataContributor)
-  scope: storage
+  name: guid(indexTable.id, appIdentity.id, roleIds.storageTableDataContributor)
+  scope: indexTable
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageTableDataContributor)
     principalId: appIdentity.properties.principalId
@@ -111,17 +235,41 @@ resource appTableDataContributor 'Microsoft.Authorization/roleAssignments@2022-0
   }
 }
 
-// -- workers (GPU VM Scale Set, AKS pods, KEDA's queue-length probe) -------------------------------
-
-resource workerQueueDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(storage.id, workerIdentity.id, roleIds.storageQueueDataContributor)
-  scope: storage
+resource appMetricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(applicationInsights.id, appIdentity.id, roleIds.monitoringMetricsPublisher)
+  scope: applicationInsights
   properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageQueueDataContributor)
-    principalId: workerIdentity.properties.principalId
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.monitoringMetricsPublisher)
+    principalId: appIdentity.properties.principalId
     principalType: 'ServicePrincipal'
   }
 }
+
+// -- workers (GPU VM Scale Set, AKS pods, KEDA's queue-length probe) -------------------------------
+
+resource workerTaskQueueContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for (queueName, i) in taskQueueNames: {
+    name: guid(taskQueues[i].id, workerIdentity.id, roleIds.storageQueueDataContributor)
+    scope: taskQueues[i]
+    properties: {
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageQueueDataContributor)
+      principalId: workerIdentity.properties.principalId
+      principalType: 'ServicePrincipal'
+    }
+  }
+]
+
+resource workerEventQueueSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for (queueName, i) in eventQueueNames: {
+    name: guid(eventQueues[i].id, workerIdentity.id, roleIds.storageQueueDataMessageSender)
+    scope: eventQueues[i]
+    properties: {
+      roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageQueueDataMessageSender)
+      principalId: workerIdentity.properties.principalId
+      principalType: 'ServicePrincipal'
+    }
+  }
+]
 
 resource workerOutputsContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(outputsContainer.id, workerIdentity.id, roleIds.storageBlobDataContributor)
@@ -143,11 +291,33 @@ resource workerDeadletterContributor 'Microsoft.Authorization/roleAssignments@20
   }
 }
 
-resource workerWorkflowsReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+resource workerStateReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(workflowsContainer.id, workerIdentity.id, roleIds.storageBlobDataReader)
   scope: workflowsContainer
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataReader)
+    principalId: workerIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+    condition: stateBlobsOnly
+    conditionVersion: '2.0'
+  }
+}
+
+resource workerIndexTableContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(indexTable.id, workerIdentity.id, roleIds.storageTableDataContributor)
+  scope: indexTable
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageTableDataContributor)
+    principalId: workerIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource workerMetricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(applicationInsights.id, workerIdentity.id, roleIds.monitoringMetricsPublisher)
+  scope: applicationInsights
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.monitoringMetricsPublisher)
     principalId: workerIdentity.properties.principalId
     principalType: 'ServicePrincipal'
   }

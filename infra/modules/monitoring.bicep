@@ -1,5 +1,5 @@
 // Log Analytics workspace + workspace-based Application Insights: the Function App and the
-// workers (through APPLICATIONINSIGHTS_CONNECTION_STRING) report here.
+// workers (through APPLICATIONINSIGHTS_CONNECTION_STRING, authenticated with Entra ID) report here.
 
 param location string
 param logAnalyticsName string
@@ -37,9 +37,14 @@ resource applicationInsights 'Microsoft.Insights/components@2020-02-02' = {
     WorkspaceResourceId: logAnalytics.id
     IngestionMode: 'LogAnalytics'
     RetentionInDays: retentionInDays
+    // Telemetry is accepted only with an Entra ID token (APPLICATIONINSIGHTS_AUTHENTICATION_STRING
+    // and the Monitoring Metrics Publisher role, identity.bicep): the connection string alone,
+    // which is not a secret, cannot be used to send forged telemetry.
+    DisableLocalAuth: true
   }
 }
 
 output applicationInsightsName string = applicationInsights.name
-output connectionString string = applicationInsights.properties.ConnectionString
+// No connection string output: modules that need it read it from the component themselves, so it
+// does not appear in deployment outputs or in the azd environment.
 output logAnalyticsWorkspaceId string = logAnalytics.id

@@ -4,6 +4,9 @@
 // tests/infra checks that they stay equal. The Functions host also keeps its own state here
 // (AzureWebJobsStorage: timer and lease blobs, function keys) and the Flex Consumption deployment
 // package lives in its own container; workers get no access to either (see identity.bicep).
+// Network: public by default for a quick start (Entra ID only, no keys); networkDefaultAction=Deny
+// with allowed ranges/subnets, or publicNetworkAccess=Disabled with private endpoints
+// (storage-private-endpoints.bicep), for production (infra/README.md, "Production checklist").
 
 @description('Azure region of the account.')
 param location string
@@ -29,6 +32,29 @@ param allowSharedKeyAccess bool = false
 
 @description('Container that holds the Function App\'s deployment package (Flex Consumption).')
 param deploymentContainerName string
+
+@description('Public network access to the account: Enabled (quick start) or Disabled (private endpoints only).')
+@allowed([
+  'Enabled'
+  'Disabled'
+])
+param publicNetworkAccess string = 'Enabled'
+
+@description('Network rule default: Allow (quick start: any network, still Entra ID only) or Deny (only allowedIpRanges, allowedSubnetIds, private endpoints and trusted Azure services).')
+@allowed([
+  'Allow'
+  'Deny'
+])
+param networkDefaultAction string = 'Allow'
+
+@description('Public IP addresses or CIDR ranges allowed when networkDefaultAction is Deny (your workstation, CI).')
+param allowedIpRanges array = []
+
+@description('Subnet resource ids (with the Microsoft.Storage service endpoint) allowed when networkDefaultAction is Deny: the GPU pool subnet, AKS node subnets.')
+param allowedSubnetIds array = []
+
+@description('Log Analytics workspace that receives the account\'s diagnostic logs and metrics; empty: none.')
+param logAnalyticsWorkspaceId string = ''
 
 param tags object = {}
 
@@ -60,10 +86,22 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     allowSharedKeyAccess: allowSharedKeyAccess
     allowCrossTenantReplication: false
     defaultToOAuthAuthentication: true
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: publicNetworkAccess
     networkAcls: {
       bypass: 'AzureServices'
-      defaultAction: 'Allow'
+      defaultAction: networkDefaultAction
+      ipRules: [
+        for range in allowedIpRanges: {
+          value: range
+          action: 'Allow'
+        }
+      ]
+      virtualNetworkRules: [
+        for subnetId in allowedSubnetIds: {
+          id: subnetId
+          action: 'Allow'
+        }
+      ]
     }
   }
 }
@@ -107,6 +145,24 @@ resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/con
   }
 }
 
+// The Functions host's own containers (timers and locks; function keys). The host would create them
+// on first start; creating them here lets identity.bicep scope the app's Owner role to them.
+resource hostsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: 'azure-webjobs-hosts'
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource secretsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: 'azure-webjobs-secrets'
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
 resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-01' = {
   parent: storage
   name: 'default'
@@ -141,6 +197,68 @@ resource taskQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-
   }
 ]
 
+// Diagnostic settings: every read, write and delete of blobs, queues and tables (who did what,
+// with which identity) and the transaction metrics, to the Log Analytics workspace.
+var storageLogs = [
+  {
+    category: 'StorageRead'
+    enabled: true
+  }
+  {
+    category: 'StorageWrite'
+    enabled: true
+  }
+  {
+    category: 'StorageDelete'
+    enabled: true
+  }
+]
+var transactionMetrics = [
+  {
+    category: 'Transaction'
+    enabled: true
+  }
+]
+
+resource accountDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = if (!empty(logAnalyticsWorkspaceId)) {
+  name: 'to-log-analytics'
+  scope: storage
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    metrics: transactionMetrics
+  }
+}
+
+resource blobDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = if (!empty(logAnalyticsWorkspaceId)) {
+  name: 'to-log-analytics'
+  scope: blobService
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: storageLogs
+    metrics: transactionMetrics
+  }
+}
+
+resource queueDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = if (!empty(logAnalyticsWorkspaceId)) {
+  name: 'to-log-analytics'
+  scope: queueService
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: storageLogs
+    metrics: transactionMetrics
+  }
+}
+
+resource tableDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = if (!empty(logAnalyticsWorkspaceId)) {
+  name: 'to-log-analytics'
+  scope: tableService
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: storageLogs
+    metrics: transactionMetrics
+  }
+}
+
 output name string = storage.name
 output id string = storage.id
 output blobEndpoint string = storage.properties.primaryEndpoints.blob
@@ -151,5 +269,9 @@ output outputsContainerName string = names.outputsContainer
 output deadletterContainerName string = names.deadletterContainer
 output indexTableName string = names.indexTable
 output eventQueueName string = names.eventQueue
+// Every event queue workers send completions to (one per coordinator partition).
+output eventQueueNames array = [
+  names.eventQueue
+]
 output eventPoisonQueueName string = names.eventPoisonQueue
 output taskQueueNames array = taskQueueNames

@@ -9,6 +9,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from shared.api_token import entra_auth
 from shared.client.config import KEY_HEADER, ClientConfig
 from shared.errors import ApiError, ApiUnreachableError
 
@@ -37,6 +38,7 @@ class Transport:
         self._http = httpx.Client(
             base_url=config.api_url + "/api",
             headers=headers,
+            auth=entra_auth(),  # Entra ID token when DAGQ_API_SCOPE is set (shared/api_token.py)
             timeout=timeout_s,
             transport=transport,
         )

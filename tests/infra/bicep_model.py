@@ -163,7 +163,7 @@ class _Evaluator:
         if isinstance(node, str):
             if "${" in node:
                 return self.interpolate(node)
-            return self.env.get(node, node)
+            return self.env[node] if node in self.env else _unescape(node)
         if isinstance(node, list):
             return [self.value(item) for item in node]
         if isinstance(node, dict):
@@ -191,7 +191,8 @@ class _Evaluator:
         return "".join(str(part) for part in parts)
 
     def function(self, call: dict[str, Any]) -> Any:
-        args = [self.value(arg) for arg in call["parameters"].values() if arg is not None]
+        parameters = call.get("parameters") or {}
+        args = [self.value(arg) for arg in parameters.values() if arg is not None]
         if any(isinstance(arg, Opaque) for arg in args):
             return Opaque(call["type"])
         kind = call["type"]
@@ -210,6 +211,12 @@ class _Evaluator:
             return "/".join(str(arg) for arg in args)
         if kind == "empty":
             return not args[0]
+        if kind == "length":
+            return len(args[0])
+        if kind == "intersection":
+            return [item for item in args[0] if all(item in other for other in args[1:])]
+        if kind == "trim":
+            return str(args[0]).strip()
         if kind == "union":
             merged: dict[str, Any] = {}
             for arg in args:
@@ -227,6 +234,16 @@ class _Evaluator:
             if isinstance(left, int) and isinstance(right, int):
                 return left + right
             return Opaque("add")
+        if kind in ("equals", "not_equals", "and", "or"):
+            left, right = self.value(operands["operand_1"]), self.value(operands["operand_2"])
+            if isinstance(left, Opaque) or isinstance(right, Opaque):
+                return Opaque(kind)
+            return {
+                "equals": lambda: left == right,
+                "not_equals": lambda: left != right,
+                "and": lambda: bool(left) and bool(right),
+                "or": lambda: bool(left) or bool(right),
+            }[kind]()
         if kind == "not":
             operand = self.value(operands["bool_value"])
             return (not operand) if isinstance(operand, bool) else Opaque("not")
@@ -253,6 +270,16 @@ class _Evaluator:
             else:
                 return Opaque(".".join(map(str, keys)))
         return base
+
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "'": "'", "$": "$"}
+
+
+def _unescape(text: str) -> str:
+    """A Bicep string literal's value (pycep keeps the escapes: ``\\n`` is two characters)."""
+    if "\\" not in text:
+        return text
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), text)
 
 
 def _unquote(key: str) -> str:

@@ -68,6 +68,9 @@ FUNCTIONS = frozenset(
         "range",
         "trim",
         "substring",
+        "intersection",
+        "difference",
+        "fail",
     }
 )
 
@@ -159,6 +162,11 @@ def _references(node: Node, scope: set[str], found: Symbols) -> None:
         first = node.named_children[0]
         if first.type == "identifier":
             loop_scope = scope | {_text(first)}
+        elif first.type == "for_loop_parameters":  # (item, index)
+            loop_scope = scope | {_text(n) for n in first.named_children}
+        else:
+            loop_scope = None
+        if loop_scope is not None:
             for child in node.named_children[1:]:
                 _references(child, loop_scope, found)
             return

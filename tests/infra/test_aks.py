@@ -18,7 +18,11 @@ from worker_agent.cli import build_parser
 from worker_agent.config import WorkerSettings
 
 AKS = INFRA / "aks"
-TELEMETRY = {"APPLICATIONINSIGHTS_CONNECTION_STRING"}  # read by azure-monitor-opentelemetry
+# Read by azure-monitor-opentelemetry, with the worker's Entra ID token (worker_agent/telemetry.py).
+TELEMETRY = {"APPLICATIONINSIGHTS_CONNECTION_STRING", "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"}
+NOT_OUTPUTS = {"WORKER_IMAGE", "APPLICATIONINSIGHTS_CONNECTION_STRING"}
+"""The image you built, and the App Insights connection string, which the deployment keeps out of
+its outputs (infra/README.md reads it with az)."""
 # What `envsubst` fills in (infra/README.md): deployment outputs, plus the image you built.
 VALUES = {
     "DAGQ_PREFIX": "dagq",
@@ -63,7 +67,8 @@ def test_variables_are_deployment_outputs_or_the_image() -> None:
     for path in AKS.glob("*.yaml"):
         used |= set(re.findall(r"\$\{(\w+)\}", path.read_text()))
     assert used == set(VALUES)
-    assert used - {"WORKER_IMAGE"} <= set(main.outputs)
+    assert used - NOT_OUTPUTS <= set(main.outputs)
+    assert not NOT_OUTPUTS & set(main.outputs)
 
 
 def test_every_workload_is_scaled_by_keda_on_its_own_task_queue() -> None:
@@ -187,3 +192,31 @@ def test_example_image_runs_as_the_user_the_pods_expect() -> None:
     users = {t["spec"]["securityContext"]["runAsUser"] for t, _ in pod_specs()}
     assert users == {int(re.findall(r"^USER (\d+)$", dockerfile, re.MULTILINE)[-1])}
     assert "'/src[worker]'" in dockerfile  # the agent with its Application Insights exporter
+
+
+def test_every_pod_watches_scheduled_events_and_sends_telemetry_with_its_identity() -> None:
+    for template, _ in pod_specs():
+        [container] = template["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["DAGQ_WORKER_SCHEDULED_EVENTS"] == "true"
+        assert env["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == (
+            f"ClientId={VALUES['WORKER_CLIENT_ID']};Authorization=AAD"
+        )
+
+
+def test_keda_counts_every_message_and_the_scaled_job_runs_one_task_per_job() -> None:
+    # queueLengthStrategy "all" (KEDA >= 2.16; older versions count all messages anyway) includes
+    # the
+    # messages running tasks hold invisible; with one task per Job, the default ScaledJob strategy
+    # (queue length - running jobs) then starts exactly one Job per waiting task.
+    for workload in of_kind("ScaledObject") + of_kind("ScaledJob"):
+        for trigger in workload["spec"]["triggers"]:
+            assert trigger["metadata"]["queueLengthStrategy"] == "all"
+    for job in of_kind("ScaledJob"):
+        assert job["spec"]["scalingStrategy"]["strategy"] == "default"
+        [trigger] = job["spec"]["triggers"]
+        assert trigger["metadata"]["queueLength"] == "1"
+        [container] = job["spec"]["jobTargetRef"]["template"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["DAGQ_WORKER_CONCURRENCY"] == "1"
+        assert int(env["DAGQ_WORKER_IDLE_TIMEOUT_S"]) > 0  # an extra Job exits when idle

@@ -21,6 +21,7 @@ EXPECTED_FILES = {
     "modules/functionapp.bicep",
     "modules/gpu-vmss.bicep",
     "modules/retention.bicep",
+    "modules/storage-private-endpoints.bicep",
 }
 
 

@@ -46,14 +46,17 @@ def test_plan_is_flex_consumption_on_linux() -> None:
     assert body["properties"]["reserved"] is True  # Linux
 
 
-def test_site_runs_python_311_with_small_instance_limits() -> None:
+def test_site_runs_python_311_with_an_instance_limit_every_region_accepts() -> None:
     app, site = _app()
     assert site["kind"] == "functionapp,linux"
     config = site["properties"]["functionAppConfig"]
     assert config["runtime"] == {"name": "python", "version": "3.11"}
     scale = config["scaleAndConcurrency"]
-    # The coordinator is a singleton (lease): a small cap bounds idle instances.
-    assert 1 <= scale["maximumInstanceCount"] <= 20
+    # Microsoft: "Currently the lowest maximum instance count value is 40" (Event-driven scaling,
+    # Limit scale-out); a default below it fails the deployment in those regions.
+    assert scale["maximumInstanceCount"] == 40
+    main, _ = deployment()
+    assert main.default("maximumInstanceCount") == 40
     assert scale["instanceMemoryMB"] in app.decorator("instanceMemoryMB", "allowed")
 
 
@@ -117,3 +120,60 @@ def test_bindings_in_function_app_find_their_settings() -> None:
     for connection in re.findall(r"connection=\"([A-Za-z0-9_]+)\"", source):
         assert f"{connection}__queueServiceUri" in settings
         assert settings[f"{connection}__credential"] == "managedidentity"
+
+
+def test_no_basic_publishing_credentials_and_no_ftp() -> None:
+    app, site = _app()
+    assert site["properties"]["siteConfig"]["ftpsState"] == "Disabled"
+    policies = app.resources_of_type("Microsoft.Web/sites/basicPublishingCredentialsPolicies")
+    bodies = [app.evaluate(Template.body(policy)) for policy in policies.values()]
+    assert sorted(body["name"] for body in bodies) == ["ftp", "scm"]
+    assert all(body["properties"]["allow"] is False for body in bodies)
+    assert all(Template.condition(policy) is None for policy in policies.values())
+
+
+def test_telemetry_is_sent_with_the_app_identity_and_no_connection_string_travels() -> None:
+    settings = _settings()
+    assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == Opaque(
+        "ClientId=${appIdentityClientId};Authorization=AAD"
+    )
+    # Read from the component inside the module: never a parameter or an output.
+    connection = settings["APPLICATIONINSIGHTS_CONNECTION_STRING"]
+    assert connection.expression.startswith("applicationInsights.properties")
+    main, modules = deployment()
+    for template in (main, *modules.values()):
+        assert not any("connection" in name.lower() for name in template.outputs)
+        assert not any("connectionstring" in name.lower() for name in template.parameters)
+    monitoring = modules["monitoring"]
+    [component] = monitoring.resources_of_type("Microsoft.Insights/components").values()
+    assert monitoring.evaluate(Template.body(component))["properties"]["DisableLocalAuth"] is True
+
+
+def test_entra_id_in_front_of_the_api_is_an_option_that_keeps_health_open() -> None:
+    app, _ = _app()
+    auth = app.resources["authSettings"]
+    assert app.evaluate(Template.condition(auth)) is False  # off by default: function keys only
+    on = Template(app.path, {**app.env, "apiAuthClientId": "11111111-2222-3333-4444-555555555555"})
+    assert on.evaluate(Template.condition(on.resources["authSettings"])) is True
+    body = on.evaluate(Template.body(on.resources["authSettings"]))
+    validation = body["properties"]["globalValidation"]
+    assert validation["requireAuthentication"] is True
+    assert validation["unauthenticatedClientAction"] == "Return401"
+    assert validation["excludedPaths"] == ["/api/health"]
+    aad = body["properties"]["identityProviders"]["azureActiveDirectory"]
+    assert aad["registration"]["clientId"] == "11111111-2222-3333-4444-555555555555"
+    assert "api://11111111-2222-3333-4444-555555555555" in aad["validation"]["allowedAudiences"]
+    assert on.evaluate(on.outputs["apiScope"]["value"]) == (
+        "api://11111111-2222-3333-4444-555555555555/.default"
+    )
+    main, _ = deployment()
+    assert main.default("apiAuthClientId") == ""
+    assert "DAGQ_API_SCOPE" in main.outputs
+
+
+def test_app_logs_go_to_log_analytics() -> None:
+    app, _ = _app()
+    [diagnostics] = app.resources_of_type("Microsoft.Insights/diagnosticSettings").values()
+    body = app.evaluate(Template.body(diagnostics))
+    assert Template.body(diagnostics)["scope"] == "functionApp"
+    assert [log["category"] for log in body["properties"]["logs"]] == ["FunctionAppLogs"]

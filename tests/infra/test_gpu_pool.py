@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from shared.settings import Settings
-from tests.infra.bicep_model import INFRA, MODULES, Template, deployment
+from tests.infra.bicep_model import INFRA, MODULES, REPO, Opaque, Template, deployment
 from worker_agent.cli import build_parser
 from worker_agent.config import WorkerSettings
 
@@ -28,13 +28,22 @@ SAMPLE_PARAMS: dict[str, Any] = {
     "workerIdentityClientId": "00000000-0000-0000-0000-000000000001",
     "storageAccountName": "stabcdefghijklm",
     "prefix": "dagq",
+    "applicationInsightsName": "appi-abcdefghijklm",
     # Long values, to check the 64 KB customData limit with room to spare.
-    "applicationInsightsConnectionString": "InstrumentationKey=" + "0" * 36 + ";IngestionEndpoint="
-    "https://swedencentral-0.in.applicationinsights.azure.com/;LiveEndpoint=https://x/" * 3,
+    "workerConstraints": (REPO / "constraints.txt").read_text(),
     "workerPackage": "dagq[worker] @ https://example.blob.core.windows.net/wheels/"
     + "a" * 400
     + "/dagq-0.1.0-py3-none-any.whl",
     "queues": ["gpu", "gpu-large", "A100_80GB"],
+}
+
+
+# Values only Azure knows, as long as they get (the 64 KB check).
+AZURE_VALUES = {
+    "applicationInsights.properties.ConnectionString": "InstrumentationKey="
+    + "0" * 36
+    + ";IngestionEndpoint=https://swedencentral-0.in.applicationinsights.azure.com/;LiveEndpoint="
+    + "https://x/" * 3,
 }
 
 
@@ -49,7 +58,10 @@ def _substitutions(pool: Template) -> dict[str, str]:
         call = var["value"].get("function", {}) if isinstance(var["value"], dict) else {}
         if call.get("type") == "replace":
             params = call["parameters"]
-            found[params["old_string"]] = pool.evaluate(params["new_string"])
+            value = pool.evaluate(params["new_string"])
+            found[params["old_string"]] = (
+                AZURE_VALUES[value.expression] if isinstance(value, Opaque) else value
+            )
     return found
 
 
@@ -163,7 +175,11 @@ def test_worker_environment_is_what_the_agent_reads(monkeypatch: pytest.MonkeyPa
         for choice in getattr(field.validation_alias, "choices", [])
     }
     worker_names = {f"DAGQ_WORKER_{name.upper()}" for name in WorkerSettings.model_fields}
-    unknown = set(env) - storage_names - worker_names - {"APPLICATIONINSIGHTS_CONNECTION_STRING"}
+    telemetry = {
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+    }
+    unknown = set(env) - storage_names - worker_names - telemetry
     assert not unknown
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -182,9 +198,14 @@ def test_package_spec_reaches_pip_unquoted() -> None:
         "/opt/dagq/venv/bin/pip",
         "install",
         "--quiet",
+        "-c",
+        "/etc/dagq/constraints.txt",
         "-r",
         "/etc/dagq/requirements.txt",
     ] in cloud_init["runcmd"]
+    # The versions CI tested reach the VM intact, one pin per line.
+    constraints = _write_file(cloud_init, "/etc/dagq/constraints.txt")
+    assert constraints.split() == (REPO / "constraints.txt").read_text().split()
 
 
 def test_worker_command_output_is_a_valid_command_line() -> None:
@@ -197,3 +218,52 @@ def test_worker_command_output_is_a_valid_command_line() -> None:
     args = build_parser().parse_args(argv[2:])
     assert args.queue_args == ["gpu"]
     assert "--account ${storage.outputs.name} --prefix ${prefix}" in template
+
+
+def _problem(**params: Any) -> Any:
+    return Template(INFRA / "main.bicep", params).env["gpuPoolProblem"]
+
+
+def test_a_pool_whose_agents_cannot_start_is_refused_at_deploy_time() -> None:
+    package, key = "dagq[worker] @ https://x/dagq.whl", "ssh-ed25519 AAAA"
+    assert _problem() == ""  # no pool: nothing to check
+    assert "needs workerPackage" in _problem(deployGpuPool=True, gpuAdminSshPublicKey=key)
+    assert "needs gpuAdminSshPublicKey" in _problem(deployGpuPool=True, workerPackage=package)
+    unknown = _problem(
+        deployGpuPool=True, workerPackage=package, gpuAdminSshPublicKey=key,
+        gpuQueues=["gpu", "a100"],
+    )  # fmt: skip
+    assert "every queue in gpuQueues (gpu, a100) must also be in taskQueues (cpu, gpu)" in unknown
+    assert _problem(deployGpuPool=True, workerPackage=package, gpuAdminSshPublicKey=key) == ""
+    # The problem reaches the deployment through fail(), in the values the pool needs.
+    main = Template(INFRA / "main.bicep")
+    params = Template.body(main.modules["gpuPool"])["params"]
+    for name in ("workerPackage", "adminSshPublicKey"):
+        conditional = params[name]["operator"]
+        assert conditional["type"] == "conditional"
+        assert conditional["operands"]["false_value"]["function"]["type"] == "fail"
+    # And the module itself refuses empty values (a second line of defence).
+    pool = Template(MODULES / "gpu-vmss.bicep")
+    for name in ("workerPackage", "adminSshPublicKey"):
+        assert pool.decorator(name, "min_length") == 1
+
+
+def test_tasks_run_as_their_own_user_who_cannot_read_the_settings_or_reach_imds() -> None:
+    cloud_init = yaml.safe_load(render(_pool()))
+    env = _env_file(cloud_init)
+    user = env["DAGQ_WORKER_TASK_USER"]
+    assert user == _pool().default("taskUser")
+    assert env["DAGQ_WORKER_SCHEDULED_EVENTS"] == "true"
+    [settings] = [f for f in cloud_init["write_files"] if f["path"] == "/etc/dagq/worker.env"]
+    assert settings["permissions"] == "0600"
+    assert settings["owner"] == "root:root"
+    unit = _write_file(cloud_init, "/etc/systemd/system/dagq-worker@.service")
+    assert "User=root" in unit
+    assert "Delegate=yes" in unit  # the agent may create a cgroup per task
+    assert "Requires=dagq-task-firewall.service" in unit
+    firewall = _write_file(cloud_init, "/opt/dagq/task-firewall.sh")
+    assert "169.254.169.254" in firewall
+    assert "168.63.129.16" in firewall
+    assert f"--uid-owner {user} -j REJECT" in firewall
+    assert ["useradd", "--system", "--create-home", "--home-dir", f"/var/lib/{user}", "--shell",
+            "/usr/sbin/nologin", user] in cloud_init["runcmd"]  # fmt: skip

@@ -21,6 +21,7 @@ BUILTIN_ROLES = {
     "Storage Queue Data Message Sender": "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a",
     "Storage Table Data Contributor": "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",
     "Storage Table Data Reader": "76199698-9eea-4c19-bc75-cec21354c6b6",
+    "Monitoring Metrics Publisher": "3913510d-42f4-4e42-8a64-420c390055eb",
 }
 ROLE_BY_ID = {role_id: name for name, role_id in BUILTIN_ROLES.items()}
 
@@ -52,9 +53,34 @@ def readme_roles() -> list[Assignment]:
     return rows
 
 
+# Role assignments in a loop, by the looped resource they are scoped to: the README names the set.
+LOOPED_SCOPES = {
+    "taskQueues": "each task queue {prefix}-q-*",
+    "eventQueues": "each event queue {prefix}-events*",
+}
+
+
+def _scope_name(identity: Template, scope: Any, prefix: str) -> str:
+    """The README's name for a role assignment's scope expression."""
+    if isinstance(scope, dict):  # taskQueues[i]: one assignment per item of a looped resource
+        looped = scope["operator"]["operands"]["operand_1"]
+        assert scope["operator"]["type"] == "index_accessor"
+        return LOOPED_SCOPES[looped]
+    kind = identity.resources[scope]["type"]
+    if kind == "Microsoft.Storage/storageAccounts":
+        return "storage account"
+    if kind == "Microsoft.Insights/components":
+        return "Application Insights"
+    [name] = identity.names_of(identity.resources[scope])
+    label = {"/containers": "container", "/tables": "table"}
+    [word] = [w for suffix, w in label.items() if kind.endswith(suffix)]
+    return f"{word} " + name.replace(prefix, "{prefix}", 1)
+
+
 def bicep_roles() -> list[Assignment]:
     """(identity, role, scope) of every role assignment in identity.bicep, scopes named like the
-    README: 'storage account' or 'container <name with {prefix}>'."""
+    README: 'storage account', 'container <name with {prefix}>', 'table ...', 'each task queue ...',
+    'Application Insights'."""
     main, modules = deployment()
     identity = modules["identity"]
     prefix = main.default("prefix")
@@ -64,15 +90,7 @@ def bicep_roles() -> list[Assignment]:
         role_id = str(identity.evaluate(body["properties"]["roleDefinitionId"])).rsplit("/", 1)[-1]
         assert role_id in ROLE_BY_ID, f"{name}: {role_id} is not a known built-in role"
         principal = PRINCIPALS[str(symbol(body["properties"]["principalId"]))]
-        scope_symbol = body["scope"]
-        scope_type = identity.resources[scope_symbol]["type"]
-        if scope_type == "Microsoft.Storage/storageAccounts":
-            scope = "storage account"
-        else:
-            assert scope_type.endswith("/containers"), f"{name}: unexpected scope {scope_type}"
-            [container] = identity.names_of(identity.resources[scope_symbol])
-            scope = "container " + container.replace(prefix, "{prefix}", 1)
-        found.append((principal, ROLE_BY_ID[role_id], scope))
+        found.append((principal, ROLE_BY_ID[role_id], _scope_name(identity, body["scope"], prefix)))
     return found
 
 
@@ -90,12 +108,45 @@ def test_assignments_equal_the_readme_table() -> None:
     assert sorted(bicep) == sorted(readme)
 
 
-def test_container_scopes_are_dagq_containers() -> None:
+def test_container_scopes_are_dagq_or_functions_host_containers() -> None:
     names = ResourceNames("dagq")
+    host = {"azure-webjobs-hosts", "azure-webjobs-secrets", "app-package"}
     scopes = {scope for _, _, scope in bicep_roles() if scope.startswith("container ")}
-    assert {s.replace("{prefix}", "dagq").split(" ", 1)[1] for s in scopes} <= set(
-        names.all_containers()
+    assert {s.replace("{prefix}", "dagq").split(" ", 1)[1] for s in scopes} <= (
+        set(names.all_containers()) | host
     )
+
+
+def test_looped_scopes_are_the_task_and_event_queues() -> None:
+    main, modules = deployment()
+    identity = modules["identity"]
+    names = ResourceNames(main.default("prefix"))
+    assert identity.names_of(identity.resources["taskQueues"]) == [
+        names.task_queue(queue) for queue in main.default("taskQueues")
+    ]
+    assert identity.names_of(identity.resources["eventQueues"]) == [names.event_queue]
+
+
+def test_no_identity_holds_a_blob_role_on_the_whole_account_except_the_optional_user() -> None:
+    for who, role, scope in bicep_roles():
+        if who != "user":
+            assert scope != "storage account" or role == "Storage Queue Data Contributor", (
+                who,
+                role,
+            )
+        if who == "worker":
+            assert scope != "storage account"
+
+
+def test_workers_read_only_state_blobs_in_the_workflows_container() -> None:
+    identity = deployment()[1]["identity"]
+    body = identity.evaluate(Template.body(identity.resources["workerStateReader"]))
+    condition = body["properties"]["condition"]
+    assert body["properties"]["conditionVersion"] == "2.0"
+    assert "blobs/read" in condition
+    assert "StringLike '*.state'" in condition
+    assert ResourceNames.state_blob("wf-1").endswith(".state")
+    assert not ResourceNames.definition_blob("wf-1").endswith(".state")
 
 
 @pytest.mark.parametrize("who", ["app", "worker"])
@@ -128,3 +179,6 @@ def test_workers_have_no_access_to_the_host_storage() -> None:
     for who, role, scope in bicep_roles():
         if who == "worker" and role.startswith("Storage Blob"):
             assert scope.startswith("container {prefix}-")
+        if who == "worker":
+            assert "azure-webjobs" not in scope
+            assert "app-package" not in scope

@@ -7,7 +7,7 @@ from typing import Any
 
 from shared.names import ResourceNames
 from shared.settings import Settings
-from tests.infra.bicep_model import Template, deployment
+from tests.infra.bicep_model import INFRA, Opaque, Template, deployment
 
 CONTAINERS = "Microsoft.Storage/storageAccounts/blobServices/containers"
 TABLES = "Microsoft.Storage/storageAccounts/tableServices/tables"
@@ -62,8 +62,10 @@ def test_names_equal_what_the_code_computes_for_the_default_prefix() -> None:
     storage = modules["storage"]
     deployment_container = main.env["names"]["deploymentContainer"]
 
+    # Plus the Functions host's own containers, created up front so roles can be scoped to them.
+    host_containers = ["azure-webjobs-hosts", "azure-webjobs-secrets"]
     assert sorted(_names(storage, CONTAINERS)) == sorted(
-        [*names.all_containers(), deployment_container]
+        [*names.all_containers(), deployment_container, *host_containers]
     )
     assert _names(storage, TABLES) == [names.index_table]
     task_queues = [names.task_queue(queue) for queue in main.default("taskQueues")]
@@ -92,3 +94,46 @@ def test_outputs_carry_the_names_other_modules_use() -> None:
     assert outputs["outputsContainerName"] == names.outputs_container
     assert outputs["deadletterContainerName"] == names.deadletter_container
     assert modules["storage"].default("prefix") == main.default("prefix")
+
+
+def test_network_access_is_public_by_default_and_can_be_locked_down() -> None:
+    storage = _storage()
+    account = storage.evaluate(Template.body(storage.resources["storage"]))["properties"]
+    assert account["publicNetworkAccess"] == "Enabled"
+    assert account["networkAcls"]["defaultAction"] == "Allow"
+    locked = Template(
+        storage.path,
+        {**storage.env, "networkDefaultAction": "Deny", "publicNetworkAccess": "Disabled",
+         "allowedIpRanges": ["203.0.113.7"], "allowedSubnetIds": ["/subscriptions/s/subnet"]},
+    )  # fmt: skip
+    acls = locked.evaluate(Template.body(locked.resources["storage"]))["properties"]
+    assert acls["publicNetworkAccess"] == "Disabled"
+    assert acls["networkAcls"]["defaultAction"] == "Deny"
+    assert acls["networkAcls"]["ipRules"] == [{"value": "203.0.113.7", "action": "Allow"}]
+    assert acls["networkAcls"]["virtualNetworkRules"] == [
+        {"id": "/subscriptions/s/subnet", "action": "Allow"}
+    ]
+    assert acls["allowSharedKeyAccess"] is False
+
+
+def test_private_endpoints_cover_blob_queue_and_table() -> None:
+    main, _ = deployment()
+    module = main.modules["storagePrivateEndpoints"]
+    assert main.evaluate(Template.condition(module)) is False  # off by default
+    endpoints = Template(INFRA / "modules/storage-private-endpoints.bicep")
+    assert endpoints.env["services"] == ["blob", "queue", "table"]
+
+
+def test_every_storage_service_logs_to_log_analytics() -> None:
+    storage = _storage()
+    diagnostics = storage.resources_of_type("Microsoft.Insights/diagnosticSettings")
+    scopes = {Template.body(res)["scope"] for res in diagnostics.values()}
+    assert scopes == {"storage", "blobService", "queueService", "tableService"}
+    for name, res in diagnostics.items():
+        body = storage.evaluate(Template.body(res))
+        assert isinstance(body["properties"]["workspaceId"], Opaque), name
+        logs = {log["category"] for log in body["properties"].get("logs", [])}
+        if Template.body(res)["scope"] != "storage":
+            assert logs == {"StorageRead", "StorageWrite", "StorageDelete"}, name
+    main, _ = deployment()
+    assert "logAnalyticsWorkspaceId" in Template.body(main.modules["storage"])["params"]

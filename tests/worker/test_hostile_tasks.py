@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -199,7 +201,7 @@ CREDENTIALS = {
     "IDENTITY_HEADER": "header",
     "MSI_ENDPOINT": "http://127.0.0.1:1/msi",
     "MSI_SECRET": "msi-secret",
-    "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=k",
+    "APPLICATIONINSIGHTS_AUTHENTICATION_STRING": "ClientId=x;Authorization=AAD",
     "AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountKey=k",
 }
 DUMP_ENV = "python3 -c \"import json, os; json.dump(sorted(os.environ), open(os.environ['DAGQ_OUTPUT'], 'w'))\""  # noqa: E501
@@ -243,3 +245,69 @@ def test_an_extra_allowlist_that_names_a_credential_is_refused() -> None:
         "HF_HOME",
         "WANDB_*",
     ]
+
+
+# -- a user of its own ----------------------------------------------------------------------------
+
+
+def _nobody() -> tuple[str, int] | None:
+    import pwd
+
+    try:
+        return "nobody", pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        return None
+
+
+NOBODY = _nobody()
+
+
+def _secret_and_work_dir(tmp_path: Path) -> tuple[Path, Path]:
+    secret = tmp_path / "worker.env"  # like /etc/dagq/worker.env: the agent's user only
+    secret.write_text("AZURE_CLIENT_ID=worker\n")
+    secret.chmod(0o600)
+    work = Path(tempfile.mkdtemp(prefix="dagq-task-user-"))  # traversable, like /var/lib/dagq/work
+    work.chmod(0o755)
+    return secret, work
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting a task as another user needs root")
+@pytest.mark.skipif(NOBODY is None, reason="no 'nobody' user on this machine")
+async def test_a_task_user_reads_neither_the_agent_environment_nor_its_settings_file(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+) -> None:
+    assert NOBODY is not None
+    user, uid = NOBODY
+    secret, work = _secret_and_work_dir(tmp_path)
+    cmd = (
+        f"cat {secret} && echo READ-SETTINGS; cat /proc/$PPID/environ >/dev/null 2>&1 && echo "
+        'READ-AGENT-ENV; printf \'{"uid": %s, "home": "%s"}\' "$(id -u)" "$HOME" > "$DAGQ_OUTPUT"'
+    )
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", cmd)
+    try:
+        async with running_agent(worker_settings(task_user=user, work_dir=work), storage):
+            (event,) = await read_events(storage, 1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert isinstance(event, TaskCompletedEvent), event
+    assert event.output is not None
+    assert event.output.inline == {"uid": uid, "home": pwd_home(user)}
+    assert event.log_blob is not None
+    log = await storage.outputs.get(event.log_blob)
+    assert b"READ-SETTINGS" not in log
+    assert b"READ-AGENT-ENV" not in log
+
+
+def pwd_home(user: str) -> str:
+    import pwd
+
+    return pwd.getpwnam(user).pw_dir
+
+
+def test_an_unknown_task_user_is_a_configuration_error(worker_settings: Make) -> None:
+    from shared.errors import ConfigError
+    from worker_agent.task_user import TaskUser
+
+    with pytest.raises(ConfigError, match="does not exist on this machine"):
+        TaskUser.lookup("no-such-dagq-user")

@@ -52,3 +52,12 @@ def test_app_insights_without_its_package_warns_and_goes_on(
         "INFO", "text", env={"APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=x"}
     )
     assert "azure-monitor-opentelemetry is not installed" in capsys.readouterr().err
+
+
+def test_entra_authentication_string_selects_the_identity() -> None:
+    from worker_agent.telemetry import entra_client_id
+
+    assert entra_client_id("ClientId=abc;Authorization=AAD") == "abc"
+    assert entra_client_id("Authorization=AAD") == ""  # the default (system) identity
+    assert entra_client_id("") is None
+    assert entra_client_id("InstrumentationKey=x") is None
