@@ -34,7 +34,7 @@ import sys
 import zlib
 from array import array
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -137,6 +137,16 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
     """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
     version = STATE_VERSION if state.expansions or state.lists else 1
     return {"status": state.status.value, "run": str(state.run), "codec": str(version)}
+
+
+def status_from_metadata(metadata: Mapping[str, str]) -> WorkflowStatus | None:
+    """The workflow status that ``state_metadata`` recorded; None when there is none this dagq
+    knows. Keys match in any case (the blob service does not keep the case of metadata names)."""
+    value = next((v for k, v in metadata.items() if k.lower() == "status"), None)
+    try:
+        return None if value is None else WorkflowStatus(value.lower())
+    except ValueError:
+        return None
 
 
 def encode_state(state: RuntimeState) -> bytes:

@@ -172,11 +172,6 @@ class ResourceNames:
             raise ValueError(problem)
         return f"{self.prefix}-q-{queue.lower().replace('_', '-')}"
 
-    @property
-    def task_queue_prefix(self) -> str:
-        """Every task queue's name starts with this (for listing them)."""
-        return f"{self.prefix}-q-"
-
     def all_containers(self) -> tuple[str, ...]:
         return (self.workflows_container, self.outputs_container, self.deadletter_container)
 

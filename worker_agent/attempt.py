@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from shared.codec import status_from_metadata
 from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
 from shared.messages import (
     ERROR_TAIL_CHARS,
@@ -39,6 +40,7 @@ from shared.messages import (
     decode_task_message,
 )
 from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
+from shared.states import WorkflowStatus
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
 from worker_agent.files import (
@@ -60,7 +62,7 @@ from worker_agent.telemetry import TaskLogger
 ERROR_RETRY_S = 5
 """After an unexpected error (storage outage, bug) the message comes back this much later."""
 
-CANCELLED_STATUSES = frozenset({"cancelling", "cancelled"})
+CANCELLED_STATUSES = frozenset({WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED})
 
 
 def _tail(text: str) -> str:
@@ -230,8 +232,7 @@ class AttemptRunner:
             metadata = await self.storage.workflows.state_metadata(workflow_id)
         except NotFoundError:
             return True
-        status = next((v for k, v in metadata.items() if k.lower() == "status"), "")
-        return status.lower() in CANCELLED_STATUSES
+        return status_from_metadata(metadata) in CANCELLED_STATUSES
 
     async def _run(
         self, message: TaskMessage, command: Command, stop: StopRequest, log: TaskLogger

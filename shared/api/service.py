@@ -4,8 +4,9 @@ No HTTP here: each function takes a ``Storage`` bundle (Azure, or the in-memory 
 returns response views (``shared.api.views``) or small result records; errors are dagq's
 (``NotFoundError``, ``ConflictError``...) and carry their HTTP status.
 
-The API writes a state blob only when it creates a workflow (invariant 2: one writer). Afterwards it
-reads states and talks to the coordinator through control events and the index's cancel flag.
+The API writes a state blob only when it creates a workflow (one writer: docs/storage.md,
+"Consistency model"). Afterwards it reads states and talks to the coordinator through control
+events and the index's cancel flag.
 """
 
 from __future__ import annotations

@@ -49,8 +49,7 @@ def run_cancel(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from shared.cli import render
-    from shared.cli.exitcodes import for_status
-    from shared.cli.follow import conclude, follow
+    from shared.cli.follow import follow_to_end
 
     with open_client(args) as client:
         accepted = client.cancel(args.id, reason=args.reason)
@@ -67,13 +66,14 @@ def run_cancel(args: argparse.Namespace) -> int:
             console.print(f"cancel requested for {args.id} (was {accepted.status})")
         if not args.wait:
             return 0
-        wf = follow(
-            client, args.id, console=console, interval_s=args.interval, timeout_s=args.timeout
+        return follow_to_end(
+            client,
+            args.id,
+            console=console,
+            as_json=args.json,
+            interval_s=args.interval,
+            timeout_s=args.timeout,
         )
-        if args.json:
-            print(render.dumps(client.get(args.id).model_dump(mode="json")))
-            return for_status(wf.status)
-        return conclude(client.get(args.id), console)
 
 
 @report_errors
@@ -81,8 +81,7 @@ def run_retry(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from shared.cli import render
-    from shared.cli.exitcodes import for_status
-    from shared.cli.follow import conclude, follow
+    from shared.cli.follow import follow_to_end
 
     with open_client(args) as client:
         accepted = client.retry(args.id)
@@ -94,15 +93,12 @@ def run_retry(args: argparse.Namespace) -> int:
         console.print(f"rerun requested for {args.id}: run {run} (was {accepted.status})")
         if not args.wait:
             return 0
-        wf = follow(
+        return follow_to_end(
             client,
             args.id,
             console=console,
+            as_json=args.json,
             interval_s=args.interval,
             timeout_s=args.timeout,
             min_run=run,
         )
-        if args.json:
-            print(render.dumps(client.get(args.id).model_dump(mode="json")))
-            return for_status(wf.status)
-        return conclude(client.get(args.id), console)

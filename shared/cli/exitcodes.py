@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from shared.states import WorkflowStatus
+
 
 class ExitCode(IntEnum):
     """What the process exit status of a ``dagq`` command means."""
@@ -28,8 +30,9 @@ class ExitCode(IntEnum):
 
 def for_status(status: str) -> ExitCode:
     """The exit code that reports a workflow's terminal status."""
-    return {
-        "completed": ExitCode.OK,
-        "failed": ExitCode.FAILED,
-        "cancelled": ExitCode.CANCELLED,
-    }.get(status, ExitCode.API_ERROR)
+    codes: dict[str, ExitCode] = {
+        WorkflowStatus.COMPLETED: ExitCode.OK,
+        WorkflowStatus.FAILED: ExitCode.FAILED,
+        WorkflowStatus.CANCELLED: ExitCode.CANCELLED,
+    }
+    return codes.get(status, ExitCode.API_ERROR)

@@ -15,6 +15,7 @@ from rich.live import Live
 from shared.cli import render
 from shared.cli.exitcodes import for_status
 from shared.client import Client, Workflow
+from shared.states import TaskState, WorkflowStatus
 
 MAX_TASKS_FOR_QUEUE_VIEW = 2000
 """Larger workflows are watched without their task table (no per-queue counts): polling a
@@ -94,6 +95,33 @@ def follow(
     )
 
 
+def follow_to_end(
+    client: Client,
+    workflow_id: str,
+    *,
+    console: Console,
+    as_json: bool,
+    interval_s: float = 1.0,
+    timeout_s: float | None = None,
+    min_run: int = 1,
+) -> int:
+    """Follow the workflow until it ends, then print its final state as JSON (``as_json``) or
+    how it ended; return the exit code of its status (the tail of every ``--wait``)."""
+    wf = follow(
+        client,
+        workflow_id,
+        console=console,
+        interval_s=interval_s,
+        timeout_s=timeout_s,
+        min_run=min_run,
+    )
+    final = client.get(workflow_id)
+    if as_json:
+        print(render.dumps(final.model_dump(mode="json")))
+        return for_status(wf.status)
+    return conclude(final, console)
+
+
 def conclude(wf: Workflow, console: Console) -> int:
     """Print how the workflow ended and what to do next; return the matching exit code."""
     code = for_status(wf.status)
@@ -103,8 +131,8 @@ def conclude(wf: Workflow, console: Console) -> int:
         f" ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks finished)",
         highlight=False,
     )
-    if wf.status == "failed":
-        failed = [name for name, info in wf.tasks.items() if info.state == "failed"]
+    if wf.status == WorkflowStatus.FAILED:
+        failed = [name for name, info in wf.tasks.items() if info.state == TaskState.FAILED]
         for name in failed[:5]:
             error = wf.tasks[name].error or ""
             console.print(f"  failed: {name}  {render.first_line(error)}", highlight=False)

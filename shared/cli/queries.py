@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from shared.cli.connect import api_options, open_client, report_errors
+from shared.states import WorkflowStatus
 
 
 def _positive(text: str) -> int:
@@ -21,7 +22,7 @@ def _positive(text: str) -> int:
     return value
 
 
-_STATUSES = ("pending", "running", "cancelling", "completed", "failed", "cancelled")
+_STATUSES = tuple(status.value for status in WorkflowStatus)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

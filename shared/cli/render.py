@@ -18,40 +18,40 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.client import TaskInfo, Workflow, WorkflowSummary
+from shared.states import TERMINAL_TASK_STATES, TaskState, WorkflowStatus
 
-STATE_ORDER = (
-    "completed",
-    "running",
-    "queued",
-    "ready",
-    "pending",
-    "failed",
-    "upstream_failed",
-    "skipped",
-    "cancelled",
+STATE_ORDER: tuple[str, ...] = (
+    TaskState.COMPLETED,
+    TaskState.RUNNING,
+    TaskState.QUEUED,
+    TaskState.READY,
+    TaskState.PENDING,
+    TaskState.FAILED,
+    TaskState.UPSTREAM_FAILED,
+    TaskState.SKIPPED,
+    TaskState.CANCELLED,
 )
-"""Task states in the order the views list them."""
+"""Task states in the order the views list them (every state, once)."""
 
-STATE_STYLE = {
-    "completed": "green",
-    "running": "cyan",
-    "queued": "yellow",
-    "ready": "magenta",
-    "pending": "grey50",
-    "failed": "bold red",
-    "upstream_failed": "red",
-    "skipped": "grey62",
-    "cancelled": "dark_orange",
+STATE_STYLE: dict[str, str] = {
+    TaskState.COMPLETED: "green",
+    TaskState.RUNNING: "cyan",
+    TaskState.QUEUED: "yellow",
+    TaskState.READY: "magenta",
+    TaskState.PENDING: "grey50",
+    TaskState.FAILED: "bold red",
+    TaskState.UPSTREAM_FAILED: "red",
+    TaskState.SKIPPED: "grey62",
+    TaskState.CANCELLED: "dark_orange",
 }
-STATUS_STYLE = {
-    "pending": "grey50",
-    "running": "cyan",
-    "cancelling": "dark_orange",
-    "completed": "bold green",
-    "failed": "bold red",
-    "cancelled": "bold dark_orange",
+STATUS_STYLE: dict[str, str] = {
+    WorkflowStatus.PENDING: "grey50",
+    WorkflowStatus.RUNNING: "cyan",
+    WorkflowStatus.CANCELLING: "dark_orange",
+    WorkflowStatus.COMPLETED: "bold green",
+    WorkflowStatus.FAILED: "bold red",
+    WorkflowStatus.CANCELLED: "bold dark_orange",
 }
-TERMINAL_TASK_STATES = frozenset({"completed", "failed", "skipped", "upstream_failed", "cancelled"})
 
 
 def duration(seconds: float | None) -> str:
@@ -133,7 +133,7 @@ def state_bars(counts: dict[str, int], total: int, width: int = 40) -> Table:
     table.add_column(justify="right", min_width=15)
     table.add_column(width=width)
     table.add_column(justify="right")
-    shown = [s for s in STATE_ORDER if counts.get(s)] or ["pending"]
+    shown: list[str] = [s for s in STATE_ORDER if counts.get(s)] or [TaskState.PENDING]
     extra = sorted(set(counts) - set(STATE_ORDER))
     for state in (*shown, *extra):
         n = counts.get(state, 0)
@@ -162,13 +162,17 @@ def queue_table(tasks: dict[str, TaskInfo]) -> Table:
     for column in ("queue", "waiting", "queued", "running", "done", "failed"):
         table.add_column(column, justify="left" if column == "queue" else "right")
     for queue, counts in sorted(queue_counts(tasks).items()):
-        failed = counts["failed"] + counts["upstream_failed"] + counts["cancelled"]
-        done = counts["completed"] + counts["skipped"]
+        failed = (
+            counts[TaskState.FAILED]
+            + counts[TaskState.UPSTREAM_FAILED]
+            + counts[TaskState.CANCELLED]
+        )
+        done = counts[TaskState.COMPLETED] + counts[TaskState.SKIPPED]
         table.add_row(
             queue,
-            str(counts["pending"] + counts["ready"]),
-            str(counts["queued"]),
-            str(counts["running"]),
+            str(counts[TaskState.PENDING] + counts[TaskState.READY]),
+            str(counts[TaskState.QUEUED]),
+            str(counts[TaskState.RUNNING]),
             Text(str(done), style="green" if done else ""),
             Text(str(failed), style="red" if failed else ""),
         )
@@ -203,7 +207,13 @@ def plain_progress(wf: Workflow, pace: Pace) -> str:
     return line
 
 
-_INTERESTING = {"failed": 0, "upstream_failed": 1, "running": 2, "queued": 3, "cancelled": 4}
+_INTERESTING: dict[str, int] = {
+    TaskState.FAILED: 0,
+    TaskState.UPSTREAM_FAILED: 1,
+    TaskState.RUNNING: 2,
+    TaskState.QUEUED: 3,
+    TaskState.CANCELLED: 4,
+}
 
 
 class TaskTable:

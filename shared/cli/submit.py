@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from shared.cli import render
-    from shared.cli.exitcodes import ExitCode, for_status
-    from shared.cli.follow import conclude, follow
+    from shared.cli.exitcodes import ExitCode
+    from shared.cli.follow import follow_to_end
     from shared.errors import DagqError
 
     data, fmt = _read(args.file)
@@ -91,10 +91,11 @@ def run(args: argparse.Namespace) -> int:
             print(submitted.id, flush=True)
         console = err if args.json else Console()
         try:
-            wf = follow(
+            return follow_to_end(
                 client,
                 submitted.id,
                 console=console,
+                as_json=args.json,
                 interval_s=args.interval,
                 timeout_s=args.timeout,
             )
@@ -105,8 +106,3 @@ def run(args: argparse.Namespace) -> int:
                 highlight=False,
             )
             return ExitCode.INTERRUPTED
-        final = client.get(submitted.id)
-        if args.json:
-            print(render.dumps(final.model_dump(mode="json")))
-            return for_status(wf.status)
-        return conclude(final, console)

@@ -43,16 +43,15 @@ def add_follow_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from shared.cli import render
-    from shared.cli.exitcodes import for_status
-    from shared.cli.follow import conclude, follow
+    from shared.cli.follow import follow_to_end
 
     console = Console(stderr=args.json)
     with open_client(args) as client:
-        wf = follow(
-            client, args.id, console=console, interval_s=args.interval, timeout_s=args.timeout
+        return follow_to_end(
+            client,
+            args.id,
+            console=console,
+            as_json=args.json,
+            interval_s=args.interval,
+            timeout_s=args.timeout,
         )
-        if args.json:
-            print(render.dumps(client.get(args.id).model_dump(mode="json")))
-            return for_status(wf.status)
-        return conclude(client.get(args.id), console)

@@ -2,7 +2,7 @@
 
 Writing is allowed only while ``ok()``: the lease is held and was renewed recently enough that it
 cannot have expired, so a coordinator that lost it (expired, broken, taken over) stops before its
-next state write or dispatch (DESIGN.md invariant 4).
+next state write or dispatch (docs/coordinator.md, "One pass", step 1).
 """
 
 from __future__ import annotations

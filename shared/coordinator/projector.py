@@ -1,7 +1,7 @@
-"""Write-behind of index rows: the index is a projection of the state blobs (DESIGN.md invariant
-1), so a busy workflow's row is written at most every ``project_every_s`` (and at once when its
-status changes); a pass writes whatever is left before it ends. A failed write is kept for the
-next flush: the row is derived data, never the source of truth."""
+"""Write-behind of index rows: the index is a projection of the state blobs (docs/storage.md,
+"The index table"), so a busy workflow's row is written at most every ``project_every_s`` (and at
+once when its status changes); a pass writes whatever is left before it ends. A failed write is
+kept for the next flush: the row is derived data, never the source of truth."""
 
 from __future__ import annotations
 

@@ -82,3 +82,16 @@ def test_exit_codes_for_terminal_states() -> None:
     assert for_status("failed") == ExitCode.FAILED == 1
     assert for_status("cancelled") == ExitCode.CANCELLED
     assert len({int(code) for code in ExitCode}) == len(ExitCode)
+
+
+def test_every_state_has_a_place_and_a_style() -> None:
+    from shared.states import TaskState, WorkflowStatus
+
+    assert sorted(render.STATE_ORDER) == sorted(TaskState)
+    assert set(render.STATE_STYLE) == set(TaskState)
+    assert set(render.STATUS_STYLE) == set(WorkflowStatus)
+    assert {s: for_status(s) for s in WorkflowStatus if s.is_terminal} == {
+        WorkflowStatus.COMPLETED: ExitCode.OK,
+        WorkflowStatus.FAILED: ExitCode.FAILED,
+        WorkflowStatus.CANCELLED: ExitCode.CANCELLED,
+    }
