@@ -16,7 +16,8 @@ from shared.errors import ApiError, ApiUnreachableError
 _M = TypeVar("_M", bound=BaseModel)
 
 _REASONS = {
-    401: "Unauthorized: set DAGQ_API_KEY (or --api-key) to a function key of the app",
+    401: "Unauthorized: set DAGQ_API_KEY (or --api-key) to a function key of the app (and "
+    "DAGQ_API_SCOPE when the deployment has Entra ID in front of the API)",
     403: "Forbidden: the function key was not accepted",
 }
 
