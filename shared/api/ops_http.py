@@ -13,8 +13,11 @@ from typing import Any
 import azure.functions as func
 
 from shared.api.context import CONTEXT
-from shared.api.http import MAX_TOKEN_CHARS, _bool_param, _handler, _route, json_response
+from shared.api.http import _handler, json_response
 from shared.api.problems import bad_request
+from shared.api.request import MAX_TOKEN_CHARS
+from shared.api.request import bool_param as _bool_param
+from shared.api.request import route_param as _route
 from shared.states import WorkflowStatus
 
 PURGEABLE = ("completed", "failed", "cancelled")

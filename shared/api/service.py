@@ -1,8 +1,8 @@
-"""The API's operations as plain async functions over the storage ports.
+"""The API's operations that change things (submit, cancel, retry), and loading a workflow.
 
 No HTTP here: each function takes a ``Storage`` bundle (Azure, or the in-memory fake in tests) and
-returns response views (``shared.api.views``) or small result records; errors are dagq's
-(``NotFoundError``, ``ConflictError``...) and carry their HTTP status.
+returns a small result record; errors are dagq's (``NotFoundError``, ``ConflictError``...) and
+carry their HTTP status. The read operations, which answer views, are in ``shared.api.reads``.
 
 The API writes a state blob only when it creates a workflow (one writer: docs/storage.md,
 "Consistency model"). Afterwards it reads states and talks to the coordinator through control
@@ -15,7 +15,7 @@ import dataclasses
 import secrets
 import string
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
@@ -24,20 +24,7 @@ from shared.partitions import partition_from_metadata, partition_metadata, parti
 from shared.states import WorkflowStatus
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from shared.api.views import (
-        BlobOutput,
-        Health,
-        InlineOutput,
-        TaskDetail,
-        TaskSummary,
-        Workflow,
-        WorkflowPage,
-        WorkflowSummary,
-    )
-    from shared.messages import OutputRef
-    from shared.state import RuntimeState, TaskView
+    from shared.state import RuntimeState
     from shared.storage.ports import IndexRow, Storage
     from shared.workflow import CompiledWorkflow
 
@@ -222,169 +209,6 @@ def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> Ind
     return dataclasses.replace(index_row(wf, state), partition=partition)
 
 
-# -- read ----------------------------------------------------------------------------------------
-
-
-def _output_view(ref: OutputRef | None, outputs_container: str) -> InlineOutput | BlobOutput | None:
-    from shared.api.views import BlobOutput, InlineOutput
-
-    if ref is None:
-        return None
-    if ref.blob is not None:
-        return BlobOutput(blob=ref.blob, container=outputs_container, size=ref.size)
-    return InlineOutput(inline=ref.inline, size=ref.size)
-
-
-def _task_fields(wf: CompiledWorkflow, view: TaskView, i: int) -> dict[str, Any]:
-    return {
-        "state": view.state,
-        "attempt": view.attempt,
-        "queue": wf.tasks[i].queue,
-        "queued_at": view.queued_at,
-        "started_at": view.started_at,
-        "finished_at": view.finished_at,
-        "exit_code": view.exit_code,
-        "error": view.error,
-        "worker": view.worker,
-    }
-
-
-def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> TaskSummary:
-    """One task's entry in a workflow view."""
-    from shared.api.views import TaskSummary
-
-    return TaskSummary(**_task_fields(wf, state.task(i), i))
-
-
-def workflow_view(wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = True) -> Workflow:
-    """``GET /api/workflows/{id}``: the workflow as its state blob says, tasks optional."""
-    from shared.api.views import Workflow
-
-    fields: dict[str, Any] = {
-        "id": state.workflow_id,
-        "name": wf.name,
-        "status": state.status,
-        "run": state.run,
-        "created_at": state.created_at,
-        "updated_at": state.updated_at,
-        "finished_at": state.finished_at,
-        "cancel_requested": state.cancel_requested,
-        "error": state.error,
-        "total": len(wf.tasks),
-        "counts": state.counts(),
-    }
-    if tasks:
-        fields["tasks"] = {t.name: task_summary(wf, state, i) for i, t in enumerate(wf.tasks)}
-    return Workflow(**fields)
-
-
-async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> Workflow:
-    """A workflow's view, from its state blob."""
-    wf, state = await load_workflow(storage, workflow_id)
-    return workflow_view(wf, state, tasks=tasks)
-
-
-def task_index(wf: CompiledWorkflow, workflow_id: str, task: str) -> int:
-    """The number of task ``task``; InvalidIdError if malformed, NotFoundError if unknown."""
-    check_task_name(task)
-    i = wf.index.get(task)
-    if i is None:
-        raise NotFoundError(f"workflow {workflow_id!r} has no task {task!r}")
-    return i
-
-
-def task_detail(
-    wf: CompiledWorkflow, state: RuntimeState, i: int, *, outputs_container: str
-) -> TaskDetail:
-    """``GET /api/workflows/{id}/tasks/{task}``: one task with its definition, output and log."""
-    from shared.api.views import LogLocation, TaskDetail
-
-    task = wf.tasks[i]
-    view = state.task(i)
-    log = LogLocation(container=outputs_container, blob=view.log_blob) if view.log_blob else None
-    return TaskDetail(
-        **_task_fields(wf, view, i),
-        workflow_id=state.workflow_id,
-        name=task.name,
-        cmd=task.cmd,
-        depends_on=[wf.tasks[p].name for p in task.parents],
-        group=task.group,
-        params=task.params,
-        num_retries=task.num_retries,
-        timeout_s=task.timeout_s,
-        output=_output_view(view.output, outputs_container),
-        log=log,
-    )
-
-
-async def get_task(
-    storage: Storage, workflow_id: str, task: str, *, outputs_container: str
-) -> TaskDetail:
-    """One task's detail view, from the state blob."""
-    wf, state = await load_workflow(storage, workflow_id)
-    return task_detail(
-        wf, state, task_index(wf, workflow_id, task), outputs_container=outputs_container
-    )
-
-
-async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: str) -> bytes:
-    """The current attempt's ``log`` text or ``output`` JSON of a task, from wherever it is."""
-    import json
-
-    wf, state = await load_workflow(storage, workflow_id)
-    view = state.task(task_index(wf, workflow_id, task))
-    if what == "log":
-        if not view.log_blob:
-            raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no log yet")
-        return await storage.outputs.get(view.log_blob)
-    if view.output is None:
-        raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no output")
-    if view.output.blob is not None:
-        return await storage.outputs.get(view.output.blob)
-    return json.dumps(view.output.inline).encode()
-
-
-def row_view(row: IndexRow, url: str) -> WorkflowSummary:
-    """One item of ``GET /api/workflows``, from the index; ``url`` is the workflow's URL."""
-    from shared.api.views import WorkflowSummary
-
-    return WorkflowSummary(
-        id=row.workflow_id,
-        name=row.name,
-        status=row.status,
-        run=row.run,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        finished_at=row.finished_at,
-        total=row.total,
-        counts=row.counts,
-        queues=row.queues,
-        cancel_requested=row.cancel_requested,
-        error=row.error,
-        url=url,
-    )
-
-
-async def list_workflows(
-    storage: Storage,
-    *,
-    url_for: Callable[[str], str],
-    status: WorkflowStatus | None = None,
-    name_prefix: str | None = None,
-    limit: int = 50,
-    continuation: str | None = None,
-) -> WorkflowPage:
-    """``GET /api/workflows``: newest first from the index, ``next`` continues the listing;
-    ``url_for(id)`` is a workflow's URL."""
-    from shared.api.views import WorkflowPage
-
-    page = await storage.index.list(
-        status=status, name_prefix=name_prefix, limit=limit, continuation=continuation
-    )
-    items = [row_view(r, url_for(r.workflow_id)) for r in page.rows]
-    return WorkflowPage(items=items, next=page.next)
-
-
 # -- control -------------------------------------------------------------------------------------
 
 
@@ -425,25 +249,3 @@ async def retry(storage: Storage, workflow_id: str) -> ControlResult:
     events = storage.for_partition(partition).event_queue
     await events.send(encode(RetryEvent(workflow_id=workflow_id, run=state.run)))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)
-
-
-# -- health --------------------------------------------------------------------------------------
-
-
-async def health(storage: Storage) -> Health:
-    """Storage reachability, whether a coordinator holds the lease, and event queue depths.
-
-    Raises whatever the storage raises when it is unreachable (the HTTP shell answers 503).
-    """
-    from shared.api.views import CoordinatorHealth, Health, QueueDepth
-
-    depth = await storage.event_queue.approximate_count()
-    poison = await storage.event_poison_queue.approximate_count()
-    lease_held = await storage.lease.is_held()
-    return Health(
-        status="ok",
-        storage="reachable",
-        coordinator=CoordinatorHealth(lease_held=lease_held),
-        event_queue=QueueDepth(name=storage.event_queue.name, depth=depth),
-        poison_queue=QueueDepth(name=storage.event_poison_queue.name, depth=poison),
-    )

@@ -7,8 +7,9 @@ import json
 import azure.functions as func
 import pytest
 
-from shared.api.http import guarded, parse_definition_body
+from shared.api.http import guarded
 from shared.api.problems import problem_for
+from shared.api.request import parse_definition_body
 from shared.errors import CodecError, ConfigError, DefinitionError, Issue, RequestError
 
 

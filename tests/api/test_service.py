@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.api import service
+from shared.api import reads, service
 from shared.codec import decode_state
 from shared.compiler import load_workflow
 from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
@@ -53,21 +53,21 @@ async def test_resubmit_is_idempotent_and_repairs_a_partial_submit() -> None:
 
     assert await storage.workflows.create_definition("w1", encode_definition(wf))
     with pytest.raises(NotFoundError, match="not completely submitted") as caught:
-        await service.get_workflow(storage, "w1")
+        await reads.get_workflow(storage, "w1")
     assert "with ?id=w1 to finish it" in str(caught.value)  # not "?id={workflow_id}"
 
     again = await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
     assert not again.created  # the definition was already there: 200, not 201
-    view = await service.get_workflow(storage, "w1")
+    view = await reads.get_workflow(storage, "w1")
     assert view.status == "pending"
     assert set(view.tasks) == {"a", "b"}
-    listing = await service.list_workflows(storage, url_for=str)
+    listing = await reads.list_workflows(storage, url_for=str)
     assert [item.id for item in listing.items] == ["w1"]
     assert await events(storage) == [ActivateEvent(workflow_id="w1")]
 
     # Once more: nothing new is written (one row), the activate is re-sent while still pending.
     await service.submit(storage, wf, now=NOW + 5, workflow_id="w1")
-    assert len((await service.list_workflows(storage, url_for=str)).items) == 1
+    assert len((await reads.list_workflows(storage, url_for=str)).items) == 1
 
 
 async def test_same_id_different_definition_conflicts() -> None:
@@ -111,15 +111,15 @@ async def test_retry_needs_a_failed_or_cancelled_workflow() -> None:
 async def test_unknown_and_malformed_names() -> None:
     storage = memory_storage("api")
     with pytest.raises(NotFoundError, match="'ghost' not found"):
-        await service.get_workflow(storage, "ghost")
+        await reads.get_workflow(storage, "ghost")
     with pytest.raises(InvalidIdError):
-        await service.get_workflow(storage, "../etc")
+        await reads.get_workflow(storage, "../etc")
     await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w4")
     with pytest.raises(NotFoundError, match="no task 'zz'"):
-        await service.get_task(storage, "w4", "zz", outputs_container="c")
+        await reads.get_task(storage, "w4", "zz", outputs_container="c")
     with pytest.raises(InvalidIdError):
-        await service.get_task(storage, "w4", "../a", outputs_container="c")
-    detail = await service.get_task(storage, "w4", "b", outputs_container="c")
+        await reads.get_task(storage, "w4", "../a", outputs_container="c")
+    detail = await reads.get_task(storage, "w4", "b", outputs_container="c")
     assert detail.depends_on == ["a"]
     assert detail.output is None
     assert detail.log is None
@@ -128,12 +128,12 @@ async def test_unknown_and_malformed_names() -> None:
 async def test_health_reports_depths_and_lease() -> None:
     storage = memory_storage("api")
     await service.submit(storage, load_workflow(DEFINITION), now=NOW)
-    body = await service.health(storage)
+    body = await reads.health(storage)
     assert body.event_queue.depth == 1
     assert body.coordinator.lease_held is False
     lease = await storage.lease.acquire(30)
     assert lease is not None
-    assert (await service.health(storage)).coordinator.lease_held is True
+    assert (await reads.health(storage)).coordinator.lease_held is True
 
 
 class _FailingIndex:
@@ -163,7 +163,7 @@ async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> Non
 
     again = await service.submit(storage, wf, now=NOW, workflow_id=workflow_id)
     assert not again.created
-    listing = await service.list_workflows(storage, url_for=str)
+    listing = await reads.list_workflows(storage, url_for=str)
     assert [item.id for item in listing.items] == [workflow_id]
     assert await events(storage) == [ActivateEvent(workflow_id=workflow_id)]
 
