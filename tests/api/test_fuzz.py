@@ -9,6 +9,9 @@ schemathesis finds is shrunk to a minimal request and printed with a curl line t
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -25,7 +28,7 @@ from tests.support.api_host import HostProcess
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 
-EXAMPLES = 50
+EXAMPLES = 30
 """Generated requests per operation and phase (the bound that keeps the module fast)."""
 
 CHECKS = [
@@ -40,6 +43,37 @@ CHECKS = [
 CONFIG = SchemathesisConfig.from_dict({"phases": {"coverage": {"unexpected-methods": []}}})
 
 schema = schemathesis.openapi.from_path(OPENAPI_PATH, config=CONFIG)
+
+EXAMPLE_ID = "20261201-101500-ab12cd"
+"""The document's example workflow id (and ``train`` its example task): the fuzzing submits it
+first, so the examples reach a real workflow and its answers are checked too, not only 404s."""
+
+SEED = """
+name: fuzz-seed
+tasks:
+  - {name: prep, kwargs: {cmd: "true"}}
+  - {name: train, kwargs: {cmd: "true"}, depends_on: [prep]}
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def seeded(api_only_host: HostProcess) -> None:
+    examples = {
+        parameter.get("example")
+        for operations in json.loads(OPENAPI_PATH.read_text())["paths"].values()
+        for operation in operations.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["in"] == "path" and parameter["name"] in ("id", "task")
+    }
+    assert examples == {EXAMPLE_ID, "train"}
+    response = httpx.post(
+        f"{api_only_host.url}/workflows",
+        params={"id": EXAMPLE_ID},
+        content=SEED,
+        headers={"Content-Type": "application/yaml"},
+        timeout=30,
+    )
+    assert response.status_code in (200, 201), response.text
 
 
 @schema.parametrize()
