@@ -111,6 +111,29 @@ export function elapsed(wf, now = Date.now() / 1000) {
   return (wf.finished_at || (WORKFLOW_TERMINAL.has(wf.status) ? wf.updated_at : now)) - wf.created_at;
 }
 
+/** The key of the focused element inside `container` (its data-focus-key or id), if any. */
+export function focusKeyIn(container) {
+  const active = document.activeElement;
+  if (!active || active === container || !container.contains(active)) return null;
+  return active.dataset.focusKey || active.id || null;
+}
+
+/** Focus the element of `container` with that key again (after a refresh redrew it). */
+export function restoreFocus(container, key) {
+  if (!key) return false;
+  const again = [...container.querySelectorAll("[data-focus-key], [id]")]
+    .find((el) => (el.dataset.focusKey || el.id) === key);
+  if (again) again.focus({ preventScroll: true });
+  return Boolean(again);
+}
+
+/** Redraw `container` with `render()` without taking the keyboard focus away from the user. */
+export function keepFocus(container, render) {
+  const key = focusKeyIn(container);
+  render();
+  restoreFocus(container, key);
+}
+
 export function clear(el) {
   while (el.firstChild) el.firstChild.remove();
   return el;

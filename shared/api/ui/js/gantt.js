@@ -148,7 +148,8 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
     if (bar.start) {
       const cls = `bar b-${bar.state}${bar.current && onPath.has(bar.i) ? " critical" : ""}${bar.current && bar.name === selected ? " selected" : ""}`;
       const rect = s("rect", { class: cls, x: x(bar.start), y, width: Math.max(2, x(bar.end) - x(bar.start)), height: BAR_H, rx: 3,
-        "data-task": bar.name, "data-attempt": bar.attempt, "data-state": bar.state },
+        "data-task": bar.name, "data-attempt": bar.attempt, "data-state": bar.state,
+        "data-focus-key": `bar:${bar.name}:${bar.attempt}` },
       s("title", {}, text));
       if (focusable) {
         rect.setAttribute("tabindex", "0");

@@ -1,6 +1,6 @@
 // Workflows: newest first, with status, progress, counts and duration; filters; auto-refresh.
 import { api } from "./api.js";
-import { ago, badge, clear, countsText, duration, elapsed, h, progressBar } from "./dom.js";
+import { ago, badge, clear, countsText, duration, elapsed, h, keepFocus, progressBar } from "./dom.js";
 
 const STATUSES = ["pending", "running", "cancelling", "completed", "failed", "cancelled"];
 const PAGE = 50;
@@ -52,7 +52,7 @@ export function listView(root, route) {
       if (status.value) query.status = status.value;
       if (name.value.trim()) query.name = name.value.trim();
       const page = await api.list(query);
-      renderRows(tbody, page.items);
+      keepFocus(tbody, () => renderRows(tbody, page.items));
       more.hidden = !page.next;
       summary.textContent = page.items.length
         ? `${page.items.length} workflow${page.items.length === 1 ? "" : "s"}${page.next ? " (more below)" : ""}`
@@ -74,7 +74,7 @@ function renderRows(tbody, items) {
   for (const wf of items) {
     const href = `#/runs/${encodeURIComponent(wf.id)}`;
     tbody.append(h("tr", { "data-id": wf.id },
-      h("td", { class: "name" }, h("a", { href }, wf.name), h("span", { class: "id mono" }, wf.id)),
+      h("td", { class: "name" }, h("a", { href, "data-focus-key": `row:${wf.id}` }, wf.name), h("span", { class: "id mono" }, wf.id)),
       h("td", {}, badge(wf.status), wf.run > 1 ? h("span", { class: "muted small" }, ` run ${wf.run}`) : null),
       h("td", {}, progressBar(wf.counts, wf.total)),
       h("td", { class: "num" }, countsText(wf.counts, wf.total)),

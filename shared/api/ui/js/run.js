@@ -1,6 +1,6 @@
 // A run: its header and actions, the DAG or the Gantt chart, and the detail of a selected task.
 import { api } from "./api.js";
-import { WORKFLOW_TERMINAL, badge, clear, clock, countsText, duration, elapsed, h, progressBar } from "./dom.js";
+import { WORKFLOW_TERMINAL, badge, clear, clock, countsText, duration, elapsed, h, keepFocus, progressBar } from "./dom.js";
 import { EXPAND_UP_TO, EXPANDABLE_UP_TO, drawGraph, groupsOf } from "./graph.js";
 import { History, criticalText, drawGantt } from "./gantt.js";
 import { groupPanel, taskPanel } from "./task.js";
@@ -129,9 +129,9 @@ export function runView(root, route, ctx) {
       const before = wf;
       wf = await api.workflow(id);
       history.observe(wf.tasks);
-      renderHead();
+      keepFocus(head, renderHead);
       if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name);
-      else renderStage();
+      else keepFocus(canvas, renderStage);
       if (selection && selection.kind === "task" && JSON.stringify(before.tasks[selection.name]) !== JSON.stringify(wf.tasks[selection.name])) {
         renderDetail();
       } else if (selection && selection.kind === "group") renderDetail();

@@ -1,14 +1,14 @@
 // The detail panel of a task (state, attempts, exit code, worker, timings, output, log tail) or of a
 // foreach group (counts and members).
 import { api } from "./api.js";
-import { TERMINAL, badge, clear, clock, duration, h, label } from "./dom.js";
+import { TERMINAL, badge, clear, clock, duration, focusKeyIn, h, label, restoreFocus } from "./dom.js";
 import { groupCounts } from "./graph.js";
 
 const LOG_TAIL_LINES = 40;
 const MEMBERS_SHOWN = 200;
 
 function header(panel, title, close) {
-  const closeBtn = h("button", { type: "button", class: "ghost", "aria-label": "Close the detail" }, "✕");
+  const closeBtn = h("button", { type: "button", class: "ghost", id: "detail-close", "aria-label": "Close the detail" }, "✕");
   closeBtn.addEventListener("click", close);
   panel.onkeydown = (ev) => { if (ev.key === "Escape") close(); };
   const heading = h("h2", { tabindex: "-1", id: "detail-title" }, title);
@@ -27,6 +27,7 @@ export async function taskPanel(panel, { id, name, close, ctx }) {
     return;
   }
   const hadFocus = panel.contains(document.activeElement);
+  const focused = focusKeyIn(panel);
   clear(panel);
   const heading = header(panel, t.name, close);
   const waited = t.started_at && t.queued_at ? t.started_at - t.queued_at : null;
@@ -69,7 +70,7 @@ export async function taskPanel(panel, { id, name, close, ctx }) {
       log.append(h("p", { class: "error small" }, err.message));
     }
   }
-  if (!hadFocus) heading.focus({ preventScroll: true });
+  if (!restoreFocus(panel, focused) && !hadFocus) heading.focus({ preventScroll: true });
 }
 
 function fetchButton(text, load, into, ctx) {
@@ -93,6 +94,7 @@ function fact(term, value) {
 
 export function groupPanel(panel, { graph, wf, name, members, expanded, canExpand, close, open, toggle }) {
   const hadFocus = panel.contains(document.activeElement);
+  const focused = focusKeyIn(panel);
   clear(panel);
   const heading = header(panel, `foreach ${name}`, close);
   const counts = groupCounts(members, graph, wf.tasks);
@@ -107,12 +109,12 @@ export function groupPanel(panel, { graph, wf, name, members, expanded, canExpan
   for (const i of order.slice(0, MEMBERS_SHOWN)) {
     const task = graph.tasks[i].name;
     const state = (wf.tasks[task] || {}).state || "pending";
-    const link = h("button", { type: "button" }, task);
+    const link = h("button", { type: "button", "data-focus-key": `member:${task}` }, task);
     link.addEventListener("click", () => open("task", task));
     list.append(h("li", {}, link, badge(state)));
   }
   panel.append(h("h3", {}, members.length > MEMBERS_SHOWN ? `Members (failed and running first; ${MEMBERS_SHOWN} of ${members.length})` : "Members"), list);
-  if (!hadFocus) heading.focus({ preventScroll: true });
+  if (!restoreFocus(panel, focused) && !hadFocus) heading.focus({ preventScroll: true });
 }
 
 const RANK = { failed: 0, upstream_failed: 1, running: 2, queued: 3, cancelled: 4 };
