@@ -34,6 +34,11 @@ param principalType string = 'User'
 @maxLength(20)
 param prefix string = 'dagq'
 
+@description('Coordinator partitions (DAGQ_PARTITIONS): each has its own event queue, poison queue, lease and queue trigger. Raise it to scale out; lowering it strands workflows of the removed partitions (docs/capacity.md).')
+@minValue(1)
+@maxValue(64)
+param partitions int = 1
+
 @description('Task queues to create up front, as named in workflow definitions (more are created on demand).')
 param taskQueues array = [
   'cpu'
@@ -187,6 +192,7 @@ module storage 'modules/storage.bicep' = {
     location: location
     accountName: names.storageAccount
     prefix: prefix
+    partitions: partitions
     taskQueues: taskQueues
     allowSharedKeyAccess: allowSharedKeyAccess
     deploymentContainerName: names.deploymentContainer
@@ -274,6 +280,7 @@ module functionApp 'modules/functionapp.bicep' = {
     deploymentContainerName: names.deploymentContainer
     prefix: prefix
     eventQueueName: storage.outputs.eventQueueName
+    partitions: partitions
     sweepSchedule: sweepSchedule
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId

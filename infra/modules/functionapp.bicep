@@ -26,6 +26,11 @@ param prefix string
 @description('Name of the event queue the coordinator\'s queue trigger listens on.')
 param eventQueueName string
 
+@description('Coordinator partitions (DAGQ_PARTITIONS): one queue trigger each.')
+@minValue(1)
+@maxValue(64)
+param partitions int = 1
+
 @description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE).')
 param sweepSchedule string
 
@@ -173,6 +178,10 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'DAGQ_EVENT_QUEUE'
           value: eventQueueName
+        }
+        {
+          name: 'DAGQ_PARTITIONS'
+          value: string(partitions)
         }
         {
           name: 'DAGQ_SWEEP_SCHEDULE'

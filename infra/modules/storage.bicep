@@ -30,6 +30,11 @@ param taskQueues array = [
 @description('Allow account-key (shared key) and SAS access. Off: every client authenticates with Entra ID.')
 param allowSharedKeyAccess bool = false
 
+@description('Coordinator partitions: partition p > 0 has its own event queue and poison queue.')
+@minValue(1)
+@maxValue(64)
+param partitions int = 1
+
 @description('Container that holds the Function App\'s deployment package (Flex Consumption).')
 param deploymentContainerName string
 
@@ -189,6 +194,21 @@ resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queue
   parent: queueService
   name: names.eventPoisonQueue
 }
+
+// Partitions 1..partitions-1 (partition 0 keeps the two queues above): names as in shared/names.py.
+resource partitionEventQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
+  for p in range(1, partitions - 1): {
+    parent: queueService
+    name: '${names.eventQueue}-p${p}'
+  }
+]
+
+resource partitionPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
+  for p in range(1, partitions - 1): {
+    parent: queueService
+    name: '${names.eventQueue}-p${p}-poison'
+  }
+]
 
 resource taskQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
   for queueName in taskQueueNames: {

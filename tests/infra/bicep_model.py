@@ -217,6 +217,8 @@ class _Evaluator:
             return [item for item in args[0] if all(item in other for other in args[1:])]
         if kind == "trim":
             return str(args[0]).strip()
+        if kind == "range" and all(isinstance(arg, int) for arg in args):
+            return list(range(args[0], args[0] + args[1]))
         if kind == "union":
             merged: dict[str, Any] = {}
             for arg in args:
@@ -229,11 +231,11 @@ class _Evaluator:
         operands = op["operands"]
         if kind == "property_accessor":
             return self.access(operands["operand_1"], operands["operand_2"])
-        if kind == "add":
+        if kind in ("add", "substract"):  # pycep's spelling
             left, right = self.value(operands["operand_1"]), self.value(operands["operand_2"])
             if isinstance(left, int) and isinstance(right, int):
-                return left + right
-            return Opaque("add")
+                return left + right if kind == "add" else left - right
+            return Opaque(kind)
         if kind in ("equals", "not_equals", "and", "or"):
             left, right = self.value(operands["operand_1"]), self.value(operands["operand_2"])
             if isinstance(left, Opaque) or isinstance(right, Opaque):

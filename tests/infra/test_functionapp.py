@@ -100,6 +100,7 @@ def test_required_dagq_settings_are_present_with_the_right_values() -> None:
         assert isinstance(settings[f"DAGQ_STORAGE__{name}"], Opaque)  # filled in by Azure
     assert settings["DAGQ_PREFIX"] == names.prefix
     assert settings["DAGQ_EVENT_QUEUE"] == names.event_queue
+    assert settings["DAGQ_PARTITIONS"] == str(Settings.model_fields["partitions"].default)
     assert settings["DAGQ_SWEEP_SCHEDULE"] == Settings.model_fields["sweep_schedule"].default
     # The same user-assigned identity for the host, dagq's clients and azure-identity.
     client_ids = {

@@ -137,3 +137,17 @@ def test_every_storage_service_logs_to_log_analytics() -> None:
             assert logs == {"StorageRead", "StorageWrite", "StorageDelete"}, name
     main, _ = deployment()
     assert "logAnalyticsWorkspaceId" in Template.body(main.modules["storage"])["params"]
+
+
+def test_every_partition_gets_the_queues_the_code_names() -> None:
+    main, modules = deployment()
+    assert main.default("partitions") == Settings.model_fields["partitions"].default
+    assert Template.body(main.modules["storage"])["params"]["partitions"] == "partitions"
+    assert Template.body(main.modules["functionApp"])["params"]["partitions"] == "partitions"
+    storage = Template(modules["storage"].path, {"prefix": "acme2", "partitions": 4})
+    names = ResourceNames("acme2")
+    queues = set(_names(storage, QUEUES))
+    for partition in range(4):
+        assert names.partition_event_queue(partition) in queues
+        assert names.partition_poison_queue(partition) in queues
+    assert names.partition_event_queue(4) not in queues
