@@ -6,9 +6,11 @@ rate it should be compared to (the emulator is the ceiling on this machine):
 - completions_per_s: 998 leaf completions of a 1,000-task fan-out/fan-in (1 root, 998 leaves,
   1 sink) pushed to the event queue at once, then drained by the coordinator until every one is
   applied (the sink dispatched); raw_ops_per_s: receive(32)+delete of 998 messages at the same
-  depth and concurrency and with the same stored messages (the 998 dispatched leaf messages: Azurite
-  slows down with every message it holds); raw_clean_ops_per_s: the same on an empty emulator;
-  ratio = completions_per_s / raw_ops_per_s.
+  depth and with the same stored messages (the 998 dispatched leaf messages: Azurite slows down
+  with every message it holds), the way the coordinator uses the queue (one or two receives in
+  flight, deletes in the background; the better of the two); raw_clean_ops_per_s: the same on an
+  empty emulator; ratio = completions_per_s / raw_ops_per_s, and raw_is_ceiling = 1 only if the
+  coordinator did not beat it.
 - e2e_completions_per_s: the same workflow from submit to completed with two synthetic workers;
   e2e_ceiling_per_s: the raw rate of the four queue operations per task (send, receive+delete,
   send the report, receive+delete it) over 1,000 tasks; e2e_ratio.
@@ -105,7 +107,13 @@ def coordinator(storage: Storage, settings: Settings) -> Coordinator:
 
 
 async def raw_receive_delete(queue: Queue, n: int) -> float:
-    """Messages/s of receive(32)+delete over ``n`` queued messages, deletes 32 at a time."""
+    """Messages/s of receive(32)+delete over ``n`` queued messages, used as the coordinator uses
+    the queue (up to two receives in flight, deletes in the background, 32 at a time): the best of
+    one and two receives in flight, so that nothing the coordinator does can beat it for free."""
+    return max([await _receive_delete(queue, n, in_flight) for in_flight in (1, 2)])
+
+
+async def _receive_delete(queue: Queue, n: int, in_flight: int) -> float:
     await bounded([queue.send(f"m{i}") for i in range(n)])
     slots = asyncio.Semaphore(CONCURRENCY)
     done = 0
@@ -115,14 +123,17 @@ async def raw_receive_delete(queue: Queue, n: int) -> float:
         async with slots:
             await queue.delete(m)
 
-    pending: list[asyncio.Task[None]] = []
-    while done < n:
-        batch = await queue.receive(32, 60)
-        if not batch:
-            continue
-        done += len(batch)
-        pending += [asyncio.create_task(delete(m)) for m in batch]
-    await asyncio.gather(*pending)
+    async def receiver() -> list[asyncio.Task[None]]:
+        nonlocal done
+        pending: list[asyncio.Task[None]] = []
+        while done < n:
+            batch = await queue.receive(32, 60)
+            done += len(batch)
+            pending += [asyncio.create_task(delete(m)) for m in batch]
+        return pending
+
+    receivers = await asyncio.gather(*(receiver() for _ in range(in_flight)))
+    await asyncio.gather(*(task for pending in receivers for task in pending))
     return n / (time.perf_counter() - start)
 
 
@@ -294,6 +305,8 @@ async def main(skip_10k: bool) -> dict[str, float]:
         # any queue, and the drain ran with the 998 dispatched leaf messages in the task queue.
         results["raw_ops_per_s"] = await raw_receive_delete(raw_q, 998)
         results["ratio"] = results["completions_per_s"] / results["raw_ops_per_s"]
+        # A ceiling the coordinator beats is no ceiling: say so rather than print a ratio > 1.
+        results["raw_is_ceiling"] = int(results["ratio"] <= 1.0)
         print(f"raw receive+delete: {results['raw_ops_per_s']:.0f}/s "
               f"(empty emulator: {results['raw_clean_ops_per_s']:.0f}/s)", flush=True)  # fmt: skip
         print(f"drain: {results['completions_per_s']:.0f}/s", flush=True)

@@ -17,8 +17,10 @@ Prints progress lines, then ONE line of key=value pairs:
                                  completes (the expansion is part of the measured time)
   dynamic_vs_static_10k          drive_s_10k_dynamic / drive_s_10k (target: <= 2)
   state_bytes_10k_dynamic        its completed state blob (the list is kept in the state)
-  ratios against the targets and against ai4s-jobq's figures measured on this kind of machine
-  (10k drive ~55 s; state 1k ~8.7 KB, 10k ~92 KB).
+  ratios against the targets. ai4s-jobq's figures are printed as what they are, references
+  measured elsewhere (not in this run, so no ratio is made of them): its 10k drive took ~55 s on
+  this kind of machine (DESIGN.md; 144 s on another day), its state blobs ~8.7 KB (1k) and ~92 KB
+  (10k).
 
 Usage: .venv/bin/python bench/bench_engine.py [--quick]   (--quick skips the 100k runs)
 """
@@ -206,12 +208,10 @@ def main() -> None:
     results["target_ratio_state_1k"] = (
         f"{int(results['state_bytes_1k']) / TARGET_STATE_BYTES_1K:.3f}"
     )
-    results["speedup_vs_ai4s_10k"] = f"{AI4S_DRIVE_S_10K / drive_10k:.1f}"
-    results["state_shrink_vs_ai4s_1k"] = (
-        f"{AI4S_STATE_BYTES_1K / int(results['state_bytes_1k']):.2f}"
-    )
-    results["state_shrink_vs_ai4s_10k"] = (
-        f"{AI4S_STATE_BYTES_10K / int(results['state_bytes_10k']):.2f}"
+    print(
+        f"reference, not measured here: ai4s-jobq drive 10k ~{AI4S_DRIVE_S_10K:.0f} s (DESIGN.md;"
+        f" 144 s on another day), state 1k ~{AI4S_STATE_BYTES_1K} B, 10k ~{AI4S_STATE_BYTES_10K} B"
+        " (its workflow coordinator run on Azurite, seed-workflows.md)"
     )
     print(" ".join(f"{key}={value}" for key, value in results.items()))
 

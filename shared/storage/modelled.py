@@ -74,12 +74,13 @@ _KIND = {
 
 
 class RateLimit:
-    """Admits one operation every 1/rate seconds (a leaky bucket with a small burst): callers
-    wait for their slot."""
+    """Admits one operation every 1/rate seconds on average, with bursts of up to a tenth of a
+    second's worth (Azure measures its targets over time, not per millisecond): callers wait for
+    their slot."""
 
-    def __init__(self, rate_per_s: float, burst: int = 8) -> None:
+    def __init__(self, rate_per_s: float) -> None:
         self.interval = 1.0 / rate_per_s
-        self.burst_s = burst * self.interval
+        self.burst_s = max(8 * self.interval, 0.1)
         self.next_free = 0.0
 
     def reserve(self, now: float, count: int = 1) -> float:

@@ -1,0 +1,112 @@
+"""10,000 small workflows at once, under Azure's modelled latency and limits (in memory).
+
+Submits ``--workflows`` workflows of ``--width`` + 2 tasks (a root, ``--width`` parallel tasks, a
+sink; 5 tasks by default, so the run stays within a couple of minutes) through the API's submit,
+all at once, to a deployment with ``--partitions`` partitions served by two coordinator processes
+(``PartitionSet``s, sweeping every 5 s as the long-lived process does) and synthetic workers on 8
+task queues, everything on ``shared.storage.modelled`` at real speed (docs/capacity.md). Fails if
+no task completes for 60 s (a stall).
+
+Ends with ONE line of key=value pairs: concurrent_10k_workflows_s (first submit -> last workflow
+completed), tasks_per_s, submit_s, and the storage requests per task the model counted.
+Usage: python bench/bench_concurrent.py [--workflows 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from shared.api import service
+from shared.coordinator import CoordinatorOptions
+from shared.coordinator.partitions import PartitionSet
+from shared.names import ResourceNames
+from shared.storage.memory import memory_storage
+from shared.storage.modelled import AzureModel, StorageModel, modelled
+from shared.workflow import CompiledWorkflow, TaskDef
+from tests.support.synthetic_worker import SyntheticWorker
+
+NAMES = ResourceNames("bench")
+QUEUES = [f"q{i}" for i in range(8)]
+STALL_S = 60.0
+
+
+def small(width: int, queue: str) -> CompiledWorkflow:
+    tasks = [TaskDef(name="root", cmd="true", queue=queue)]
+    tasks += [TaskDef(name=f"t{i}", cmd="true", queue=queue, parents=(0,)) for i in range(width)]
+    tasks.append(TaskDef(name="sink", cmd="true", queue=queue, parents=tuple(range(1, width + 1))))
+    return CompiledWorkflow.of("small", tasks)
+
+
+async def main(workflows: int, width: int, partitions: int) -> None:
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("dagq.coordinator").setLevel(
+        logging.INFO if "-v" in sys.argv else logging.ERROR
+    )
+    model = StorageModel(AzureModel())
+    storage = modelled(memory_storage("bench"), model)
+    options = CoordinatorOptions(lease_s=60)
+    sets = [PartitionSet(storage, NAMES, options, range(partitions)) for _ in range(2)]
+    workers = [SyntheticWorker(storage, NAMES, QUEUES, concurrency=64, claim=True,
+                               worker_id=f"w{i}") for i in range(4)]  # fmt: skip
+    stop = asyncio.Event()
+    jobs = [asyncio.create_task(s.run(stop, wait_for_lease=True, sweep_every_s=5.0)) for s in sets]
+    jobs += [asyncio.create_task(w.run(stop)) for w in workers]
+    definitions = [small(width, q) for q in QUEUES]
+    total_tasks = workflows * (width + 2)
+    slots = asyncio.Semaphore(256)
+
+    async def submit(i: int) -> None:
+        async with slots:
+            wf = definitions[i % len(definitions)]
+            await service.submit(storage, wf, now=time.time(), workflow_id=f"c{i:06d}",
+                                 partitions=partitions)  # fmt: skip
+
+    start = time.perf_counter()
+    await asyncio.gather(*(submit(i) for i in range(workflows)))
+    submit_s = time.perf_counter() - start
+    print(f"submitted {workflows} workflows in {submit_s:.1f} s", flush=True)
+    last, last_change = 0, time.monotonic()
+    while (ran := sum(w.executions.total() for w in workers)) < total_tasks:
+        if ran != last:
+            last, last_change = ran, time.monotonic()
+        elif time.monotonic() - last_change > STALL_S:
+            raise SystemExit(f"stalled: {ran} of {total_tasks} tasks ran, none for {STALL_S:.0f} s")
+        await asyncio.sleep(0.5)
+    unfinished = workflows
+    while unfinished:  # the last completions are applied and the workflows finish
+        rows = await storage.base.index.active()
+        unfinished = len(rows)
+        if time.monotonic() - last_change > STALL_S:
+            raise SystemExit(f"stalled: {unfinished} workflows never finished")
+        await asyncio.sleep(0.5)
+    elapsed = time.perf_counter() - start
+    stop.set()
+    await asyncio.gather(*jobs)
+    duplicates = max(max(w.executions.values()) for w in workers)
+    requests = model.stats.total() / total_tasks
+    busiest = ", ".join(f"{k} {v}" for k, v in model.stats.throttled.most_common(4))
+    print(f"calls that waited for a rate limit: {busiest or 'none'}")
+    rate = total_tasks / elapsed
+    print(f"{workflows} workflows ({total_tasks} tasks) completed in {elapsed:.1f} s: "
+          f"{rate:.0f} tasks/s, {requests:.1f} storage requests per task")  # fmt: skip
+    print(
+        f"concurrent_10k_workflows_s={elapsed:.1f} workflows={workflows} tasks={total_tasks} "
+        f"tasks_per_s={rate:.0f} submit_s={submit_s:.1f} requests_per_task={requests:.1f} "
+        f"partitions={partitions} max_runs_per_attempt={duplicates}"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workflows", type=int, default=10_000)
+    parser.add_argument("--width", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=8)
+    args = parser.parse_args()
+    asyncio.run(main(args.workflows, args.width, args.partitions))
