@@ -41,7 +41,7 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
     sent: set[SentKey] = set()
     await poison_repair(updater, receiver, stats, sent)
     partition = updater.storage.partition
-    rows = [row for row in await updater.storage.index.active() if row.partition == partition]
+    rows = await updater.storage.index.active(partition)
     now = updater.clock()
     slots = asyncio.Semaphore(updater.options.workflow_concurrency)
 

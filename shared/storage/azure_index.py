@@ -252,10 +252,13 @@ class AzureIndex:
         next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
         return IndexPage(rows, next_token)
 
-    async def active(self) -> builtins.list[IndexRow]:
+    async def active(self, partition: int | None = None) -> builtins.list[IndexRow]:
         statuses = " or ".join(f"Status eq {odata_string(str(s))}" for s in _NON_TERMINAL)
         query = f"PartitionKey eq {odata_string(INDEX_PARTITION)} and ({statuses})"
+        if partition:  # rows written before partitions existed have no Partition: they are 0
+            query += f" and Partition eq {int(partition)}"
         try:
-            return [from_entity(entity) async for entity in self.table.query_entities(query)]
+            rows = [from_entity(entity) async for entity in self.table.query_entities(query)]
         except ResourceNotFoundError as error:
             raise _missing_table(error, self.table.table_name) or error from error
+        return [row for row in rows if partition in (None, row.partition)]

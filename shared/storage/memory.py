@@ -503,9 +503,11 @@ class MemoryIndex:
         token = encode_continuation({"after": page[-1]}) if more else None
         return IndexPage([_copy_row(self.rows[key]) for key in page], token)
 
-    async def active(self) -> builtins.list[IndexRow]:
+    async def active(self, partition: int | None = None) -> builtins.list[IndexRow]:
         return [
-            _copy_row(row) for _, row in sorted(self.rows.items()) if not row.status.is_terminal
+            _copy_row(row)
+            for _, row in sorted(self.rows.items())
+            if not row.status.is_terminal and partition in (None, row.partition)
         ]
 
 

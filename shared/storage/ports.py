@@ -265,8 +265,9 @@ class Index(Protocol):
         first, one page at a time: the candidates of ``purge --older-than``."""
         ...
 
-    async def active(self) -> builtins.list[IndexRow]:
-        """Rows of workflows not yet terminal (the sweeps' work list)."""
+    async def active(self, partition: int | None = None) -> builtins.list[IndexRow]:
+        """Rows of workflows not yet terminal (the sweeps' work list); with ``partition``, only
+        that partition's."""
         ...
 
 

@@ -439,3 +439,13 @@ async def test_active_lists_non_terminal_rows(storage: Storage) -> None:
     await seven_rows(storage)
     active = await storage.index.active()
     assert sorted(r.workflow_id for r in active) == ["wf1", "wf3", "wf4", "wf5", "wf6"]
+
+
+async def test_active_lists_one_partitions_rows(storage: Storage) -> None:
+    await storage.index.create(row("p0", 100.0))
+    await storage.index.create(row("p2", 101.0, partition=2))
+    await storage.index.create(row("p2done", 102.0, partition=2, status=WorkflowStatus.COMPLETED))
+    await storage.index.create(row("p3", 103.0, partition=3))
+    assert [r.workflow_id for r in await storage.index.active(2)] == ["p2"]
+    assert [r.workflow_id for r in await storage.index.active(0)] == ["p0"]
+    assert sorted(r.workflow_id for r in await storage.index.active()) == ["p0", "p2", "p3"]
