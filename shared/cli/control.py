@@ -66,14 +66,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             console.print(f"cancel requested for {args.id} (was {accepted.status})")
         if not args.wait:
             return 0
-        return follow_to_end(
-            client,
-            args.id,
-            console=console,
-            as_json=args.json,
-            interval_s=args.interval,
-            timeout_s=args.timeout,
-        )
+        return follow_to_end(client, args.id, args, console=console)
 
 
 @report_errors
@@ -93,12 +86,4 @@ def run_retry(args: argparse.Namespace) -> int:
         console.print(f"rerun requested for {args.id}: run {run} (was {accepted.status})")
         if not args.wait:
             return 0
-        return follow_to_end(
-            client,
-            args.id,
-            console=console,
-            as_json=args.json,
-            interval_s=args.interval,
-            timeout_s=args.timeout,
-            min_run=run,
-        )
+        return follow_to_end(client, args.id, args, console=console, min_run=run)

@@ -5,6 +5,7 @@ Used by ``dagq watch``, ``submit --wait``, ``cancel --wait`` and ``retry --wait`
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections import deque
 from typing import Any
@@ -98,25 +99,24 @@ def follow(
 def follow_to_end(
     client: Client,
     workflow_id: str,
+    options: argparse.Namespace,
     *,
     console: Console,
-    as_json: bool,
-    interval_s: float = 1.0,
-    timeout_s: float | None = None,
     min_run: int = 1,
 ) -> int:
-    """Follow the workflow until it ends, then print its final state as JSON (``as_json``) or
-    how it ended; return the exit code of its status (the tail of every ``--wait``)."""
+    """Follow the workflow until it ends, then print its final state as JSON (``--json``) or how
+    it ended; return the exit code of its status (the tail of every ``--wait``). ``options`` are
+    the command's, with ``--json`` and the follow options (``--interval``, ``--timeout``)."""
     wf = follow(
         client,
         workflow_id,
         console=console,
-        interval_s=interval_s,
-        timeout_s=timeout_s,
+        interval_s=options.interval,
+        timeout_s=options.timeout,
         min_run=min_run,
     )
     final = client.get(workflow_id)
-    if as_json:
+    if options.json:
         print(render.dumps(final.model_dump(mode="json")))
         return for_status(wf.status)
     return conclude(final, console)

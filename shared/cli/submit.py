@@ -91,14 +91,7 @@ def run(args: argparse.Namespace) -> int:
             print(submitted.id, flush=True)
         console = err if args.json else Console()
         try:
-            return follow_to_end(
-                client,
-                submitted.id,
-                console=console,
-                as_json=args.json,
-                interval_s=args.interval,
-                timeout_s=args.timeout,
-            )
+            return follow_to_end(client, submitted.id, args, console=console)
         except KeyboardInterrupt:
             err.print(
                 f"stopped following {submitted.id}; it keeps running. Follow it again with"

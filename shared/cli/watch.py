@@ -47,11 +47,4 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=args.json)
     with open_client(args) as client:
-        return follow_to_end(
-            client,
-            args.id,
-            console=console,
-            as_json=args.json,
-            interval_s=args.interval,
-            timeout_s=args.timeout,
-        )
+        return follow_to_end(client, args.id, args, console=console)

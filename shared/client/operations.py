@@ -64,18 +64,8 @@ class Client(OperationsMixin):
         self.close()
 
     # -- requests (the methods shared.ops.client's mixin builds on) ------------------------
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        content: bytes | None = None,
-        content_type: str | None = None,
-    ) -> httpx.Response:
-        return self._transport.request(
-            method, path, params=params, content=content, content_type=content_type
-        )
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return self._transport.request(method, path, **kwargs)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._transport.json(method, path, **kwargs)
