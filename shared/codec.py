@@ -254,17 +254,16 @@ def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
     return {"x": [list(e) for e in state.expansions], "l": lists}
 
 
-def _dynamic_from_json(raw: Any, st: RuntimeState) -> int:
-    """Restore the lists and expansions into ``st``; return how many tasks the expansions add."""
+def _dynamic_from_json(raw: Any, st: RuntimeState) -> None:
+    """Restore the captured lists and the expansions into ``st``."""
     if raw is None:
-        return 0
+        return
     for key, entry in raw["l"].items():
         attempt, items, *error = entry
         st.lists[int(key)] = ItemList(int(attempt), tuple(items), str(error[0]) if error else None)
     st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
     if any(group not in st.lists or count < 0 for group, count in st.expansions):
         raise CodecError("state blob is corrupt: an expansion without its list")
-    return sum(count for _, count in st.expansions)
 
 
 def _open(data: bytes, magic: bytes, version: int, what: str) -> bytes:
@@ -337,8 +336,8 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     meta = json.loads(meta_raw)
     if not isinstance(meta, dict):
         raise CodecError("state blob is corrupt: meta is not an object")
-    st = RuntimeState(str(meta["id"]), n, created_at)
-    added = _dynamic_from_json(meta.get("dyn"), st)
+    dynamic = meta.get("dyn")
+    added = sum(int(count) for _, count in dynamic["x"]) if dynamic is not None else 0
     if n != len(wf.tasks) + added:
         raise CodecError(
             f"state blob has {n} tasks but workflow {wf.name!r} defines {len(wf.tasks)}"
@@ -346,6 +345,8 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
         )
     if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
         raise CodecError("state blob is corrupt: bad task state codes")
+    st = RuntimeState(str(meta["id"]), n, created_at)
+    _dynamic_from_json(dynamic, st)
     wf = expanded(wf, st)
     st.status = _STATUSES[status]
     st.run = run

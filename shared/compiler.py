@@ -32,7 +32,14 @@ from shared.templating import (
     parse_template,
     variable_env,
 )
-from shared.workflow import CompiledWorkflow, ExpandFrom, RetryPolicy, TaskDef
+from shared.workflow import (
+    MAX_CMD_BYTES,
+    MAX_TASKS,
+    CompiledWorkflow,
+    ExpandFrom,
+    RetryPolicy,
+    TaskDef,
+)
 
 __all__ = [
     "MAX_CMD_BYTES",
@@ -51,16 +58,12 @@ __all__ = [
 ]
 
 # -- limits (documented in docs/workflow-format.md) -------------------------------------------
-MAX_TASKS = 100_000
-"""Most tasks in a workflow, after foreach expansion."""
 MAX_EXPANSIONS = 10_000
 """Most tasks one foreach may expand to."""
 MAX_DEPENDENCIES = 10_000
 """Most dependencies of one task, after foreach fan-in is expanded."""
 MAX_EDGES = 2_000_000
 """Most dependency edges in a workflow, after expansion."""
-MAX_CMD_BYTES = 16 * 1024
-"""Longest ``cmd`` of one task, in UTF-8 bytes after templating."""
 MAX_ENV_BYTES = 16 * 1024
 """Largest environment of one task (workflow env merged with the task's), as NAME=value bytes."""
 MAX_EXPANDED_BYTES = 64 * 1024 * 1024

@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+MAX_TASKS = 100_000
+"""Most tasks in a workflow, after foreach expansion (and foreach_from's, at run time)."""
+MAX_CMD_BYTES = 16 * 1024
+"""Longest ``cmd`` of one task, in UTF-8 bytes after templating (at submit, or at expansion)."""
+
 DepPolicy = Literal["all", "any", "all_settled"] | int
 """``all``: every parent succeeded (completed or skipped). ``any``: at least one succeeded.
 ``all_settled``: every parent is terminal and at least one succeeded. ``N``: at least N

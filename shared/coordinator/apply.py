@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from shared import engine
@@ -47,16 +47,18 @@ def apply_events(
     tally: Tally,
     now: float,
     deadline: float = math.inf,
+    lists: Mapping[str, object] | None = None,
 ) -> list[Command]:
     """Apply every envelope's event; return the engine's commands. An event the engine rejects
     goes to ``tally.dead``; one ahead of a rerun not applied yet to ``tally.deferred``; those
-    still waiting when ``time.monotonic()`` passes ``deadline`` to ``tally.set_aside``."""
+    still waiting when ``time.monotonic()`` passes ``deadline`` to ``tally.set_aside``.
+    ``lists``: the content of list-feeding blob outputs (``shared.coordinator.lists``)."""
     commands: list[Command] = []
 
     def apply(env: Envelope, event: Event) -> None:
         before = fingerprint(wf, state, event)
         try:
-            out = engine.apply(wf, state, event, now)
+            out = engine.apply(wf, state, event, now, lists=lists)
         except MessageError as exc:
             tally.dead.append((env, str(exc)))
             return

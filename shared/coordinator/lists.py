@@ -2,10 +2,10 @@
 
 The engine is pure: when a task whose output feeds a ``foreach_from`` completes with an output too
 large to travel inline (a 10,000-item list), the coordinator reads that blob (bounded) before the
-event is applied and hands the content to the engine inside the event (``OutputRef.inline`` next to
-``blob``); the engine captures the list and keeps only the reference in the output. A blob that is
-missing, too large or not JSON is left unread: the engine then fails the ``foreach_from`` task with
-the reason, never the coordinator.
+event is applied and hands the content to the engine beside the event (``engine.apply(...,
+lists={blob: value})``); the engine captures the list, the state keeps the output's reference. A
+blob that is missing, too large or not JSON is left unread: the engine then fails the
+``foreach_from`` task with the reason, never the coordinator.
 """
 
 from __future__ import annotations
@@ -25,23 +25,24 @@ log = logging.getLogger("dagq.coordinator")
 
 async def read_lists(
     outputs: OutputBlobs, workflow_id: str, wf: CompiledWorkflow, envelopes: list[Envelope]
-) -> None:
-    """Put the content of each list-feeding blob output into its completion event (in place)."""
+) -> dict[str, object]:
+    """Blob name -> parsed content, for each list-feeding blob output among the completions
+    (for ``engine.apply(..., lists=)``); blobs that cannot be read are left out."""
+    found: dict[str, object] = {}
     sources = engine.list_sources(wf)
     if not sources:
-        return
+        return found
     for env in envelopes:
         event = env.event
         if not isinstance(event, TaskCompletedEvent) or event.task not in sources:
             continue
         ref = event.output
-        if ref is None or ref.blob is None or ref.inline is not None:
+        if ref is None or ref.blob is None or ref.blob in found:
             continue
         value = await _read(outputs, workflow_id, event.task, ref.blob, ref.size)
         if value is not None:
-            env.event = event.model_copy(
-                update={"output": ref.model_copy(update={"inline": value})}
-            )
+            found[ref.blob] = value
+    return found
 
 
 async def _read(

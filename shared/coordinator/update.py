@@ -199,10 +199,10 @@ class WorkflowUpdater:
                 raise LeaseError("the coordinator lease is no longer safe to write under")
             now = self.clock()
             tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
-            await read_lists(self.storage.outputs, workflow_id, wf, envelopes)
+            lists = await read_lists(self.storage.outputs, workflow_id, wf, envelopes)
             try:
                 commands = apply_events(
-                    workflow_id, wf, state, envelopes, tallies[-1], now, deadline
+                    workflow_id, wf, state, envelopes, tallies[-1], now, deadline, lists
                 )
                 if sweep:
                     commands += engine.sweep(

@@ -33,17 +33,13 @@ from shared.state import (
     RuntimeState,
 )
 from shared.templating import parse_command, parse_template, variable_env
-from shared.workflow import CompiledWorkflow, ExpandFrom, TaskDef
+from shared.workflow import MAX_CMD_BYTES, MAX_TASKS, CompiledWorkflow, ExpandFrom, TaskDef
 
 if TYPE_CHECKING:
     from shared.engine.step import Step
 
-MAX_WORKFLOW_TASKS = 100_000
-"""Most tasks of a workflow, its expansions included (the compiler's MAX_TASKS)."""
 MAX_ITEM_CHARS = 1024
 """Longest item of a list, as JSON (an item is a parameter, not a payload)."""
-MAX_CMD_BYTES = 16 * 1024
-"""Longest command of an expanded task (the compiler's limit for every task)."""
 MAX_LIST_BYTES = 16 * 1024 * 1024
 """Largest output (JSON bytes) the coordinator reads to find a list stored as a blob."""
 
@@ -160,10 +156,10 @@ def expand(step: Step, group: int, work: list[int]) -> None:
     if isinstance(made, str):
         _settle(step, group, FAILED, made, work)
         return
-    if len(wf.tasks) + len(made) > MAX_WORKFLOW_TASKS:
+    if len(wf.tasks) + len(made) > MAX_TASKS:
         why = (
             f"cannot expand: {len(made):,} tasks would make the workflow"
-            f" {len(wf.tasks) + len(made):,} tasks; the limit is {MAX_WORKFLOW_TASKS:,}"
+            f" {len(wf.tasks) + len(made):,} tasks; the limit is {MAX_TASKS:,}"
         )
         _settle(step, group, FAILED, why, work)
         return

@@ -3,6 +3,9 @@ cancel, retry). Each handler reads as the rule it implements; the mechanics live
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from shared.commands import Command
 from shared.engine.expansion import UNREAD, awaits_expansion, capture, expanded
 from shared.engine.step import Step
@@ -41,8 +44,18 @@ def new_state(wf: CompiledWorkflow, workflow_id: str, now: float) -> RuntimeStat
     return state
 
 
-def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -> list[Command]:
+def apply(
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    event: Event,
+    now: float,
+    *,
+    lists: Mapping[str, Any] | None = None,
+) -> list[Command]:
     """Apply one event to ``state`` (in place) at time ``now``; return the commands it causes.
+
+    ``lists`` holds the parsed content of blob outputs that feed a ``foreach_from`` (blob name ->
+    value), read by the coordinator: the engine does no I/O.
 
     Idempotent: a duplicate, stale or out-of-place event changes nothing and returns no commands.
     Raises MessageError (the coordinator dead-letters the event with its message) for an event that
@@ -72,7 +85,7 @@ def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -
             if isinstance(event, TaskStartedEvent):
                 _started(step, task, event)
             elif isinstance(event, TaskCompletedEvent):
-                _completed(step, task, event)
+                _completed(step, task, event, lists or {})
             else:
                 _failed(step, task, event)
     step.release()
@@ -187,7 +200,7 @@ def _started(step: Step, task: int, event: TaskStartedEvent) -> None:
     st.record_start(task, to_ms(event.started_at), event.worker)
 
 
-def _completed(step: Step, task: int, event: TaskCompletedEvent) -> None:
+def _completed(step: Step, task: int, event: TaskCompletedEvent, lists: Mapping[str, Any]) -> None:
     st = step.st
     st.record_result(
         task,
@@ -199,15 +212,13 @@ def _completed(step: Step, task: int, event: TaskCompletedEvent) -> None:
         worker=event.worker,
     )
     st.note_error(task, None)
-    ref, value = event.output, None
-    if ref is not None and ref.blob is not None:
-        # A list-feeding blob output arrives with its content read by the coordinator
-        # (``shared.coordinator.lists``); the state keeps the reference only.
-        value = UNREAD if ref.inline is None else ref.inline
-        st.outputs[task] = ref.model_copy(update={"inline": None})
-    elif ref is not None:
-        value = ref.inline
-    capture(step, task, value)
+    ref = event.output
+    if ref is None:
+        capture(step, task, None)
+    elif ref.blob is None:
+        capture(step, task, ref.inline)
+    else:  # a list-feeding blob output is read by the coordinator (shared.coordinator.lists)
+        capture(step, task, lists.get(ref.blob, UNREAD))
     step.terminal(task, COMPLETED)
 
 

@@ -3,17 +3,24 @@ expansion once, names, templating, empty lists, bad lists, fan-in, conditions, l
 
 from __future__ import annotations
 
+import contextlib
+import zlib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from shared.codec import decode_state, encode_state
 from shared.compiler import load_workflow
+from shared.engine import apply
 from shared.engine.expansion import expanded
+from shared.errors import CodecError
 from shared.foreach import expansion_name
 from shared.messages import OutputRef, TaskCompletedEvent
 from shared.states import TaskState, WorkflowStatus
 from shared.workflow import CompiledWorkflow
 
-from .history import WF_ID, History, dispatched, finished
+from .history import T0, WF_ID, History, dispatched, finished
 
 S = TaskState
 W = WorkflowStatus
@@ -191,3 +198,91 @@ def test_the_expanded_workflow_is_what_compiling_it_whole_would_give() -> None:
         result_policy=running.result_policy, source=running.source,
     )  # fmt: skip
     assert (running.index, running.children) == (whole.index, whole.children)
+
+
+# A state and a definition written by dagq before dynamic fan-out (commit c040d39): a -> b, c;
+# a completed with an output, b failed its first attempt (retry queued), c queued.
+OLD_STATE = (
+    "RFFTAXicY2ZgYGAEQjBw+BNy05GBQcERQqOCRiCuVspMUbJSKk/Tzc9JUdJRSi0qyi8qVrKqVjIECieWlKTmFpQoGCqkJW"
+    "bmpKZYKaRWZJYoJOenpCoYWykk5efnKtXqKOWXlhSUloB1GYCIzLyczLxUECtbycoQqKA4swrINa8FMsvzi7JTQTZEK5Ub"
+    "KsXWMgMdwcLExANyNRMj3G0SQHxRM5JdWRrd1VA5BgZ2TBn8cmA70MSYIWIAJn8zKg=="
+)
+OLD_DEFINITION = (
+    "RFFEAXicfY7dCoMwDEZfJeS6A73tq9Qi/dsmanWt2y7Ed19iETbYRggkHyeHrBjNGFDiNHgUGFEqNDRYaoda4EyJ0kJVe2tO"
+    "5YoP5oK7TsDwPthjoLNN4I2xhTEfzuY+LCzraK8EFRPpEFWiLklOJMcm8ksS6KMmLib3WTYR4AQlNrwA9E+TLlnC6kYvobyy"
+    "vXO2cD7MIfrcTlGCMrqE8T62KSypC2Sofwrth9D9EX45dnSM2wvqPmrz"
+)
+
+
+def test_blobs_written_before_dynamic_fan_out_still_decode_and_run() -> None:
+    import base64
+
+    from shared.codec import decode_definition
+
+    wf = decode_definition(base64.b64decode(OLD_DEFINITION))
+    assert [t.name for t in wf.tasks] == ["a", "b", "c"]
+    assert all(t.expand is None for t in wf.tasks)
+    data = base64.b64decode(OLD_STATE)
+    st = decode_state(data, wf)
+    assert st.counts()["queued"] == 2
+    assert st.task(0).output == OutputRef(inline={"k": 1}, size=7)
+    assert encode_state(st) == data  # unchanged format: written back byte for byte
+    done = TaskCompletedEvent(
+        workflow_id="wf-old", task="c", attempt=1, started_at=T0 + 9, finished_at=T0 + 10
+    )
+    assert dispatched(apply(wf, st, done, T0 + 10)) == []
+    assert st.state_of(2) is S.COMPLETED
+
+
+def test_an_expansion_past_the_workflow_task_limit_fails_the_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shared.engine.expansion as expansion
+
+    monkeypatch.setattr(expansion, "MAX_TASKS", 5)
+    h = History(shards())
+    run_list(h, {"shards": ["a", "b", "c"]})
+    assert h.state("process") is S.FAILED
+    assert h.st.task(1).error == (
+        "cannot expand: 3 tasks would make the workflow 6 tasks; the limit is 5"
+    )
+
+
+def test_a_list_in_a_blob_the_coordinator_could_not_read_fails_the_task() -> None:
+    h = History(shards())
+    h.activate()
+    unread = TaskCompletedEvent(
+        workflow_id=WF_ID, task="list_shards", attempt=1, started_at=h.now, finished_at=h.now,
+        output=OutputRef(blob="wf-1/list_shards/1/output.json", size=20_000_000),
+    )  # fmt: skip
+    h.apply(unread)
+    assert h.state("process") is S.FAILED
+    assert "stored as a blob that could not be read (at most 16 MiB of JSON)" in (
+        h.st.task(1).error or ""
+    )
+
+
+def test_a_read_blob_list_expands_and_the_state_keeps_only_the_reference() -> None:
+    h = History(shards())
+    h.activate()
+    ref = OutputRef(blob="wf-1/list_shards/1/output.json", size=9000)
+    read = TaskCompletedEvent(
+        workflow_id=WF_ID, task="list_shards", attempt=1, started_at=h.now, finished_at=h.now,
+        output=ref,
+    )  # fmt: skip
+    lists = {ref.blob: {"shards": ["a"]}}
+    assert dispatched(apply(h.wf, h.st, read, h.tick(), lists=lists)) == [("process.item=a", 1)]
+    assert h.st.task(0).output == OutputRef(blob="wf-1/list_shards/1/output.json", size=9000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=hs.data())
+def test_a_corrupt_dynamic_state_is_a_codec_error_or_a_valid_state(data: hs.DataObject) -> None:
+    h = History(shards())
+    run_list(h, {"shards": ["a", "b", {"k": 1}]} if data.draw(hs.booleans()) else {"shards": 3})
+    good = encode_state(h.st)
+    body = bytearray(zlib.decompress(good[4:]))
+    for _ in range(data.draw(hs.integers(1, 4))):
+        body[data.draw(hs.integers(0, len(body) - 1))] = data.draw(hs.integers(0, 255))
+    with contextlib.suppress(CodecError):
+        decode_state(good[:4] + zlib.compress(bytes(body)), h.wf)
