@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -200,10 +201,12 @@ async def test_one_failing_event_does_not_hold_back_the_others_of_its_workflow(
     await passes(storage, clock, coord, 1)  # a done: b and c dispatched
     real = engine.apply
 
-    def apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -> object:
+    def apply(
+        wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float, **kw: Any
+    ) -> object:
         if getattr(event, "task", None) == "c":
             raise ZeroDivisionError("a defect")
-        return real(wf, state, event, now)
+        return real(wf, state, event, now, **kw)
 
     monkeypatch.setattr(engine, "apply", apply)
     await storage.event_queue.send(completion("c"))

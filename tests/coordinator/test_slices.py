@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -70,9 +71,11 @@ async def test_a_workflow_whose_events_are_slow_to_apply_is_cut_short(
         await storage.event_queue.send(encode(ActivateEvent(workflow_id="slow")))
     real = engine.apply
 
-    def slow_apply(wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float) -> object:
+    def slow_apply(
+        wf: CompiledWorkflow, state: RuntimeState, event: Event, now: float, **kw: Any
+    ) -> object:
         time.sleep(0.6)  # CPU the event loop cannot take back
-        return real(wf, state, event, now)
+        return real(wf, state, event, now, **kw)
 
     monkeypatch.setattr(engine, "apply", slow_apply)
     coord = Coordinator(storage, NAMES, SLICE, clock=clock)

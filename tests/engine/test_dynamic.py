@@ -286,3 +286,34 @@ def test_a_corrupt_dynamic_state_is_a_codec_error_or_a_valid_state(data: hs.Data
         body[data.draw(hs.integers(0, len(body) - 1))] = data.draw(hs.integers(0, 255))
     with contextlib.suppress(CodecError):
         decode_state(good[:4] + zlib.compress(bytes(body)), h.wf)
+
+
+def test_max_parallelism_and_cancel_reach_the_expansions() -> None:
+    wf = load_workflow(
+        """
+name: capped
+max_parallelism: 2
+tasks:
+  - name: list_shards
+    kwargs: {cmd: x}
+  - name: process
+    depends_on: [list_shards]
+    foreach_from: inputs.list_shards
+    kwargs: {cmd: "p {{ item }}"}
+"""
+    )
+    h = History(wf)
+    h.activate()
+    assert dispatched(h.completed("list_shards", output=[1, 2, 3, 4])) == [
+        ("process.item=1", 1),
+        ("process.item=2", 1),
+    ]
+    assert h.st.in_flight == 2
+    assert dispatched(h.completed("process.item=1")) == [("process.item=3", 1)]
+    h.started("process.item=2")
+    h.cancel()
+    assert h.states()["process.item=3"] is S.CANCELLED
+    assert h.states()["process.item=4"] is S.CANCELLED
+    assert h.states()["process.item=2"] is S.RUNNING  # stops when its worker reports
+    h.failed("process.item=2", reason="cancelled", exit_code=None)
+    assert h.st.status is W.CANCELLED
