@@ -28,6 +28,7 @@ ID_PARAMETER = {
     "required": True,
     "description": "Workflow id",
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
+    "example": "20261201-101500-ab12cd",  # the example every path's id has (tests/api/test_fuzz.py)
 }
 
 
