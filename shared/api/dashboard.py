@@ -141,7 +141,15 @@ async def _graph(req: func.HttpRequest) -> func.HttpResponse:
 
     workflow_id = req.route_params.get("id") or ""
     service.check_workflow_id(workflow_id)
-    wf = await service.load_definition(await CONTEXT.storage(), workflow_id)
+    storage = await CONTEXT.storage()
+    wf = await service.load_definition(storage, workflow_id)
+    if any(t.expand is not None for t in wf.tasks):
+        # foreach_from tasks expand at run time: the graph is the running workflow's, and it
+        # grows, so it is not cached.
+        running, _state = await service.load_workflow(storage, workflow_id)
+        return json_response(
+            graph_view(workflow_id, running), headers={"Cache-Control": "no-store"}
+        )
     # A definition never changes: the browser keeps it for the whole session.
     cache = {"Cache-Control": "private, max-age=86400, immutable"}
     return json_response(graph_view(workflow_id, wf), headers=cache)

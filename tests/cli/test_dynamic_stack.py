@@ -75,6 +75,14 @@ def test_the_shards_example_expands_and_merges(dagq: Dagq, stack: Stack) -> None
     assert outputs["merge"] == {"shards": 7, "rows": 1000, "sum": sum(i * i for i in range(1000))}
     assert outputs["process.name=shard-6.start=900.stop=1000"]["shard"] == "shard-6"
     assert "process.name=shard-3.start=450.stop=600" in dagq("status", workflow_id).out
+    # The dashboard's graph is the running workflow's (it grew), so it is not cached.
+    with urllib.request.urlopen(f"{stack.url}/workflows/{workflow_id}/graph") as answer:
+        assert answer.headers["Cache-Control"] == "no-store"
+        graph = json.loads(answer.read())
+    names = [t["name"] for t in graph["tasks"]]
+    assert len(names) == 10
+    merge = graph["tasks"][names.index("merge")]
+    assert sorted(names[p] for p in merge["parents"]) == expanded
 
 
 def test_a_list_in_a_blob_output_expands(dagq: Dagq, stack: Stack, tmp_path: object) -> None:
