@@ -17,6 +17,7 @@ container or overflow the state codec.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Literal
 
@@ -140,6 +141,20 @@ class TaskMessage(_Message):
     def key(self) -> str:
         """``{workflow}/{task}/{attempt}``: unique forever (attempt numbers only grow)."""
         return f"{self.workflow_id}/{self.task}/{self.attempt}"
+
+    @model_validator(mode="after")
+    def _conventional_blobs(self) -> TaskMessage:
+        bundle = ResourceNames.upstream_blob(self.workflow_id, self.task, self.attempt)
+        if self.upstream_blob is not None and self.upstream_blob != bundle:
+            raise ValueError(
+                f"upstream_blob {self.upstream_blob[:200]!r} is not this attempt's {bundle!r}"
+            )
+        for parent, ref in (self.upstream or {}).items():
+            try:
+                parent_output_blob(self.workflow_id, parent, ref)
+            except MessageError as exc:
+                raise ValueError(str(exc)) from None
+        return self
 
 
 # -- events ----------------------------------------------------------------------------------
@@ -324,6 +339,30 @@ def unwrap_redelivery(text: str) -> tuple[str, int]:
     except ValidationError:
         return text, 0
     return wrapper.event, wrapper.deliveries
+
+
+_ATTEMPT_SEGMENT = re.compile(r"[1-9][0-9]{0,9}")
+
+
+def parent_output_blob(workflow_id: str, parent: str, ref: OutputRef) -> str | None:
+    """Where a parent's output is stored (None: inline), named from validated ids: ``ref.blob``
+    must be the parent's conventional output blob of one of its attempts, else MessageError. The
+    name returned is built, not taken from the ref."""
+    problem = safe_name_problem(parent)
+    if problem:
+        raise MessageError(f"upstream parent: {problem}")
+    if ref.blob is None:
+        return None
+    prefix, suffix = f"{workflow_id}/{parent}/", "/output.json"
+    segment = ref.blob[len(prefix) : -len(suffix)] if ref.blob.startswith(prefix) else ""
+    if ref.blob.endswith(suffix) and _ATTEMPT_SEGMENT.fullmatch(segment):
+        attempt = int(segment)
+        if attempt <= MAX_COUNTER:
+            return ResourceNames.output_blob(workflow_id, parent, attempt)
+    raise MessageError(
+        f"the output of parent {parent!r} names blob {ref.blob[:200]!r}, which is not one of its"
+        f" output blobs ({prefix}<attempt>{suffix})"
+    )
 
 
 def decode_task_message(raw: str | bytes) -> TaskMessage:

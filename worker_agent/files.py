@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
-from shared.errors import AttemptError, NotFoundError
-from shared.messages import OutputRef, TaskMessage
+from shared.errors import AttemptError, MessageError, NotFoundError
+from shared.messages import OutputRef, TaskMessage, parent_output_blob
+from shared.names import ResourceNames
 from shared.storage.ports import OutputBlobs
 from worker_agent.reporting import retry_transient
 
@@ -164,22 +165,27 @@ async def _get_blob(outputs: OutputBlobs, name: str, what: str) -> bytes:
 async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[str, JsonValue]:
     """``{parent: output value}`` for the parents listed in the message (inline or by blob)."""
     refs: dict[str, OutputRef] = dict(message.upstream or {})
-    if message.upstream_blob:
-        data = await _get_blob(outputs, message.upstream_blob, "the upstream bundle")
-        bundle = _parse_json(data, f"upstream bundle {message.upstream_blob!r}")
+    if message.upstream_blob:  # named from the message's validated ids, not taken from it
+        name = ResourceNames.upstream_blob(message.workflow_id, message.task, message.attempt)
+        data = await _get_blob(outputs, name, "the upstream bundle")
+        bundle = _parse_json(data, f"upstream bundle {name!r}")
         if not isinstance(bundle, dict):
-            raise AttemptError(f"upstream bundle {message.upstream_blob!r} is not a JSON object")
+            raise AttemptError(f"upstream bundle {name!r} is not a JSON object")
         try:
             refs.update({str(k): OutputRef.model_validate(v) for k, v in bundle.items()})
         except ValidationError as exc:
-            raise AttemptError(f"upstream bundle {message.upstream_blob!r}: {exc}") from None
+            raise AttemptError(f"upstream bundle {name!r}: {exc}") from None
     limit = asyncio.Semaphore(UPSTREAM_FETCH_CONCURRENCY)
 
     async def value(parent: str, ref: OutputRef) -> JsonValue:
-        if ref.blob is None:
+        try:
+            blob = parent_output_blob(message.workflow_id, parent, ref)
+        except MessageError as exc:
+            raise AttemptError(str(exc)) from None
+        if blob is None:
             return ref.inline
         async with limit:
-            data = await _get_blob(outputs, ref.blob, f"the output of parent {parent!r}")
+            data = await _get_blob(outputs, blob, f"the output of parent {parent!r}")
         parsed: JsonValue = _parse_json(data, f"output of parent {parent!r}")
         return parsed
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.api.service import check_task_name, load_workflow
 from shared.errors import NotFoundError
+from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 if TYPE_CHECKING:
@@ -35,13 +36,15 @@ if TYPE_CHECKING:
 # -- read ----------------------------------------------------------------------------------------
 
 
-def _output_view(ref: OutputRef | None, outputs_container: str) -> InlineOutput | BlobOutput | None:
+def _output_view(
+    ref: OutputRef | None, outputs_container: str, blob: str
+) -> InlineOutput | BlobOutput | None:
     from shared.api.views import BlobOutput, InlineOutput
 
     if ref is None:
         return None
     if ref.blob is not None:
-        return BlobOutput(blob=ref.blob, container=outputs_container, size=ref.size)
+        return BlobOutput(blob=blob, container=outputs_container, size=ref.size)
     return InlineOutput(inline=ref.inline, size=ref.size)
 
 
@@ -111,7 +114,9 @@ def task_detail(
 
     task = wf.tasks[i]
     view = state.task(i)
-    log = LogLocation(container=outputs_container, blob=view.log_blob) if view.log_blob else None
+    log_blob = _attempt_blob(state, task.name, view.attempt, "log")
+    log = LogLocation(container=outputs_container, blob=log_blob) if view.log_blob else None
+    output_blob = _attempt_blob(state, task.name, view.attempt, "output")
     return TaskDetail(
         **_task_fields(wf, view, i),
         workflow_id=state.workflow_id,
@@ -122,7 +127,7 @@ def task_detail(
         params=task.params,
         num_retries=task.num_retries,
         timeout_s=task.timeout_s,
-        output=_output_view(view.output, outputs_container),
+        output=_output_view(view.output, outputs_container, output_blob),
         log=log,
     )
 
@@ -137,6 +142,14 @@ async def get_task(
     )
 
 
+def _attempt_blob(state: RuntimeState, task: str, attempt: int, what: str) -> str:
+    """A task attempt's log or output blob, named from validated ids (never a stored string: an
+    event could once carry any name)."""
+    if what == "log":
+        return ResourceNames.log_blob(state.workflow_id, task, attempt)
+    return ResourceNames.output_blob(state.workflow_id, task, attempt)
+
+
 async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: str) -> bytes:
     """The current attempt's ``log`` text or ``output`` JSON of a task, from wherever it is."""
     import json
@@ -146,11 +159,11 @@ async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: st
     if what == "log":
         if not view.log_blob:
             raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no log yet")
-        return await storage.outputs.get(view.log_blob)
+        return await storage.outputs.get(_attempt_blob(state, task, view.attempt, "log"))
     if view.output is None:
         raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no output")
     if view.output.blob is not None:
-        return await storage.outputs.get(view.output.blob)
+        return await storage.outputs.get(_attempt_blob(state, task, view.attempt, "output"))
     return json.dumps(view.output.inline).encode()
 
 
