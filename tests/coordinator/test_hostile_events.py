@@ -16,22 +16,12 @@ from shared.messages import Event, decode_task_message, wrap_redelivery
 from shared.names import ResourceNames
 from shared.state import RuntimeState
 from shared.states import TaskState, WorkflowStatus
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load, submit
 
 NAMES = ResourceNames("mem")
 OPTIONS = fast_options()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 def completion(task: str = "a", attempt: int = 1, **fields: object) -> str:

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from shared.coordinator import Coordinator
 from shared.messages import TaskCompletedEvent, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, fan, fast_options, load, submit
 
 NAMES = ResourceNames("mem")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 def done(task: str, output: object, size: int = 1) -> str:

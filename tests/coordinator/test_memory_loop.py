@@ -12,23 +12,13 @@ from shared.errors import LeaseError
 from shared.messages import RetryEvent, TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from shared.workflow import CompiledWorkflow, TaskDef
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 def worker_for(storage: MemoryStorage, clock: FakeClock, **kw: object) -> SyntheticWorker:

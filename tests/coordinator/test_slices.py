@@ -15,22 +15,12 @@ from shared.messages import ActivateEvent, Event, encode
 from shared.names import ResourceNames
 from shared.state import RuntimeState
 from shared.states import WorkflowStatus
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load, submit
 
 NAMES = ResourceNames("mem")
 SLICE = fast_options(workflow_slice_s=0.5)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 async def test_a_workflow_whose_storage_hangs_is_set_aside(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from shared import codec, engine
 from shared.coordinator import Coordinator
 from shared.messages import (
@@ -17,22 +15,12 @@ from shared.messages import (
 from shared.names import ResourceNames
 from shared.projection import index_row
 from shared.states import TaskState, WorkflowStatus
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fan, fast_options, load, submit, task
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 def cpu_texts(storage: MemoryStorage) -> list[str]:
