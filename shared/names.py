@@ -184,6 +184,11 @@ class ResourceNames:
     def state_blob(workflow_id: str) -> str:
         return f"{workflow_id}.state"
 
+    @staticmethod
+    def sweep_mark(partition: int = 0) -> str:
+        """The registry mark a partition's sweep writes when it ran (``dagq doctor`` reads it)."""
+        return "sweep" + (f"-p{partition}" if check_partition(partition) else "")
+
     PURGE_MARKER_PREFIX = "_purging/"
     """Purge markers in the workflows container start with this (never a workflow id: '_')."""
 

@@ -112,6 +112,13 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_LOST_DISPATCH_AFTER_S"),
         description="A task queued this long without a start is re-sent (ready-repair).",
     )
+    empty_queue_repair_after_s: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_EMPTY_QUEUE_REPAIR_AFTER_S"),
+        description="A queued task whose queue holds no message at all is re-sent this long "
+        "after it was sent (its message was lost), instead of after lost_dispatch_after_s.",
+    )
     activate_repair_after_s: float = Field(
         default=30.0,
         gt=0,

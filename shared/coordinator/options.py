@@ -28,6 +28,8 @@ class CoordinatorOptions:
     """Visibility timeout of received events: well above the budget, so a pass finishes (flush and
     delete) before any of its events can be redelivered."""
     lost_dispatch_after_s: float = _setting("lost_dispatch_after_s")
+    empty_queue_repair_after_s: float = _setting("empty_queue_repair_after_s")
+    """A queued attempt on a queue seen holding no message is re-sent this long after its send."""
     activate_repair_after_s: float = _setting("activate_repair_after_s")
     inline_output_bytes: int = _setting("inline_output_bytes")
     """Largest inline output an event may bring into the state (larger ones are moved to blobs)."""

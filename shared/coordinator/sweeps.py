@@ -10,6 +10,10 @@ long-lived process). Each derives what to do from what is stored, so running one
 - engine sweep, for every active workflow: running past timeout_s, queued past queue_timeout_s,
   dispatches presumed lost (re-sent with the same attempt), ready tasks with free slots (missed
   releases), cancel grace — all decided by ``shared.engine.sweep`` from the state's own times.
+  Lost dispatches: the task queues of running workflows are counted first; a queued attempt on a
+  queue holding no message at all is re-sent ``empty_queue_repair_after_s`` after its send (the
+  signal ``dagq doctor`` shows), any other after ``lost_dispatch_after_s``.
+- the sweep's mark: when it ran, in the registry (``dagq doctor`` reports overdue sweeps).
 - index-repair: a row that disagrees with its state (a projection that failed) is rewritten.
 
 A coordinator sweeps the workflows of its own partition only (``IndexRow.partition``), and its own
@@ -22,6 +26,7 @@ Due retries need no sweep: a retry is dispatched at once as a delayed send (the 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from shared.coordinator.dispatch import SentKey
 from shared.coordinator.envelope import Envelope
@@ -29,8 +34,11 @@ from shared.coordinator.intake import Receiver, take_in
 from shared.coordinator.stats import PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.messages import ActivateEvent, CancelEvent, Event
+from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.ports import IndexRow
+
+log = logging.getLogger("dagq.coordinator")
 
 MAX_POISON_CYCLES = 10
 """Poison-queue receive cycles per sweep (the rest waits for the next sweep)."""
@@ -44,6 +52,8 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
     rows = await updater.storage.index.active(partition)
     now = updater.clock()
     slots = asyncio.Semaphore(updater.options.workflow_concurrency)
+    running = (row for row in rows if row.status is WorkflowStatus.RUNNING)
+    await updater.note_empty_queues(queue for row in running for queue in row.queues)
 
     async def one(row: IndexRow) -> None:
         events: list[Event] = []
@@ -67,6 +77,18 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
             stats.bump_sweep("index_repair")
 
     await asyncio.gather(*(one(row) for row in rows))
+    updater.empty_queues = frozenset()
+    await _mark(updater, now)
+
+
+async def _mark(updater: WorkflowUpdater, now: float) -> None:
+    """Record that this partition's sweeps ran (``dagq doctor`` reports overdue sweeps)."""
+    try:
+        await updater.storage.registry.mark(
+            ResourceNames.sweep_mark(updater.storage.partition), now
+        )
+    except Exception as exc:  # advisory: the sweeps themselves did their work
+        log.warning("could not record the sweep's run: %r", exc)
 
 
 async def poison_repair(

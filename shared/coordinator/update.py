@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from shared import codec, engine
@@ -84,6 +84,12 @@ class WorkflowUpdater:
         self.acks = acks
         self.clock = clock
         self._dispatcher = dispatcher
+        self.empty_queues: frozenset[str] = frozenset()
+        """Queues seen holding no message at the start of the current sweep (lost dispatches)."""
+
+    async def note_empty_queues(self, queues: Iterable[str]) -> None:
+        """Count these queues now: the sweep's updates re-send queued attempts on empty ones."""
+        self.empty_queues = await self._dispatcher.empty_queues(queues)
 
     async def update_all(
         self, groups: dict[str, list[Envelope]], stats: PassStats, sent: set[SentKey]
@@ -209,6 +215,8 @@ class WorkflowUpdater:
                         wf, state, now,
                         lost_dispatch_after_s=self.options.lost_dispatch_after_s,
                         cancel_grace_s=self.options.cancel_grace_s,
+                        empty_queues=self.empty_queues,
+                        empty_queue_grace_s=self.options.empty_queue_repair_after_s,
                     )  # fmt: skip
             except ApplyError:
                 raise

@@ -18,6 +18,35 @@ TIMEOUT_GRACE_S = 60.0
 worker enforces timeout_s itself and normally reports the timeout first)."""
 
 
+EMPTY_QUEUE_GRACE_S = 60.0
+"""Default of how long after its last send a queued attempt on an empty queue is presumed lost:
+long enough for a worker that took and finished it to have its completion applied."""
+
+
+def presumed_lost(
+    now_ms: int,
+    visible_ms: int,
+    sent_ms: int,
+    queue_empty: bool,
+    *,
+    lost_after_s: float,
+    empty_grace_s: float = EMPTY_QUEUE_GRACE_S,
+) -> bool:
+    """Whether a queued attempt's task message is presumed lost (so it is sent again).
+
+    - Its queue holds no message at all (visible or not), the attempt is due (not a delayed retry)
+      and it was last sent more than ``empty_grace_s`` ago: the message is not on its queue, and
+      a worker that took it would have reported by now. This is the signal ``dagq doctor`` shows.
+    - Or it was last sent more than ``lost_after_s`` ago, whatever the queue holds (the backstop
+      for a message lost on a queue that is busy with others).
+    Sending again is harmless: workers run an attempt once (its claim blob).
+    """
+    since_sent_ms = now_ms - sent_ms
+    if queue_empty and now_ms >= visible_ms and since_sent_ms > empty_grace_s * 1000:
+        return True
+    return since_sent_ms > lost_after_s * 1000
+
+
 def sweep(
     wf: CompiledWorkflow,
     state: RuntimeState,
@@ -25,14 +54,18 @@ def sweep(
     *,
     lost_dispatch_after_s: float,
     cancel_grace_s: float = 600.0,
+    empty_queues: frozenset[str] = frozenset(),
+    empty_queue_grace_s: float = EMPTY_QUEUE_GRACE_S,
 ) -> list[Command]:
     """One sweep tick over one workflow (in place); returns the commands it causes.
 
     - running past ``timeout_s`` + ``TIMEOUT_GRACE_S``: the attempt fails as a timeout (retried if
       it has budget);
     - queued longer than ``queue_timeout_s`` without a start: fails as not started (no retry);
-    - queued (visible) longer than ``lost_dispatch_after_s`` since it was last sent: the same
-      attempt is sent again (workers deduplicate by attempt);
+    - queued and ``presumed_lost`` (its queue is in ``empty_queues``, the definition queue names
+      seen holding no message, and it was sent ``empty_queue_grace_s`` ago; or it was sent
+      ``lost_dispatch_after_s`` ago): the same attempt is sent again (workers deduplicate by
+      attempt);
     - ready tasks and free max_parallelism slots: dispatched (repairs a missed release);
     - cancelling, with tasks still running ``cancel_grace_s`` after the cancel: they are cancelled.
     A pending (never activated) or finished workflow is left alone.
@@ -60,7 +93,6 @@ def sweep(
             if now_ms - started > (limit + TIMEOUT_GRACE_S) * 1000:
                 state.finished_ms[task] = now_ms
                 step.fail(task, "timeout", f"timed out: no result {limit:g}s after it started")
-        lost_ms = lost_dispatch_after_s * 1000
         for task in in_state(state, QUEUED):
             visible = state.queued_ms[task]
             if visible is None:
@@ -73,7 +105,14 @@ def sweep(
                     "not_started",
                     f"not started: no worker took it within queue_timeout_s={queue_timeout:g}",
                 )
-            elif now_ms - state.sent_ms.get(task, visible) > lost_ms:
+            elif presumed_lost(
+                now_ms,
+                visible,
+                state.sent_ms.get(task, visible),
+                wf.tasks[task].queue in empty_queues,
+                lost_after_s=lost_dispatch_after_s,
+                empty_grace_s=empty_queue_grace_s,
+            ):
                 state.sent_ms[task] = now_ms
                 step.changed = True
                 step.out.append(step.dispatch_command(task, state.attempt[task]))

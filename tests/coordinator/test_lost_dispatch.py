@@ -1,0 +1,72 @@
+"""The lost-dispatch repair by the empty-queue signal (the one ``dagq doctor`` shows): a queued
+attempt whose task queue holds no message is re-sent a minute after its send, not a day; and
+every sweep leaves its mark in the registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.coordinator import Coordinator
+from shared.messages import decode_task_message
+from shared.names import ResourceNames
+from shared.storage.memory import MemoryStorage, memory_storage
+from tests.coordinator.helpers import FakeClock, diamond, fast_options, submit
+
+NAMES = ResourceNames("mem")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def storage(clock: FakeClock) -> MemoryStorage:
+    return memory_storage("mem", clock=clock)
+
+
+async def test_a_message_missing_from_an_empty_queue_is_resent_after_a_minute(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    await submit(storage, diamond(), "wf", clock())
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)  # the default: a day
+    await coord.run_once()
+    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    [lost] = await queue.receive(1, 1)
+    await queue.delete(lost)  # the task message vanished
+    clock.advance(30)
+    assert (await coord.run_sweeps()).stats.tasks_dispatched == 0  # within the grace
+    clock.advance(31)
+    assert (await coord.run_sweeps()).stats.tasks_dispatched == 1
+    [again] = queue.peek_texts()
+    assert decode_task_message(again).key == decode_task_message(lost.text).key
+    assert (await coord.run_sweeps()).stats.tasks_dispatched == 0  # on its queue again
+
+
+async def test_a_message_still_on_its_queue_is_not_resent(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    await submit(storage, diamond(), "wf", clock())
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await coord.run_once()
+    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    await queue.receive(1, 3600)  # a worker holds it (invisible, still on the queue)
+    clock.advance(600)
+    assert (await coord.run_sweeps()).stats.tasks_dispatched == 0
+    assert len(queue.peek_texts()) == 1
+
+
+async def test_each_sweep_marks_when_it_ran(storage: MemoryStorage, clock: FakeClock) -> None:
+    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await coord.run_sweeps()
+    assert await storage.registry.marks() == {"sweep": clock.now}
+    clock.advance(5)
+    await coord.run_sweeps()
+    assert await storage.registry.marks() == {"sweep": clock.now}
+
+
+def test_the_setting_and_the_engine_agree_on_the_default_grace() -> None:
+    from shared.engine.sweep import EMPTY_QUEUE_GRACE_S
+    from shared.settings import Settings
+
+    assert Settings.model_fields["empty_queue_repair_after_s"].default == EMPTY_QUEUE_GRACE_S

@@ -1,0 +1,18 @@
+"""The lost-dispatch signal rests on this: a queue's approximate count includes invisible messages
+(received by a worker, or sent with a delay), on the memory fake AND Azurite."""
+
+from __future__ import annotations
+
+from shared.storage.ports import Storage
+
+
+async def test_count_includes_received_and_delayed_messages(storage: Storage) -> None:
+    queue = storage.queues.get("tcount-q-cpu")
+    await queue.ensure()
+    assert await queue.approximate_count() == 0
+    await queue.send("held")
+    await queue.send("later", delay_s=3600)
+    [held] = await queue.receive(1, 3600)
+    assert await queue.approximate_count() == 2
+    await queue.delete(held)
+    assert await queue.approximate_count() == 1
