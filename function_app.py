@@ -115,6 +115,12 @@ async def list_workers(req: func.HttpRequest) -> func.HttpResponse:
     return await ops.list_workers(req)
 
 
+@app.function_name("doctor")
+@app.route(route="doctor", methods=["GET"])
+async def doctor(req: func.HttpRequest) -> func.HttpResponse:
+    return await ops.run_doctor(req)
+
+
 @app.function_name("delete_workflow")
 @app.route(route="workflows/{id}", methods=["DELETE"])
 async def delete_workflow(req: func.HttpRequest) -> func.HttpResponse:

@@ -15,13 +15,13 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from shared.ops.views import PurgedView, PurgeReport, WorkersView
+from shared.ops.views import DoctorReport, PurgedView, PurgeReport, WorkersView
 
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "shared" / "api" / "openapi.json"
 REF = "#/components/schemas/{model}"
 PROBLEM = {"$ref": "#/components/responses/Problem"}
 
-MODELS: tuple[type[BaseModel], ...] = (WorkersView, PurgedView, PurgeReport)
+MODELS: tuple[type[BaseModel], ...] = (WorkersView, PurgedView, PurgeReport, DoctorReport)
 ID_PARAMETER = {
     "name": "id",
     "in": "path",
@@ -63,6 +63,20 @@ def paths() -> dict[str, Any]:
                 "operationId": "list_workers",
                 "summary": "Worker agents from the registry: queues, busy slots, tasks, alive/lost",
                 "responses": {"200": _ok(WorkersView, "The registered workers")},
+            }
+        },
+        "/doctor": {
+            "get": {
+                "operationId": "doctor",
+                "summary": "Check the deployment (and one workflow): findings, each with its fix",
+                "parameters": [_query("id", ID_PARAMETER["schema"], "Also check this workflow")],
+                "responses": {
+                    "200": _ok(
+                        DoctorReport, "The report; 'healthy' says whether it found problems"
+                    ),
+                    "400": PROBLEM,
+                    "404": PROBLEM,
+                },
             }
         },
         "/workflows/{id}": {

@@ -167,6 +167,31 @@ class Settings(BaseSettings):
         description="A worker not seen for this long shows as lost: a few of its registry "
         "intervals (DAGQ_WORKER_REGISTRY_S, default 20 s).",
     )
+    sweep_overdue_after_s: float = Field(
+        default=300.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_SWEEP_OVERDUE_AFTER_S"),
+        description="dagq doctor reports a partition whose sweeps have not run for this long.",
+    )
+    event_stuck_after_s: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_EVENT_STUCK_AFTER_S"),
+        description="dagq doctor reports events visible this long while no coordinator holds "
+        "the lease.",
+    )
+    clock_skew_s: float = Field(
+        default=30.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_CLOCK_SKEW_S"),
+        description="dagq doctor reports a worker whose clock is off from storage's by more.",
+    )
+    dead_letter_window_s: float = Field(
+        default=24 * 3600.0,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_DEAD_LETTER_WINDOW_S"),
+        description="dagq doctor reports dead letters received within this window.",
+    )
     worker_forget_after_s: float = Field(
         default=7 * 24 * 3600.0,
         gt=0,

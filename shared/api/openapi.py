@@ -31,9 +31,15 @@ def component_schemas() -> dict[str, Any]:
     from pydantic.json_schema import models_json_schema
 
     from shared.api.views import COMPONENTS
-    from shared.ops.views import PurgedView, PurgeReport, WorkersView
+    from shared.ops.views import DoctorReport, PurgedView, PurgeReport, WorkersView
 
-    models: list[type[BaseModel]] = [*COMPONENTS, WorkersView, PurgedView, PurgeReport]
+    models: list[type[BaseModel]] = [
+        *COMPONENTS,
+        WorkersView,
+        PurgedView,
+        PurgeReport,
+        DoctorReport,
+    ]
     _, top = models_json_schema(
         [(model, "serialization") for model in models], ref_template=REF_TEMPLATE
     )

@@ -95,6 +95,19 @@ async def _purge(req: func.HttpRequest) -> func.HttpResponse:
     return json_response(report.model_dump(mode="json"))
 
 
+async def _doctor(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api.service import check_workflow_id
+    from shared.ops.doctor import doctor
+
+    workflow_id = req.params.get("id") or None
+    if workflow_id is not None:
+        check_workflow_id(workflow_id)
+    storage = await CONTEXT.storage()
+    report = await doctor(storage, CONTEXT.settings, now=time.time(), workflow_id=workflow_id)
+    return json_response(report.model_dump(mode="json"))
+
+
 list_workers = _handler(_workers)
+run_doctor = _handler(_doctor)
 delete_workflow = _handler(_delete)
 purge_workflows = _handler(_purge)

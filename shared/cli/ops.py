@@ -61,6 +61,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     workers.set_defaults(handler=run_workers)
 
+    doctor = commands.add_parser(
+        "doctor",
+        parents=[api],
+        help="check the deployment (and one workflow): what is wrong and how to fix it",
+        description="Check the deployment, and with ID one workflow, and print each finding with"
+        " its fix: tasks queued on a queue no live worker polls, queued tasks whose message is"
+        " missing from their queue (lost dispatches), events waiting while no coordinator holds"
+        " the lease, overdue sweeps, workflows stuck pending, poison messages, recent dead"
+        " letters (with their reasons), workers with skewed clocks, queues no worker ever polled,"
+        " lost workers. The API computes the checks. Exit 0 when healthy, 1 with findings"
+        " (errors or warnings), 3 if ID does not exist.",
+    )
+    doctor.add_argument("id", nargs="?", help="also check this workflow")
+    doctor.add_argument("--json", action="store_true", help="print the API's JSON report")
+    doctor.set_defaults(handler=run_doctor)
+
     purge = commands.add_parser(
         "purge",
         parents=[api],
@@ -111,6 +127,22 @@ def run_workers(args: argparse.Namespace) -> int:
         return 0
     console.print(ops_render.workers_table(view, time.time()))
     return 0
+
+
+@report_errors
+def run_doctor(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from shared.cli import ops_render, render
+
+    with open_client(args) as client:
+        report = client.doctor(args.id)
+        url = client.base_url
+    if args.json:
+        print(render.dumps(report.model_dump(mode="json")))
+    else:
+        Console(highlight=False, soft_wrap=True).print(ops_render.doctor_text(report, url))
+    return 0 if report.healthy else 1
 
 
 @report_errors

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.cli.render import duration
-from shared.ops.views import WorkersView, WorkerView
+from shared.ops.views import DoctorReport, WorkersView, WorkerView
 
 WORKER_STATUS_STYLE = {"alive": "green", "lost": "bold red"}
 
@@ -45,3 +45,33 @@ def workers_table(view: WorkersView, now: float) -> Table:
             _doing(worker),
         )
     return table
+
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def doctor_text(report: DoctorReport, api_url: str) -> Text:
+    """The report of ``dagq doctor``: a summary line, then each finding with its fix."""
+    s = report.summary
+    text = Text()
+    scope = (
+        f" and workflow {report.workflow_id} ({s.workflow_status})" if report.workflow_id else ""
+    )
+    text.append(f"checked {api_url}{scope}: ", style="bold")
+    text.append(
+        f"{s.workers_alive} worker(s) alive, {s.workers_lost} lost; {s.active_workflows} active"
+        f" workflow(s), {s.queued_tasks} queued task(s); {s.partitions} partition(s)\n"
+    )
+    if not report.findings:
+        text.append("healthy: no problem found\n", style="bold green")
+        return text
+    for finding in report.findings:
+        text.append(f"{finding.severity:<7} ", style=SEVERITY_STYLE.get(finding.severity, ""))
+        text.append(f"[{finding.check}] ", style="dim")
+        text.append(finding.title + "\n", style="bold")
+        text.append(f"        {finding.detail}\n")
+        text.append("    fix: ", style="green")
+        text.append(finding.fix + "\n")
+    verdict = "healthy (notes only)" if report.healthy else "unhealthy"
+    text.append(f"{len(report.findings)} finding(s): {verdict}\n", style="bold")
+    return text

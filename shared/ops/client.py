@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from shared.ops.views import PurgedView, PurgeReport, WorkersView
+from shared.ops.views import DoctorReport, PurgedView, PurgeReport, WorkersView
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
@@ -35,6 +35,12 @@ class OperationsMixin:
         """The worker registry: every worker agent with its queues, busy slots, current tasks and
         whether it is alive or lost."""
         return self._model(WorkersView, "GET", "/workers")
+
+    def doctor(self, workflow_id: str | None = None) -> DoctorReport:
+        """Check the deployment (and one workflow): findings with their fixes, computed by the
+        API. ``report.healthy`` is False when an error or warning was found."""
+        params = {"id": workflow_id} if workflow_id else None
+        return self._model(DoctorReport, "GET", "/doctor", params=params)
 
     def delete(self, workflow_id: str) -> PurgedView:
         """Purge one finished workflow: its definition, state, index row, outputs and logs

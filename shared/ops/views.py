@@ -78,3 +78,42 @@ class PurgeReport(_View):
     """Ids of interrupted purges found (and finished, unless this is a dry run)."""
     next: str | None
     """Pass back as ``next`` to go on; None when the scan is done."""
+
+
+class DoctorFinding(_View):
+    """One problem ``dagq doctor`` found, with how to fix it."""
+
+    check: str
+    """Which check found it (``unserved_queue``, ``lost_dispatch``, ...; docs/operations.md)."""
+    severity: Literal["error", "warning", "info"]
+    """``error`` and ``warning`` make the report unhealthy; ``info`` does not."""
+    subject: str | None = None
+    """The queue, workflow, worker or partition it is about."""
+    title: str
+    detail: str
+    fix: str
+
+
+class DoctorSummary(_View):
+    """What the doctor looked at."""
+
+    workers_alive: int
+    workers_lost: int
+    active_workflows: int
+    examined_workflows: int
+    queued_tasks: int
+    queue_depths: dict[str, int]
+    """Definition queue name -> messages on it (visible or not)."""
+    partitions: int
+    workflow_status: str | None = None
+    """With an id: that workflow's status."""
+
+
+class DoctorReport(_View):
+    """``GET /api/doctor[?id=]``."""
+
+    healthy: bool
+    checked_at: float
+    workflow_id: str | None
+    findings: list[DoctorFinding]
+    summary: DoctorSummary

@@ -149,6 +149,14 @@ class AzureQueue:
             return 0
         return int(properties.approximate_message_count or 0)
 
+    async def oldest_visible_at(self) -> float | None:
+        try:
+            peeked = await self.client.peek_messages(max_messages=1)
+        except ResourceNotFoundError:
+            return None
+        inserted = peeked[0].inserted_on if peeked else None
+        return inserted.timestamp() if inserted is not None else None
+
 
 class AzureQueues:
     """The queues of one account; ``get`` caches a handle per queue (and whether it exists)."""

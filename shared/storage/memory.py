@@ -391,6 +391,12 @@ class MemoryQueue:
         state = self._state
         return len(state.messages) if state else 0
 
+    async def oldest_visible_at(self) -> float | None:
+        state = self._state
+        now = self._queues.clock()
+        visible = (m for m in (state.messages.values() if state else ()) if m.visible_at <= now)
+        return next((m.inserted_at for m in visible), None)
+
     # -- test helpers (not part of the port) ---------------------------------------------------
     def peek_texts(self) -> list[str]:
         """Every message's text, visible or not, in insertion order."""

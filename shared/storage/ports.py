@@ -191,7 +191,11 @@ class Queue(Protocol):
         ...
 
     async def approximate_count(self) -> int:
-        """Approximate number of messages in the queue."""
+        """Approximate number of messages in the queue (visible or not)."""
+        ...
+
+    async def oldest_visible_at(self) -> float | None:
+        """When the first visible message was inserted (a peek), or None if none is visible."""
         ...
 
 

@@ -62,6 +62,7 @@ EXPECTED_HTTP = {
     "cancel_workflow": ("workflows/{id}/cancel", ["POST"]),
     "retry_workflow": ("workflows/{id}/retry", ["POST"]),
     "list_workers": ("workers", ["GET"]),
+    "doctor": ("doctor", ["GET"]),
     "delete_workflow": ("workflows/{id}", ["DELETE"]),
     "purge_workflows": ("purge", ["POST"]),
     "health": ("health", ["GET"]),

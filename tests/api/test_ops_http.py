@@ -50,3 +50,14 @@ def test_a_dry_run_purge_of_an_empty_deployment(api_host: HostProcess) -> None:
         "dry_run": True, "older_than_s": 0.0, "statuses": ["cancelled", "completed", "failed"],
         "workflows": [], "resumed": [], "next": None,
     }  # fmt: skip
+
+
+def test_doctor_answers_a_report_and_checks_its_id(api_host: HostProcess) -> None:
+    response = httpx.get(f"{api_host.url}/doctor")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"healthy", "checked_at", "workflow_id", "findings", "summary"}
+    assert body["summary"]["partitions"] >= 1
+    assert httpx.get(f"{api_host.url}/doctor", params={"id": "..bad"}).status_code == 400
+    unknown = httpx.get(f"{api_host.url}/doctor", params={"id": "no-such-workflow"})
+    assert unknown.status_code == 404

@@ -86,3 +86,47 @@ def test_purge_usage_errors_exit_2(dagq: Dagq) -> None:
     assert dagq("purge", "x", "--older-than", "1d").code == ExitCode.USAGE
     assert dagq("purge", "--older-than", "soon").code == ExitCode.USAGE
     assert dagq("purge", "--older-than", "1d", "--status", "running").code == ExitCode.USAGE
+
+
+NOWHERE = """
+name: nowhere
+tasks:
+  - name: lonely
+    queue: nowhere
+    kwargs:
+      cmd: echo never
+"""
+
+
+def test_doctor_is_healthy_then_names_an_unserved_queue_and_its_fix(
+    dagq: Dagq, stack: Stack
+) -> None:
+    def healthy() -> bool:
+        return dagq("doctor", "--json").code == 0
+
+    wait_until(healthy)
+    text = dagq("doctor")
+    assert "healthy: no problem found" in text.out
+
+    workflow_id = dagq("submit", "-", stdin=NOWHERE).out.splitlines()[0].strip()
+
+    def flagged() -> bool:
+        return dagq("doctor", workflow_id, "--json").code == 1
+
+    wait_until(flagged)
+    report = json.loads(dagq("doctor", workflow_id, "--json").out)
+    assert report["healthy"] is False
+    assert report["workflow_id"] == workflow_id
+    assert report["summary"]["workflow_status"] == "running"
+    by_check = {f["check"]: f for f in report["findings"]}
+    assert set(by_check) == {"unserved_queue", "unknown_queue"}
+    assert by_check["unserved_queue"]["subject"] == "nowhere"
+    assert "dagq-worker nowhere" in by_check["unserved_queue"]["fix"]
+    shown = dagq("doctor", workflow_id)
+    assert shown.code == 1
+    assert "[unserved_queue]" in shown.out
+    assert "fix: start a worker for it: dagq-worker nowhere" in shown.out
+
+    assert dagq("doctor", "no-such-workflow").code == ExitCode.NOT_FOUND
+    dagq("cancel", workflow_id, "--wait", "--timeout", "60")
+    assert dagq("purge", workflow_id).code == ExitCode.OK

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 from shared.storage.ports import Storage
 
 
@@ -16,3 +18,17 @@ async def test_count_includes_received_and_delayed_messages(storage: Storage) ->
     assert await queue.approximate_count() == 2
     await queue.delete(held)
     assert await queue.approximate_count() == 1
+
+
+async def test_oldest_visible_at_peeks_the_first_visible_message(storage: Storage) -> None:
+    queue = storage.queues.get("tpeek-events")
+    await queue.ensure()
+    assert await queue.oldest_visible_at() is None
+    await queue.send("later", delay_s=3600)
+    assert await queue.oldest_visible_at() is None  # invisible messages are not peeked
+    before = time.time()
+    await queue.send("now")
+    inserted = await queue.oldest_visible_at()
+    assert inserted is not None
+    assert before - 5 <= inserted <= time.time() + 5
+    assert await storage.queues.get("tpeek-never-created").oldest_visible_at() is None

@@ -1,0 +1,82 @@
+"""``dagq doctor`` from stored facts to findings, on the memory fakes AND Azurite: what it reads
+is what the checks judge (lost dispatches, unserved queues, stuck events, overdue sweeps, skew)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from shared.coordinator import Coordinator
+from shared.errors import NotFoundError
+from shared.messages import ActivateEvent, encode
+from shared.names import ResourceNames
+from shared.ops.doctor import doctor
+from shared.settings import Settings
+from shared.storage.ports import Storage
+from tests.coordinator.helpers import diamond, fast_options, submit
+from tests.ops.test_doctor_checks import worker
+
+
+def settings_of(storage: Storage, **env: str) -> Settings:
+    names: ResourceNames = storage.names  # type: ignore[attr-defined]
+    return Settings.model_validate({"DAGQ_STORAGE": "unused", "DAGQ_PREFIX": names.prefix, **env})
+
+
+def checks_of(report: object) -> list[tuple[str, str | None]]:
+    return [(f.check, f.subject) for f in report.findings]  # type: ignore[attr-defined]
+
+
+async def test_a_fresh_deployment_only_lacks_its_first_sweep(storage: Storage) -> None:
+    now = time.time()
+    first = await doctor(storage, settings_of(storage), now=now)
+    assert checks_of(first) == [("sweep_overdue", "partition 0")]
+    assert first.findings[0].severity == "warning"  # nothing is waiting on it yet
+    await storage.registry.mark("sweep", now)
+    assert (await doctor(storage, settings_of(storage), now=now)).healthy is True
+
+
+async def test_queued_work_without_workers_then_a_lost_message(storage: Storage) -> None:
+    settings = settings_of(storage)
+    names = settings.names
+    now = time.time()
+    await submit(storage, diamond(), "wf", now)
+    await Coordinator(storage, names, fast_options()).run_once()  # task a queued on cpu
+    now = time.time()
+    await storage.registry.mark("sweep", now)
+
+    report = await doctor(storage, settings, now=now)
+    assert checks_of(report) == [("unserved_queue", "cpu"), ("unknown_queue", "cpu")]
+    assert report.summary.queue_depths == {"cpu": 1}
+    assert report.summary.queued_tasks == 1
+
+    await storage.registry.beat(worker(queues=("cpu",), last_seen=time.time()))
+    await storage.registry.note_queues(["cpu"], now)
+    assert (await doctor(storage, settings, now=now)).healthy is True
+
+    queue = storage.queues.get(names.task_queue("cpu"))
+    [message] = await queue.receive(1, 5)
+    await queue.delete(message)  # the task message is lost
+    later = await doctor(storage, settings, now=time.time() + 70, workflow_id="wf")
+    assert checks_of(later) == [("lost_dispatch", "cpu")]
+    assert "wf/a#1" in later.findings[0].detail
+    assert later.summary.workflow_status == "running"
+    with pytest.raises(NotFoundError):
+        await doctor(storage, settings, now=now, workflow_id="no-such")
+
+
+async def test_events_no_coordinator_applies_and_a_skewed_worker(storage: Storage) -> None:
+    settings = settings_of(storage, DAGQ_WORKER_LOST_AFTER_S="600")
+    now = time.time()
+    await storage.registry.mark("sweep", now + 120)
+    await storage.event_queue.send(encode(ActivateEvent(workflow_id="wf")))
+    await storage.registry.beat(worker("fast", last_seen=time.time() + 3600))
+    report = await doctor(storage, settings, now=now + 120)
+    assert checks_of(report) == [
+        ("events_without_coordinator", storage.event_queue.name),
+        ("clock_skew", "fast"),
+    ]
+    lease = await storage.lease.acquire(15)
+    assert lease is not None
+    held = await doctor(storage, settings, now=now + 120)
+    assert checks_of(held) == [("clock_skew", "fast")]
