@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
 from tests.cli.conftest import EXAMPLES, Result, Stack
+from tests.cli.test_cli_stack import LONG
 
 Dagq = Callable[..., Result]
 
@@ -37,16 +38,6 @@ def test_workers_lists_the_running_agents(dagq: Dagq, stack: Stack) -> None:
     assert "alive" in table.out
     assert "cpu" in table.out
     assert "gpu" in table.out
-
-
-LONG = """
-name: long-sleep
-default_queue: cpu
-tasks:
-  - name: sleeper
-    kwargs:
-      cmd: sleep 60
-"""
 
 
 def test_purge_deletes_a_finished_workflow_and_refuses_a_running_one(
