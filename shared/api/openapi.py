@@ -31,15 +31,8 @@ def component_schemas() -> dict[str, Any]:
     from pydantic.json_schema import models_json_schema
 
     from shared.api.views import COMPONENTS
-    from shared.ops.views import DoctorReport, PurgedView, PurgeReport, WorkersView
 
-    models: list[type[BaseModel]] = [
-        *COMPONENTS,
-        WorkersView,
-        PurgedView,
-        PurgeReport,
-        DoctorReport,
-    ]
+    models: list[type[BaseModel]] = list(COMPONENTS)
     _, top = models_json_schema(
         [(model, "serialization") for model in models], ref_template=REF_TEMPLATE
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from shared.ops.views import DoctorReport, PurgedView, PurgeReport, WorkersView
+from shared.api.views import DoctorReport, PurgedView, PurgeReport, WorkersView
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping

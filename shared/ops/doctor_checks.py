@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
+from shared.api.views import DoctorFinding
 from shared.engine.sweep import presumed_lost
 from shared.ops.doctor_facts import Facts, QueuedTask
-from shared.ops.views import DoctorFinding
 from shared.ops.workers import seen_at, worker_status
 from shared.states import WorkflowStatus
 

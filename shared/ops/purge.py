@@ -21,9 +21,9 @@ import asyncio
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from shared.api.views import PurgedItem, PurgedView, PurgeReport
 from shared.errors import ConflictError, NotFoundError
 from shared.names import ResourceNames
-from shared.ops.views import PurgedItem, PurgedView, PurgeReport
 from shared.states import WorkflowStatus
 
 if TYPE_CHECKING:

@@ -101,8 +101,9 @@ def test_doctor_is_healthy_then_names_an_unserved_queue_and_its_fix(
 
     workflow_id = dagq("submit", "-", stdin=NOWHERE).out.splitlines()[0].strip()
 
-    def flagged() -> bool:
-        return dagq("doctor", workflow_id, "--json").code == 1
+    def flagged() -> bool:  # once the coordinator dispatched the task
+        report = json.loads(dagq("doctor", workflow_id, "--json").out)
+        return "unserved_queue" in {f["check"] for f in report["findings"]}
 
     wait_until(flagged)
     report = json.loads(dagq("doctor", workflow_id, "--json").out)
