@@ -4,25 +4,13 @@ every sweep leaves its mark in the registry."""
 
 from __future__ import annotations
 
-import pytest
-
 from shared.coordinator import Coordinator
 from shared.messages import decode_task_message
 from shared.names import ResourceNames
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, submit
 
 NAMES = ResourceNames("mem")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 async def test_a_message_missing_from_an_empty_queue_is_resent_after_a_minute(
