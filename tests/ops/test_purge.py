@@ -152,3 +152,14 @@ async def test_bulk_purge_takes_old_finished_workflows_of_the_chosen_statuses(
     for workflow_id in old:
         assert await gone(storage, workflow_id)
     assert sorted(await listed(storage)) == ["wf-active", "wf-new"]
+
+
+async def test_bulk_purge_trusts_the_state_not_a_stale_row(storage: Storage) -> None:
+    clock = FakeClock()
+    await submit(storage, diamond(), "wf-live", clock.now - 50 * DAY)
+    [row] = (await storage.index.list()).rows
+    row.status, row.finished_at = WorkflowStatus.COMPLETED, clock.now - 40 * DAY
+    await storage.index.project(row)  # the index claims it finished long ago; its state does not
+    report = await purge_many(storage, now=clock.now, older_than_s=30 * DAY)
+    assert report.workflows == []
+    await get_workflow(storage, "wf-live")
