@@ -10,9 +10,10 @@ import argparse
 import re
 
 from shared.cli.connect import api_options, open_client, report_errors
+from shared.states import WorkflowStatus
 
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_PURGEABLE = ("completed", "failed", "cancelled")
+_PURGEABLE = tuple(status.value for status in WorkflowStatus if status.is_terminal)
 
 
 def parse_age(text: str) -> float:
