@@ -131,6 +131,8 @@ async def purge_many(
 async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
     """Purge each row's workflow; the rows whose workflows were purged (a workflow whose state
     says it is not finished after all is left alone)."""
+    from shared.codec import status_from_metadata
+
     slots = asyncio.Semaphore(PURGE_CONCURRENCY)
 
     async def one(row: IndexRow) -> bool:
@@ -138,12 +140,12 @@ async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
             # The state blob's metadata says its status in one HEAD (no download, no decode);
             # the row gives the creation time the purge marker keeps.
             try:
-                status = (await storage.workflows.state_metadata(row.workflow_id)).get("status")
+                metadata = await storage.workflows.state_metadata(row.workflow_id)
             except NotFoundError:
                 # A row whose workflow is gone: listed but broken. Remove it.
                 await storage.index.delete(row.workflow_id, row.created_at)
                 return True
-            if status not in {str(s) for s in TERMINAL}:
+            if status_from_metadata(metadata) not in TERMINAL:
                 return False
             await finish_purge(storage, row.workflow_id, row.created_at)
             forget_definition(storage, row.workflow_id)
