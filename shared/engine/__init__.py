@@ -6,11 +6,13 @@ commands (``shared.commands``) and writes the state back. Applying an event cost
 to the tasks it touches (the task and its children), never to the size of the workflow.
 
 Modules: ``transitions`` (the events), ``sweep`` (the timer's checks), ``step`` (the primitives
-both are made of), ``policy`` (dependency policies and conditions), ``expansion`` (dynamic fan-out:
-``expanded(wf, state)`` is the workflow as it runs, definition plus expansions).
+both are made of), ``rerun`` (rerun from failure), ``policy`` (dependency policies and conditions),
+``capture`` and ``expansion`` (dynamic fan-out: ``expanded(wf, state)`` is the workflow as it runs,
+definition plus expansions).
 """
 
-from shared.engine.expansion import MAX_LIST_BYTES, expanded, list_sources
+from shared.engine.capture import MAX_LIST_BYTES, list_sources
+from shared.engine.expansion import expanded
 from shared.engine.sweep import TIMEOUT_GRACE_S, sweep
 from shared.engine.transitions import apply, new_state, premature
 

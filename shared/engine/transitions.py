@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from shared.commands import Command
-from shared.engine.expansion import UNREAD, awaits_expansion, capture, expanded
+from shared.engine.capture import UNREAD, capture
+from shared.engine.expansion import awaits_expansion, expanded
+from shared.engine.rerun import rerun
 from shared.engine.step import Step
 from shared.errors import MessageError
 from shared.messages import (
@@ -22,7 +24,6 @@ from shared.messages import (
 from shared.state import (
     CANCELLED,
     COMPLETED,
-    IS_OK,
     IS_TERMINAL,
     PENDING,
     QUEUED,
@@ -74,7 +75,7 @@ def apply(
     elif isinstance(event, CancelEvent):
         _cancel(step, event.reason)
     elif isinstance(event, RetryEvent):
-        _rerun(step, event.run)
+        rerun(step, event.run)
     else:
         task = _task_number(wf, state, event)
         if state.status is WorkflowStatus.PENDING:
@@ -261,61 +262,3 @@ def _cancel(step: Step, reason: str | None) -> None:
         if codes[task] in (PENDING, READY, QUEUED):
             step.terminal(task, CANCELLED, _CANCEL_BEFORE_RUN)
     st.ready.clear()
-
-
-def _list_producers(step: Step, reopened: list[int]) -> list[int]:
-    """The completed sources of the reopened ``foreach_from`` tasks whose list was rejected:
-    rerunning such a task alone would reject the same list, so its source runs again too."""
-    st, tasks = step.st, step.wf.tasks
-    found: list[int] = []
-    for task in reopened:
-        spec = tasks[task].expand
-        captured = st.lists.get(task)
-        rejected = captured is not None and captured.error is not None
-        if spec is not None and rejected and st.codes[spec.source] == COMPLETED:
-            found.append(spec.source)
-    return found
-
-
-def _rerun(step: Step, run: int) -> None:
-    """Rerun from failure: reopen failed/upstream_failed/cancelled tasks and the not-completed
-    descendants reached through them (and the producers of rejected foreach_from lists), repair
-    their counters and their children's, start run+1."""
-    st, wf = step.st, step.wf
-    if st.status not in (WorkflowStatus.FAILED, WorkflowStatus.CANCELLED) or run != st.run:
-        return
-    codes, children = st.codes, wf.children
-    reopen: list[int] = []
-    seen = bytearray(len(codes))
-    for task in range(len(codes)):
-        if IS_TERMINAL[codes[task]] and not IS_OK[codes[task]]:
-            seen[task] = 1
-            reopen.append(task)
-    for source in _list_producers(step, reopen):
-        if not seen[source]:
-            seen[source] = 1
-            reopen.append(source)
-    at = 0
-    while at < len(reopen):  # reopen grows as descendants are found (breadth-first)
-        for child in children[reopen[at]]:
-            if not seen[child] and codes[child] != COMPLETED:
-                seen[child] = 1
-                reopen.append(child)
-        at += 1
-    step.changed = True
-    for task in reopen:
-        counter = st.n_ok if IS_OK[codes[task]] else st.n_bad
-        for child in children[task]:
-            counter[child] -= 1
-        st.reopen(task)
-    st.run += 1
-    st.status = WorkflowStatus.RUNNING
-    st.cancel_requested = False
-    st.cancel_requested_at = None
-    st.finished_at = None
-    st.error = None
-    work: list[int] = []
-    for task in reopen:
-        if codes[task] == PENDING:
-            step.evaluate(task, work)
-    step.propagate(work)
