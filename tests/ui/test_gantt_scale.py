@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.cli.conftest import Stack
+from tests.support.synthetic_run import fan_out
 from tests.ui.conftest import dashboard_url
-from tests.ui.synthetic import fan_out
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

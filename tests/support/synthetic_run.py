@@ -1,4 +1,4 @@
-"""Made-up API answers for browser tests that need a run no local stack produces quickly."""
+"""Made-up API answers of a run, for browser tests and the dashboard benchmark (no stack needed)."""
 
 from __future__ import annotations
 
