@@ -1,8 +1,5 @@
-"""The compact, versioned codecs of the two workflow blobs.
-
-Definition blob (``{id}.def``, written once): ``b"DQD" + version byte + zlib(JSON)``, the JSON being
-the CompiledWorkflow in columns (names, parents as index lists, one column per task field with
-defaults omitted and repeated values tabled).
+"""The compact, versioned codecs of the two workflow blobs: the state blob here, the definition
+blob in ``shared.definition_codec`` (re-exported: ``encode_definition``, ``decode_definition``).
 
 State blob (``{id}.state``, rewritten by the coordinator): ``b"DQS" + version byte +
 zlib(body)``; the body is a fixed header followed by length-prefixed sections:
@@ -22,16 +19,29 @@ Integer columns are stored as byte planes (all lowest bytes, then all next bytes
 sees long runs of zeros and repeats: a finished 1,000-task workflow fits in about 3 KB. Derived
 bookkeeping (per-state counts, parent counters) is not stored; decoding recomputes it.
 
-Version 1 is the only version; a later dagq keeps reading it. A blob with an unknown (newer)
-version, a bad magic or corrupt content raises CodecError.
+Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansions); a state
+without any is written as version 1, byte for byte as before. Every version stays readable. A blob
+with an unknown (newer) version, a bad magic or corrupt content raises CodecError.
 """
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFINITION_MAGIC",
+    "DEFINITION_VERSION",
+    "STATE_MAGIC",
+    "STATE_VERSION",
+    "decode_definition",
+    "decode_state",
+    "encode_definition",
+    "encode_state",
+    "state_metadata",
+    "status_from_metadata",
+]
+
 import json
 import struct
 import sys
-import zlib
 from array import array
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -39,23 +49,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.blob_format import frame, open_blob
+from shared.definition_codec import (
+    DEFINITION_MAGIC,
+    DEFINITION_VERSION,
+    decode_definition,
+    encode_definition,
+)
 from shared.engine.expansion import expanded
 from shared.errors import CodecError
 from shared.messages import OutputRef
 from shared.names import ResourceNames
 from shared.state import COMPLETED, READY, TASK_STATES, ItemList, RuntimeState, to_ms
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow, ExpandFrom, RetryPolicy, TaskDef
+from shared.workflow import CompiledWorkflow
 
 STATE_MAGIC = b"DQS"
-DEFINITION_MAGIC = b"DQD"
 STATE_VERSION = 2
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``); a state without
 any is still written as version 1, byte for byte what earlier releases wrote."""
-DEFINITION_VERSION = 2
-"""Newest definition format read. Version 2 adds ``foreach_from`` (column ``x``); a definition
-without one is still written as version 1."""
-_ZLIB_LEVEL = 6  # level 9 saves ~1% here for twice the time
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -238,7 +250,7 @@ def encode_state(state: RuntimeState) -> bytes:
         body.append(_LEN.pack(len(section)))
         body.append(section)
     version = STATE_VERSION if dynamic else 1
-    return STATE_MAGIC + bytes([version]) + zlib.compress(b"".join(body), _ZLIB_LEVEL)
+    return frame(STATE_MAGIC, version, b"".join(body))
 
 
 def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
@@ -264,23 +276,6 @@ def _dynamic_from_json(raw: Any, st: RuntimeState) -> None:
     st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
     if any(group not in st.lists or count < 0 for group, count in st.expansions):
         raise CodecError("state blob is corrupt: an expansion without its list")
-
-
-def _open(data: bytes, magic: bytes, version: int, what: str) -> bytes:
-    if len(data) < len(magic) + 1 or data[: len(magic)] != magic:
-        raise CodecError(f"{what} blob is not a dagq {what} blob (bad magic bytes)")
-    found = data[len(magic)]
-    if found > version:
-        raise CodecError(
-            f"{what} blob has format version {found}, newer than this dagq reads ({version}): "
-            "upgrade dagq"
-        )
-    if found < 1:
-        raise CodecError(f"{what} blob has invalid format version {found}")
-    try:
-        return zlib.decompress(data[len(magic) + 1 :])
-    except zlib.error as exc:
-        raise CodecError(f"{what} blob is corrupt: {exc}") from None
 
 
 def _sections(body: bytes, at: int, count: int) -> list[bytes]:
@@ -309,7 +304,7 @@ def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
 
 def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
     """Read a state blob written by ``encode_state`` for workflow ``wf``. Raises CodecError."""
-    body = _open(data, STATE_MAGIC, STATE_VERSION, "state")
+    body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
     try:
         return _decode_state_body(body, wf)
     except CodecError:
@@ -391,184 +386,3 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     st.ready = deque(ready_tasks)
     st.rebuild_counters(wf)
     return st
-
-
-# -- definition ----------------------------------------------------------------------------------
-#
-# Columnar JSON: one entry per TaskDef field. A field whose every task has the default is left out;
-# a field with few distinct values (queue, env, policies...) is a table of values plus one index per
-# task; a field with mostly distinct values (cmd of a foreach) is the plain list. Lists of numbers
-# and strings parse far faster than a list of objects, and zlib sees the repeats.
-
-_RETRY_DEFAULT = RetryPolicy()
-
-
-def _retry_to_json(retry: RetryPolicy) -> list[Any]:
-    codes = retry.retry_on_exit_codes
-    return [
-        retry.initial_delay_s,
-        retry.multiplier,
-        retry.max_delay_s,
-        retry.jitter,
-        None if codes is None else list(codes),
-    ]
-
-
-def _retry_from_json(raw: Any) -> RetryPolicy:
-    initial, multiplier, max_delay, jitter, codes = raw
-    return RetryPolicy(
-        initial_delay_s=float(initial),
-        multiplier=float(multiplier),
-        max_delay_s=float(max_delay),
-        jitter=float(jitter),
-        retry_on_exit_codes=None if codes is None else tuple(int(c) for c in codes),
-    )
-
-
-def _dep_policy(raw: Any) -> Any:
-    if isinstance(raw, bool) or not (isinstance(raw, int) or raw in ("all", "any", "all_settled")):
-        raise CodecError(f"definition blob is corrupt: dep_policy {raw!r}")
-    return raw
-
-
-def _str_dict(raw: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in raw.items()}
-
-
-def _optional_str(raw: Any) -> str | None:
-    return None if raw is None else str(raw)
-
-
-def _optional_float(raw: Any) -> float | None:
-    return None if raw is None else float(raw)
-
-
-# (key in the blob, TaskDef field, default, to JSON, from JSON), in TaskDef's field order after
-# ``name``; ``parents`` is stored apart.
-_FIELDS: tuple[tuple[str, str, Any, Any, Any], ...] = (
-    ("c", "cmd", None, None, str),
-    ("q", "queue", None, None, str),
-    ("e", "env", {}, None, _str_dict),
-    ("w", "cwd", None, None, _optional_str),
-    ("dp", "dep_policy", "all", None, _dep_policy),
-    ("t", "timeout_s", None, None, _optional_float),
-    ("qt", "queue_timeout_s", None, None, _optional_float),
-    ("r", "num_retries", 0, None, int),
-    ("rp", "retry", _RETRY_DEFAULT, _retry_to_json, _retry_from_json),
-    ("if", "condition", None, None, _optional_str),
-    ("g", "group", None, None, _optional_str),
-    ("pa", "params", None, None, lambda raw: raw),
-    ("x", "expand", None, lambda e: _expand_to_json(e), lambda raw: _expand(raw)),
-)
-
-
-def _expand_to_json(e: ExpandFrom | None) -> list[Any] | None:
-    return None if e is None else [e.source, list(e.path), e.max_width]
-
-
-def _expand(raw: Any) -> ExpandFrom | None:
-    if raw is None:
-        return None
-    source, path, max_width = raw
-    return ExpandFrom(int(source), tuple(str(key) for key in path), int(max_width))
-
-
-_REQUIRED = frozenset({"cmd", "queue"})
-"""Fields without a default: always stored."""
-
-
-def _encode_column(values: list[Any], to_json: Any) -> dict[str, Any]:
-    table: dict[Any, int] = {}
-    column: list[Any] = []
-    indices: list[int] = []
-    for value in values:
-        raw = value if to_json is None else to_json(value)
-        # Scalars key by (type, value): 1, 1.0 and True must stay apart. Others by their JSON.
-        key: Any = (
-            (type(raw), raw)
-            if raw is None or isinstance(raw, str | int | float)
-            else json.dumps(raw, sort_keys=True, separators=(",", ":"))
-        )
-        at = table.get(key)
-        if at is None:
-            at = table[key] = len(column)
-            column.append(raw)
-        indices.append(at)
-    if len(column) * 2 > len(values):  # mostly distinct: the plain list is smaller
-        return {
-            "v": [values[i] if to_json is None else to_json(values[i]) for i in range(len(values))]
-        }
-    return {"t": column, "i": indices}
-
-
-def _decode_column(raw: dict[str, Any], n: int, from_json: Any, key: str) -> list[Any]:
-    if "v" in raw:
-        values = [from_json(v) for v in raw["v"]]
-    else:
-        table = [from_json(v) for v in raw["t"]]
-        values = [table[i] for i in raw["i"]]
-    if len(values) != n:
-        raise CodecError(f"definition blob is corrupt: column {key!r} has {len(values)} values")
-    return values
-
-
-def encode_definition(wf: CompiledWorkflow) -> bytes:
-    """The definition blob bytes of a compiled workflow."""
-    tasks = wf.tasks
-    doc: dict[str, Any] = {
-        "name": wf.name,
-        "n": [t.name for t in tasks],
-        "p": [list(t.parents) for t in tasks],
-    }
-    for key, attr, default, to_json, _ in _FIELDS:
-        values = [getattr(t, attr) for t in tasks]
-        if attr in _REQUIRED or any(v != default for v in values):
-            doc[key] = _encode_column(values, to_json)
-    if wf.max_parallelism is not None:
-        doc["mp"] = wf.max_parallelism
-    if wf.result_policy != "all_sinks_succeed":
-        doc["res"] = wf.result_policy
-    if wf.source is not None:
-        doc["src"] = wf.source
-    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-    version = DEFINITION_VERSION if "x" in doc else 1
-    return DEFINITION_MAGIC + bytes([version]) + zlib.compress(text, _ZLIB_LEVEL)
-
-
-def decode_definition(data: bytes) -> CompiledWorkflow:
-    """Read a definition blob written by ``encode_definition``. Raises CodecError."""
-    body = _open(data, DEFINITION_MAGIC, DEFINITION_VERSION, "definition")
-    try:
-        doc = json.loads(body)
-        names = [str(name) for name in doc["n"]]
-        n = len(names)
-        parents = [tuple(p) for p in doc["p"]]
-        if len(parents) != n or not all(
-            type(p) is int and 0 <= p < n for ps in parents for p in ps
-        ):
-            raise CodecError("definition blob is corrupt: a task names an unknown parent")
-        columns: list[list[Any]] = [names]
-        for key, attr, default, _, from_json in _FIELDS:
-            if key in doc:
-                columns.append(_decode_column(doc[key], n, from_json, key))
-            elif attr in _REQUIRED:
-                raise CodecError(f"definition blob is corrupt: no {attr} column")
-            else:
-                columns.append([default] * n)
-            if attr == "cwd":
-                columns.append(parents)  # TaskDef's field order: ..., cwd, parents, dep_policy...
-        tasks = [TaskDef(*row) for row in zip(*columns, strict=True)]
-        result_policy = doc.get("res", "all_sinks_succeed")
-        if result_policy not in ("all_sinks_succeed", "all_tasks_succeed"):
-            raise CodecError(f"definition blob is corrupt: result_policy {result_policy!r}")
-        return CompiledWorkflow.of(
-            str(doc["name"]),
-            tasks,
-            max_parallelism=doc.get("mp"),
-            result_policy=result_policy,
-            source=doc.get("src"),
-        )
-    except CodecError:
-        raise
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        raise CodecError(f"definition blob is corrupt: {type(exc).__name__}: {exc}") from None
