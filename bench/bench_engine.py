@@ -19,8 +19,8 @@ Prints progress lines, then ONE line of key=value pairs:
   state_bytes_10k_dynamic        its completed state blob (the list is kept in the state)
   ratios against the targets. ai4s-jobq's figures are printed as what they are, references
   measured elsewhere (not in this run, so no ratio is made of them): its 10k drive took ~55 s on
-  this kind of machine (DESIGN.md; 144 s on another day), its state blobs ~8.7 KB (1k) and ~92 KB
-  (10k).
+  this kind of machine when dagq was designed (144 s on another day), its state blobs ~8.7 KB
+  (1k) and ~92 KB (10k).
 
 Usage: .venv/bin/python bench/bench_engine.py [--quick]   (--quick skips the 100k runs)
 """
@@ -215,9 +215,9 @@ def main() -> None:
         f"{int(results['state_bytes_1k']) / TARGET_STATE_BYTES_1K:.3f}"
     )
     print(
-        f"reference, not measured here: ai4s-jobq drive 10k ~{AI4S_DRIVE_S_10K:.0f} s (DESIGN.md;"
-        f" 144 s on another day), state 1k ~{AI4S_STATE_BYTES_1K} B, 10k ~{AI4S_STATE_BYTES_10K} B"
-        " (its workflow coordinator run on Azurite, seed-workflows.md)"
+        f"reference, not measured here: ai4s-jobq drive 10k ~{AI4S_DRIVE_S_10K:.0f} s (when dagq"
+        f" was designed; 144 s on another day), state 1k ~{AI4S_STATE_BYTES_1K} B,"
+        f" 10k ~{AI4S_STATE_BYTES_10K} B (its workflow coordinator, on this kind of machine)"
     )
     print(" ".join(f"{key}={value}" for key, value in results.items()))
 

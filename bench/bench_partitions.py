@@ -33,18 +33,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.modelled_stack import (
-    FunctionsInstance,
-    fan,
-    ids_for,
-    queues_empty,
-    stage_running_leaves,
-)
+from bench.modelled_stack import FunctionsInstance, fan, queues_empty, stage_running_leaves
 from shared.coordinator import CoordinatorOptions
 from shared.coordinator.partitions import PartitionSet
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled
+from tests.support.partition_ids import ids_in_each_partition as ids_for
 from tests.support.synthetic_worker import SyntheticWorker
 
 NAMES = ResourceNames("bench")

@@ -15,7 +15,7 @@ from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.messages import ActivateEvent, TaskCompletedEvent, encode
 from shared.names import ResourceNames
-from shared.partitions import partition_metadata, partition_of
+from shared.partitions import partition_metadata
 from shared.projection import index_row
 from shared.storage.memory import MemoryStorage
 from shared.storage.ports import Storage
@@ -29,19 +29,6 @@ def fan(leaves: int, queue: str = "cpu") -> CompiledWorkflow:
               for i in range(leaves)]  # fmt: skip
     tasks.append(TaskDef(name="sink", cmd="true", queue=queue, parents=tuple(range(1, leaves + 1))))
     return CompiledWorkflow.of("fan", tasks)
-
-
-def ids_for(partitions: int, per_partition: int, prefix: str) -> dict[int, list[str]]:
-    """``per_partition`` workflow ids in each partition."""
-    found: dict[int, list[str]] = {p: [] for p in range(partitions)}
-    i = 0
-    while min(len(ids) for ids in found.values()) < per_partition:
-        wid = f"{prefix}{i}"
-        ids = found[partition_of(wid, partitions)]
-        if len(ids) < per_partition:
-            ids.append(wid)
-        i += 1
-    return found
 
 
 async def stage_running_leaves(

@@ -12,23 +12,11 @@ from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
 from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load
+from tests.support.partition_ids import ids_in_each_partition
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 OPTIONS = fast_options(event_visibility_s=30)
-
-
-def ids_in(partitions: int, count: int, prefix: str = "w") -> dict[int, list[str]]:
-    """``count`` workflow ids for each partition."""
-    found: dict[int, list[str]] = {p: [] for p in range(partitions)}
-    i = 0
-    while min(len(v) for v in found.values()) < count:
-        wid = f"{prefix}{i}"
-        bucket = found[partition_of(wid, partitions)]
-        if len(bucket) < count:
-            bucket.append(wid)
-        i += 1
-    return found
 
 
 async def run(
@@ -62,7 +50,7 @@ async def test_everything_about_a_workflow_stays_in_its_partition() -> None:
     clock = FakeClock()
     storage = memory_storage("mem", clock=clock)
     wf = diamond()
-    by_partition = ids_in(4, 2)
+    by_partition = ids_in_each_partition(4, 2, "w")
     for wids in by_partition.values():
         for wid in wids:
             await service.submit(storage, wf, now=clock(), workflow_id=wid, partitions=4)
@@ -105,7 +93,7 @@ async def test_sweeps_cover_only_their_partition() -> None:
     clock = FakeClock()
     storage = memory_storage("mem", clock=clock)
     wf = diamond()
-    by_partition = ids_in(2, 1)
+    by_partition = ids_in_each_partition(2, 1, "w")
     for wids in by_partition.values():
         await service.submit(storage, wf, now=clock(), workflow_id=wids[0], partitions=2)
     for p in (0, 1):  # the activate events are lost: only the activate-repair sweep can help
@@ -132,7 +120,7 @@ async def test_raising_the_partition_count_moves_nothing_in_flight() -> None:
     await single[0].run_once()  # the old workflows are running: their tasks name partition 0
     await worker.step()
     # The deployment now has 4 partitions: new workflows spread, the old ones stay in 0.
-    new = [wid for wids in ids_in(4, 2, "new").values() for wid in wids]
+    new = [wid for wids in ids_in_each_partition(4, 2, "new").values() for wid in wids]
     for wid in new:
         await service.submit(storage, wf, now=clock(), workflow_id=wid, partitions=4)
     await service.cancel(storage, old[0])  # routed by what the old workflow recorded
