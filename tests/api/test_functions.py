@@ -128,3 +128,28 @@ def test_openapi_document_matches_the_routes(listing: dict[str, object]) -> None
     assert document["servers"] == [{"url": "/api"}]
     host = json.loads((REPO_ROOT / "host.json").read_text())
     assert host["extensions"]["http"]["routePrefix"] == "api"
+
+
+def test_one_queue_trigger_per_partition() -> None:
+    functions = list_functions({"DAGQ_PREFIX": "smoke", "DAGQ_PARTITIONS": "3"})["functions"]
+    assert isinstance(functions, dict)
+    triggers = {
+        name: f["queueName"] for name, f in functions.items() if f["type"] == "queueTrigger"
+    }
+    assert triggers == {
+        "coordinator": "smoke-events",
+        "coordinator_p1": "smoke-events-p1",
+        "coordinator_p2": "smoke-events-p2",
+    }  # ResourceNames("smoke").partition_event_queue(p)
+    assert all(functions[name]["connection"] == "DAGQ_STORAGE" for name in triggers)
+
+
+def test_a_bad_partition_count_stops_the_app_with_the_reason() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "import function_app"],
+        cwd=REPO_ROOT, env={**os.environ, "DAGQ_PARTITIONS": "0"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "DAGQ_PARTITIONS='0'" in result.stderr
+    assert "use 1-64" in result.stderr

@@ -231,3 +231,40 @@ def test_missing_setting_is_a_clear_error(tmp_path: Path, azurite: Azurite) -> N
     env = {"PROBE_STORAGE": azurite.connection_string, "PROBE_OUT": str(tmp_path / "o")}
     with pytest.raises(RuntimeError, match="app setting PROBE_QUEUE is not set"):
         start_host(env, tmp_path / "host.log", app_dir=tmp_path)
+
+
+def test_several_instances_share_the_work_and_stop_together(
+    tmp_path: Path, azurite: Azurite
+) -> None:
+    import urllib.request
+
+    from tests.support.partition_ids import ids_in_each_partition
+
+    env = {"DAGQ_STORAGE": azurite.connection_string, "DAGQ_PARTITIONS": "2",
+           "DAGQ_PREFIX": "i" + uuid.uuid4().hex[:10]}  # fmt: skip
+    host = start_host(env, tmp_path / "host.log", extra_args=("--instances", "3"))
+    children_file = Path(f"/proc/{host.process.pid}/task/{host.process.pid}/children")
+    children = [int(pid) for pid in children_file.read_text().split()]
+    try:
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children]
+        assert len([c for c in commands if b"devtools.localhost" in c]) == 2
+        definition = {"name": "i", "tasks": [{"name": "a", "kwargs": {"cmd": "true"},
+                                              "queue": "nobody"}]}  # fmt: skip
+        ids = [wids[0] for wids in ids_in_each_partition(2, 1, "inst").values()]
+        for wid in ids:  # one workflow in each partition: each one's queue trigger activates it
+            request = urllib.request.Request(
+                f"{host.url}/workflows?id={wid}", data=json.dumps(definition).encode(),
+                headers={"Content-Type": "application/json"}, method="POST",
+            )  # fmt: skip
+            urllib.request.urlopen(request, timeout=30).close()
+        deadline = time.monotonic() + 60
+        for wid in ids:
+            while True:
+                with urllib.request.urlopen(f"{host.url}/workflows/{wid}", timeout=30) as r:
+                    if json.loads(r.read())["status"] == "running":
+                        break
+                assert time.monotonic() < deadline, f"{wid} was never activated"
+                time.sleep(0.2)
+    finally:
+        assert host.stop() == 0, host.log()
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]
