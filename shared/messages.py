@@ -8,21 +8,18 @@ is configured with ``"messageEncoding": "none"`` to match). Every message dagq w
 ``MESSAGE_BUDGET_BYTES`` whatever the workflow: outputs and fan-in lists that would not fit travel
 as blob references instead.
 
-Messages are untrusted input: every field is bounded where it is decoded (ids and names by the
-rules of ``shared.names``, attempts and runs within the state's 32-bit columns, finite timestamps
-in a sane range, lengths of free text), and a blob name an event carries must be the conventional
-one for its workflow, task and attempt — so nothing a message says can reach past the outputs
-container or overflow the state codec.
+Messages are untrusted input: every field is bounded where it is decoded (``shared.message_fields``:
+ids and names by the rules of ``shared.names``, attempts and runs within the state's 32-bit
+columns, finite timestamps in a sane range, lengths of free text), and a blob name an event carries
+must be the conventional one for its workflow, task and attempt — so nothing a message says can
+reach past the outputs container or overflow the state codec.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -33,12 +30,20 @@ from pydantic import (
 )
 
 from shared.errors import MessageError
-from shared.names import (
-    ResourceNames,
-    queue_name_problem,
-    safe_name_problem,
-    workflow_id_problem,
+from shared.message_fields import (
+    MAX_COUNTER,
+    MAX_MESSAGE_BYTES,
+    MAX_OUTPUT_SIZE,
+    MAX_REASON_CHARS,
+    Attempt,
+    QueueName,
+    TaskName,
+    Timestamp,
+    WorkerName,
+    WorkflowId,
+    parent_output_blob,
 )
+from shared.names import ResourceNames
 from shared.partitions import MAX_PARTITIONS
 from shared.settings import Settings
 
@@ -53,47 +58,6 @@ is the coordinator's limit; the worker inlines up to its default)."""
 
 ERROR_TAIL_CHARS = 2000
 """How much of a failed task's error text (stderr tail) an event carries."""
-
-MAX_MESSAGE_BYTES = 64 * 1024
-"""Azure's limit for one queue message: anything longer did not come from a queue (or a sender of
-ours) and is rejected before it is parsed."""
-
-MAX_COUNTER = 2**32 - 1
-"""Largest attempt or run number: the state blob keeps them in unsigned 32-bit columns."""
-
-MAX_TIMESTAMP_S = 1e10
-"""Latest timestamp a message may carry (year 2286, where the index's inverted keys end)."""
-
-MAX_WORKER_CHARS = 256
-"""Longest worker name an event may carry."""
-
-MAX_REASON_CHARS = 1000
-"""Longest cancel reason an event may carry."""
-
-MAX_OUTPUT_SIZE = 2**50
-"""Largest output size a ref may state (a sanity bound, far above anything real)."""
-
-
-def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        reason = problem(value)
-        if reason:
-            raise ValueError(reason)
-        return value
-
-    return check
-
-
-WorkflowId = Annotated[str, Field(max_length=64), AfterValidator(_checked(workflow_id_problem))]
-TaskName = Annotated[str, Field(max_length=128), AfterValidator(_checked(safe_name_problem))]
-QueueName = Annotated[str, Field(max_length=64), AfterValidator(_checked(queue_name_problem))]
-Attempt = Annotated[int, Field(ge=1, le=MAX_COUNTER)]
-Timestamp = Annotated[float, Field(ge=0, le=MAX_TIMESTAMP_S, allow_inf_nan=False)]
-"""Seconds since the epoch, finite (no NaN or Infinity) and within 1970..2286."""
-WorkerName = Annotated[
-    str, Field(min_length=1, max_length=MAX_WORKER_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$")
-]
-"""A worker's name: printable (no control characters), at most MAX_WORKER_CHARS."""
 
 
 class _Message(BaseModel):
@@ -151,7 +115,7 @@ class TaskMessage(_Message):
             )
         for parent, ref in (self.upstream or {}).items():
             try:
-                parent_output_blob(self.workflow_id, parent, ref)
+                parent_output_blob(self.workflow_id, parent, ref.blob)
             except MessageError as exc:
                 raise ValueError(str(exc)) from None
         return self
@@ -339,30 +303,6 @@ def unwrap_redelivery(text: str) -> tuple[str, int]:
     except ValidationError:
         return text, 0
     return wrapper.event, wrapper.deliveries
-
-
-_ATTEMPT_SEGMENT = re.compile(r"[1-9][0-9]{0,9}")
-
-
-def parent_output_blob(workflow_id: str, parent: str, ref: OutputRef) -> str | None:
-    """Where a parent's output is stored (None: inline), named from validated ids: ``ref.blob``
-    must be the parent's conventional output blob of one of its attempts, else MessageError. The
-    name returned is built, not taken from the ref."""
-    problem = safe_name_problem(parent)
-    if problem:
-        raise MessageError(f"upstream parent: {problem}")
-    if ref.blob is None:
-        return None
-    prefix, suffix = f"{workflow_id}/{parent}/", "/output.json"
-    segment = ref.blob[len(prefix) : -len(suffix)] if ref.blob.startswith(prefix) else ""
-    if ref.blob.endswith(suffix) and _ATTEMPT_SEGMENT.fullmatch(segment):
-        attempt = int(segment)
-        if attempt <= MAX_COUNTER:
-            return ResourceNames.output_blob(workflow_id, parent, attempt)
-    raise MessageError(
-        f"the output of parent {parent!r} names blob {ref.blob[:200]!r}, which is not one of its"
-        f" output blobs ({prefix}<attempt>{suffix})"
-    )
 
 
 def decode_task_message(raw: str | bytes) -> TaskMessage:

@@ -24,7 +24,8 @@ from typing import Any
 from pydantic import JsonValue, ValidationError
 
 from shared.errors import AttemptError, MessageError, NotFoundError
-from shared.messages import OutputRef, TaskMessage, parent_output_blob
+from shared.message_fields import parent_output_blob
+from shared.messages import OutputRef, TaskMessage
 from shared.names import ResourceNames
 from shared.storage.ports import OutputBlobs
 from worker_agent.reporting import retry_transient
@@ -179,7 +180,7 @@ async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[st
 
     async def value(parent: str, ref: OutputRef) -> JsonValue:
         try:
-            blob = parent_output_blob(message.workflow_id, parent, ref)
+            blob = parent_output_blob(message.workflow_id, parent, ref.blob)
         except MessageError as exc:
             raise AttemptError(str(exc)) from None
         if blob is None:

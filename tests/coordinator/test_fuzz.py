@@ -18,13 +18,8 @@ from hypothesis import strategies as st
 
 from shared.coordinator import Coordinator
 from shared.errors import MessageError
-from shared.messages import (
-    MAX_COUNTER,
-    MAX_TIMESTAMP_S,
-    TaskCompletedEvent,
-    TaskFailedEvent,
-    decode_event,
-)
+from shared.message_fields import MAX_COUNTER, MAX_TIMESTAMP_S
+from shared.messages import TaskCompletedEvent, TaskFailedEvent, decode_event
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage

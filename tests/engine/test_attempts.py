@@ -13,7 +13,8 @@ from hypothesis import strategies as hs
 from shared.codec import encode_state
 from shared.engine import apply, premature
 from shared.errors import MessageError
-from shared.messages import MAX_COUNTER, TaskCompletedEvent, TaskStartedEvent
+from shared.message_fields import MAX_COUNTER
+from shared.messages import TaskCompletedEvent, TaskStartedEvent
 from shared.states import TaskState, WorkflowStatus
 
 from .history import WF_ID, History, task, workflow

@@ -1,0 +1,84 @@
+"""The bounded field types of queue messages: every field of a message is checked where it is
+decoded (``shared.messages``), so nothing a message says can overflow the state codec, name an
+unsafe blob or carry unbounded text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from shared.errors import MessageError
+from shared.names import (
+    ResourceNames,
+    queue_name_problem,
+    safe_name_problem,
+    workflow_id_problem,
+)
+
+MAX_MESSAGE_BYTES = 64 * 1024
+"""Azure's limit for one queue message: anything longer did not come from a queue (or a sender of
+ours) and is rejected before it is parsed."""
+
+MAX_COUNTER = 2**32 - 1
+"""Largest attempt or run number: the state blob keeps them in unsigned 32-bit columns."""
+
+MAX_TIMESTAMP_S = 1e10
+"""Latest timestamp a message may carry (year 2286, where the index's inverted keys end)."""
+
+MAX_WORKER_CHARS = 256
+"""Longest worker name an event may carry."""
+
+MAX_REASON_CHARS = 1000
+"""Longest cancel reason an event may carry."""
+
+MAX_OUTPUT_SIZE = 2**50
+"""Largest output size a ref may state (a sanity bound, far above anything real)."""
+
+
+def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        reason = problem(value)
+        if reason:
+            raise ValueError(reason)
+        return value
+
+    return check
+
+
+WorkflowId = Annotated[str, Field(max_length=64), AfterValidator(_checked(workflow_id_problem))]
+TaskName = Annotated[str, Field(max_length=128), AfterValidator(_checked(safe_name_problem))]
+QueueName = Annotated[str, Field(max_length=64), AfterValidator(_checked(queue_name_problem))]
+Attempt = Annotated[int, Field(ge=1, le=MAX_COUNTER)]
+Timestamp = Annotated[float, Field(ge=0, le=MAX_TIMESTAMP_S, allow_inf_nan=False)]
+"""Seconds since the epoch, finite (no NaN or Infinity) and within 1970..2286."""
+WorkerName = Annotated[
+    str, Field(min_length=1, max_length=MAX_WORKER_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+"""A worker's name: printable (no control characters), at most MAX_WORKER_CHARS."""
+
+
+_ATTEMPT_SEGMENT = re.compile(r"[1-9][0-9]{0,9}")
+
+
+def parent_output_blob(workflow_id: str, parent: str, blob: str | None) -> str | None:
+    """Where a parent's output is stored (None: inline), named from validated ids: ``blob`` (an
+    output ref's) must be the parent's conventional output blob of one of its attempts, else
+    MessageError. The name returned is built, not taken from the ref."""
+    problem = safe_name_problem(parent)
+    if problem:
+        raise MessageError(f"upstream parent: {problem}")
+    if blob is None:
+        return None
+    prefix, suffix = f"{workflow_id}/{parent}/", "/output.json"
+    segment = blob[len(prefix) : -len(suffix)] if blob.startswith(prefix) else ""
+    if blob.endswith(suffix) and _ATTEMPT_SEGMENT.fullmatch(segment):
+        attempt = int(segment)
+        if attempt <= MAX_COUNTER:
+            return ResourceNames.output_blob(workflow_id, parent, attempt)
+    raise MessageError(
+        f"the output of parent {parent!r} names blob {blob[:200]!r}, which is not one of its"
+        f" output blobs ({prefix}<attempt>{suffix})"
+    )
