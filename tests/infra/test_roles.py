@@ -182,3 +182,18 @@ def test_workers_have_no_access_to_the_host_storage() -> None:
         if who == "worker":
             assert "azure-webjobs" not in scope
             assert "app-package" not in scope
+
+
+def test_workers_may_send_to_every_partition_event_queue() -> None:
+    # Workers report to their task's partition (shared/names.py partition_event_queue): the
+    # worker identity needs Message Sender on every one of them, which storage.bicep lists in
+    # eventQueueNames. With more partitions the list must grow with them.
+    main, modules = deployment()
+    storage = modules["storage"]
+    names = ResourceNames(main.default("prefix"))
+    counts = [1, 3] if "partitions" in storage.parameters else [1]
+    for count in counts:
+        params = {**storage.env, "partitions": count} if count > 1 else storage.env
+        evaluated = Template(storage.path, params)
+        listed = evaluated.evaluate(evaluated.outputs["eventQueueNames"]["value"])
+        assert listed == [names.partition_event_queue(p) for p in range(count)]
