@@ -196,6 +196,8 @@ resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queue
 }
 
 // Partitions 1..partitions-1 (partition 0 keeps the two queues above): names as in shared/names.py.
+var partitionEventQueueNames = [for p in range(1, partitions - 1): '${names.eventQueue}-p${p}']
+
 resource partitionEventQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = [
   for p in range(1, partitions - 1): {
     parent: queueService
@@ -289,9 +291,8 @@ output outputsContainerName string = names.outputsContainer
 output deadletterContainerName string = names.deadletterContainer
 output indexTableName string = names.indexTable
 output eventQueueName string = names.eventQueue
-// Every event queue workers send completions to (one per coordinator partition).
-output eventQueueNames array = [
-  names.eventQueue
-]
+// Every event queue workers send completions to (one per coordinator partition): identity.bicep
+// gives the worker identity Message Sender on each.
+output eventQueueNames array = concat([names.eventQueue], partitionEventQueueNames)
 output eventPoisonQueueName string = names.eventPoisonQueue
 output taskQueueNames array = taskQueueNames

@@ -217,6 +217,8 @@ class _Evaluator:
             return [item for item in args[0] if all(item in other for other in args[1:])]
         if kind == "trim":
             return str(args[0]).strip()
+        if kind == "concat" and all(isinstance(arg, list) for arg in args):
+            return [item for arg in args for item in arg]
         if kind == "range" and all(isinstance(arg, int) for arg in args):
             return list(range(args[0], args[0] + args[1]))
         if kind == "union":
