@@ -282,7 +282,8 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances
         if (REPO_ROOT / "worker_agent" / "__main__.py").exists():
             # The example pipeline's tasks find their scripts through this variable.
             examples = os.environ.get("DAGQ_EXAMPLES_DIR") or str(REPO_ROOT / "examples")
-            worker_env = {**env, "DAGQ_EXAMPLES_DIR": examples}
+            # No Azure Scheduled Events off a VM: the local stack contacts 127.0.0.1 only.
+            worker_env = {"DAGQ_WORKER_METADATA_URL": "", **env, "DAGQ_EXAMPLES_DIR": examples}
             for queue, slots in WORKER_QUEUES.items():
                 work_dir = RUN_DIR / "work" / queue
                 work_dir.mkdir(parents=True, exist_ok=True)
