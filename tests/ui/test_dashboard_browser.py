@@ -111,6 +111,20 @@ def test_a_pipeline_run_goes_live_to_completed_in_the_graph_and_the_gantt(
     assert full.inner_text().strip()
 
 
+def test_a_dynamic_fan_out_grows_in_the_graph_while_the_page_watches(
+    page: Page, stack: Stack
+) -> None:
+    # examples/shards.yaml: list_shards decides at run time how many "process" tasks there are.
+    workflow_id = submit(stack, EXAMPLES / "shards.yaml")
+    page.goto(dashboard_url(stack, f"#/runs/{workflow_id}"))
+    page.locator("svg.dag .node").first.wait_for()
+    expanded = page.locator("svg.dag .node[data-name^='process.']")
+    expect(expanded).to_have_count(7, timeout=90_000)  # 1,000 rows in shards of 150
+    expect(page.locator("svg.dag .node[data-state='completed']")).to_have_count(
+        9, timeout=90_000
+    )  # list_shards, 7 shards, merge
+
+
 def test_cancel_asks_for_confirmation_then_cancels_the_run(page: Page, stack: Stack) -> None:
     workflow_id = submit(stack, SLEEPER)
     page.goto(dashboard_url(stack, f"#/runs/{workflow_id}"))

@@ -24,11 +24,13 @@ export function groupsOf(graph) {
 }
 
 /** The graph to draw: one node per task outside collapsed groups, one per collapsed group, and the
- * distinct edges between them. O(tasks + edges). */
+ * distinct edges between them. O(tasks + edges). A foreach_from task whose expansions exist is not
+ * drawn: it never runs, its expansions (its group) stand for it. */
 export function collapse(graph, groups, expanded) {
-  const nodeOf = new Array(graph.tasks.length);
+  const nodeOf = new Array(graph.tasks.length).fill(null);
   const nodes = new Map();
   graph.tasks.forEach((t, i) => {
+    if ((t.group === null || t.group === undefined) && groups.has(t.name)) return; // expanded template
     const members = t.group !== null && t.group !== undefined ? groups.get(t.group) : null;
     if (members && members.length > 1 && !expanded.has(t.group)) {
       const id = `g:${t.group}`;
@@ -44,7 +46,7 @@ export function collapse(graph, groups, expanded) {
   graph.tasks.forEach((t, child) => {
     for (const parent of t.parents) {
       const a = nodeOf[parent], b = nodeOf[child];
-      if (a !== b) edges.set(`${a}\u0000${b}`, [a, b]);
+      if (a !== null && b !== null && a !== b) edges.set(`${a}\u0000${b}`, [a, b]);
     }
   });
   return { nodes, edges: [...edges.values()] };

@@ -10,6 +10,17 @@ export function runView(root, route, ctx) {
   let graph = null, wf = null, drawn = null, expanded = null, tab = route.tab, selection = selectionOf(route);
   let laneBy = "queue";
   let busyUntil = 0;
+  const seenGroups = new Set();
+
+  /** foreach groups seen for the first time are drawn expanded when small (the user's choice
+   * stands for the ones already seen). */
+  function expandNewGroups() {
+    for (const [name, members] of groupsOf(graph)) {
+      if (seenGroups.has(name)) continue;
+      seenGroups.add(name);
+      if (members.length <= EXPAND_UP_TO) expanded.add(name);
+    }
+  }
   const history = new History();
   const head = h("div", { class: "run-head" });
   const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "Run views" });
@@ -118,7 +129,8 @@ export function runView(root, route, ctx) {
     async refresh() {
       if (!graph) {
         [graph, wf] = await Promise.all([api.graph(id), api.workflow(id)]);
-        expanded = new Set([...groupsOf(graph)].filter(([, m]) => m.length <= EXPAND_UP_TO).map(([g]) => g));
+        expanded = new Set();
+        expandNewGroups();
         history.observe(wf.tasks);
         renderTabs();
         renderHead();
@@ -130,7 +142,12 @@ export function runView(root, route, ctx) {
       wf = await api.workflow(id);
       history.observe(wf.tasks);
       keepFocus(head, renderHead);
-      if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name);
+      if (Object.keys(wf.tasks).length !== graph.tasks.length) {
+        // A foreach_from expanded at run time: the DAG grew (its graph is not cached).
+        graph = await api.graph(id);
+        expandNewGroups();
+        keepFocus(canvas, renderStage);
+      } else if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name);
       else keepFocus(canvas, renderStage);
       if (selection && selection.kind === "task" && JSON.stringify(before.tasks[selection.name]) !== JSON.stringify(wf.tasks[selection.name])) {
         renderDetail();

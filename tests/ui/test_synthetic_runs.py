@@ -1,0 +1,92 @@
+"""Runs no local stack makes on demand, on made-up API answers: the Gantt chart at scale and across
+retries, a DAG that grows when a foreach_from expands (the browser still talks only to 127.0.0.1:
+Playwright answers the workflow's two calls itself)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.cli.conftest import Stack
+from tests.support.synthetic_run import fan_out
+from tests.ui.conftest import dashboard_url
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+expect = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (make install adds it)"
+).expect
+
+
+def test_the_gantt_draws_ten_thousand_attempts_and_keeps_the_retries_it_saw(
+    page: Page, stack: Stack
+) -> None:
+    graph, running = fan_out(10_000, merge_attempt=1, done=False)
+    _, retried = fan_out(10_000, merge_attempt=2, done=True)
+    answers = [running]
+    page.route(re.compile(r".*/api/workflows/synthetic/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/synthetic$"), lambda r: r.fulfill(json=answers[-1]))
+    started = time.perf_counter()
+    page.goto(dashboard_url(stack, "#/runs/synthetic/gantt"))
+    gantt = page.locator("svg.gantt")
+    gantt.wait_for()
+    print(f"ui_10k_gantt_page_ms={(time.perf_counter() - started) * 1000:.0f}")
+    print(f"ui_10k_gantt_render_ms={gantt.get_attribute('data-render-ms')}")
+    assert gantt.get_attribute("data-bars") == "10002"
+    expect(page.locator("svg.gantt rect.bar")).to_have_count(10_002)
+
+    answers.append(retried)  # the next refresh sees attempt 2 finished
+    earlier = page.locator("svg.gantt rect.bar.b-retried[data-task='merge']")
+    earlier.wait_for(timeout=20_000)
+    assert earlier.get_attribute("data-attempt") == "1"
+    current = page.locator("svg.gantt rect.bar.b-completed[data-task='merge']")
+    assert current.get_attribute("data-attempt") == "2"
+    assert "merge" in page.locator("#critical-path").inner_text()
+    page.locator("#lane-by").select_option("worker")
+    expect(page.locator("svg.gantt .lane-label")).to_have_count(8)
+
+
+def _task(state: str) -> dict[str, object]:
+    return {"state": state, "attempt": 1 if state != "pending" else 0, "queue": "cpu",
+            "queued_at": None, "started_at": None, "finished_at": None, "exit_code": None,
+            "error": None, "worker": None}  # fmt: skip
+
+
+def _dynamic(expansions: int) -> tuple[dict[str, object], dict[str, object]]:
+    """list -> process (foreach_from) -> merge, before (0) or after its expansion."""
+    tasks = [
+        {"name": "list", "queue": "cpu", "group": None, "parents": []},
+        {"name": "process", "queue": "cpu", "group": None, "parents": [0]},
+    ]
+    tasks += [
+        {"name": f"process.{i}", "queue": "cpu", "group": "process", "parents": [0]}
+        for i in range(expansions)
+    ]
+    merge_parents = list(range(2, 2 + expansions)) or [1]
+    tasks.append({"name": "merge", "queue": "cpu", "group": None, "parents": merge_parents})
+    states = {t["name"]: _task("pending") for t in tasks}
+    states["list"] = _task("completed" if expansions else "running")
+    view = {"id": "dynamic", "name": "dynamic", "status": "running", "run": 1,
+            "created_at": 1_800_000_000.0, "updated_at": 1_800_000_001.0, "finished_at": None,
+            "cancel_requested": False, "error": None, "total": len(tasks),
+            "counts": {"pending": len(tasks) - 1, "running": 1}, "tasks": states}  # fmt: skip
+    return {"id": "dynamic", "name": "dynamic", "tasks": tasks}, view
+
+
+def test_the_graph_grows_when_a_foreach_from_expands(page: Page, stack: Stack) -> None:
+    answers = [_dynamic(0)]
+    page.route(
+        re.compile(r".*/api/workflows/dynamic/graph$"), lambda r: r.fulfill(json=answers[-1][0])
+    )
+    page.route(re.compile(r".*/api/workflows/dynamic$"), lambda r: r.fulfill(json=answers[-1][1]))
+    page.goto(dashboard_url(stack, "#/runs/dynamic"))
+    template = page.locator("svg.dag .node[data-name='process']")
+    template.wait_for()  # before its list is known, the foreach_from task is a node of its own
+    answers.append(_dynamic(3))
+    expect(page.locator("svg.dag .node[data-name^='process.']")).to_have_count(3, timeout=20_000)
+    expect(template).to_have_count(0)  # its expansions stand for it now
+    expect(page.locator("svg.dag path.edge")).to_have_count(6)
