@@ -15,7 +15,7 @@ from tests.support.synthetic_run import fan_out
 from tests.ui.conftest import dashboard_url
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Page, Route
 
 expect = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (make install adds it)"
@@ -90,3 +90,19 @@ def test_the_graph_grows_when_a_foreach_from_expands(page: Page, stack: Stack) -
     expect(page.locator("svg.dag .node[data-name^='process.']")).to_have_count(3, timeout=20_000)
     expect(template).to_have_count(0)  # its expansions stand for it now
     expect(page.locator("svg.dag path.edge")).to_have_count(6)
+
+
+def test_a_finished_run_is_not_asked_for_again(page: Page, stack: Stack) -> None:
+    graph, done = fan_out(10, merge_attempt=1, done=True)
+    calls: list[str] = []
+
+    def answer(route: Route) -> None:
+        calls.append(route.request.url)
+        route.fulfill(json=done)
+
+    page.route(re.compile(r".*/api/workflows/synthetic/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/synthetic$"), answer)
+    page.goto(dashboard_url(stack, "#/runs/synthetic"))
+    page.locator("svg.dag").wait_for()
+    page.wait_for_timeout(3000)  # longer than the refresh period of a running run (2 s)
+    assert len(calls) == 1, calls  # it once refreshed as fast as the API answered

@@ -5,7 +5,7 @@ import { ago, badge, clear, countsText, duration, elapsed, h, keepFocus, progres
 const STATUSES = ["pending", "running", "cancelling", "completed", "failed", "cancelled"];
 const PAGE = 50;
 
-export function listView(root, route) {
+export function listView(root, route, ctx) {
   const params = route.params;
   const status = h("select", { id: "filter-status", "aria-label": "Filter by status" },
     h("option", { value: "" }, "any status"),
@@ -59,7 +59,7 @@ export function listView(root, route) {
         : "";
     },
   };
-  auto.addEventListener("change", () => { if (auto.checked) view.refresh(); });
+  auto.addEventListener("change", () => { if (auto.checked) ctx.poke(); }); // the loop stopped: restart it
   return view;
 }
 

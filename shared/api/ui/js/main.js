@@ -77,7 +77,7 @@ function start() {
   schedule(0);
 }
 
-/** Refresh the current view now, then every view.interval ms while the page is visible. */
+/** Refresh the current view now, then every view.interval() ms while the page is visible. */
 function schedule(delay) {
   clearTimeout(timer);
   timer = setTimeout(async () => {
@@ -91,7 +91,9 @@ function schedule(delay) {
         ctx.failed(err);
       }
     }
-    if (current && current.view === view && view.interval) schedule(view.interval());
+    // interval() 0 means "no more refreshes" (a finished run, auto-refresh off), not "at once".
+    const next = view.interval ? view.interval() : 0;
+    if (current && current.view === view && next > 0) schedule(next);
   }, delay);
 }
 
