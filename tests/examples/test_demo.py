@@ -79,6 +79,15 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
 def test_demo_keep_serves_the_dashboard_until_ctrl_c(tmp_path: Path) -> None:
     run_dir = tmp_path / "demo"
     demo = _demo(run_dir, "--keep")
+    try:
+        _check_kept_demo(demo, run_dir)
+    finally:  # a kept demo never ends by itself: a failed check must not leave it running
+        if demo.poll() is None:
+            demo.terminate()  # SIGTERM: the demo's own cleanup, as on Ctrl-C
+            demo.wait(timeout=60)
+
+
+def _check_kept_demo(demo: subprocess.Popen[str], run_dir: Path) -> None:
     assert demo.stdout is not None
     deadline = time.monotonic() + 180
     seen: list[str] = []
