@@ -13,7 +13,8 @@ rate it should be compared to (the emulator is the ceiling on this machine):
   coordinator did not beat it.
 - e2e_completions_per_s: the same workflow from submit to completed with two synthetic workers;
   e2e_ceiling_per_s: the raw rate of the four queue operations per task (send, receive+delete,
-  send the report, receive+delete it) over 1,000 tasks; e2e_ratio.
+  send the report, receive+delete it) over 1,000 tasks; e2e_ratio, and e2e_is_ceiling = 1 only
+  if the end-to-end run did not beat it.
 - e2e_10k_s: seconds for a 10,000-task fan-out/fan-in with two synthetic workers (max_parallelism
   keeps the task queue shallow: Azurite's receives slow down badly on deep queues).
 - dispatch_latency_p50_ms / p95_ms: a completion sent -> the child's task message visible, with
@@ -316,6 +317,8 @@ async def main(skip_10k: bool) -> dict[str, float]:
         e2e_s = await run_to_end(storage, settings, fan(998, "e2e"), timeout_s=300)
         results["e2e_completions_per_s"] = 1000 / e2e_s
         results["e2e_ratio"] = results["e2e_completions_per_s"] / results["e2e_ceiling_per_s"]
+        # As for the drain: a yardstick the run beats is not a ceiling, and the line says so.
+        results["e2e_is_ceiling"] = int(results["e2e_ratio"] <= 1.0)
         print(f"e2e: {results['e2e_completions_per_s']:.0f}/s", flush=True)
     async with fresh_azurite() as (storage, settings):
         latencies = await dispatch_latency(storage, settings)
