@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import shared.compile_dependencies as compile_dependencies
 import shared.compiler as compiler_module
 from shared.compiler import MAX_DEPENDENCIES, MAX_EXPANDED_BYTES
 from shared.conditions import MAX_GLOB_MATCHES
@@ -110,7 +111,7 @@ def test_fan_in_stops_at_the_dependency_limit(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_dependency_edges_stop_resolution_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compiler_module, "MAX_EDGES", 50_000)
+    monkeypatch.setattr(compile_dependencies, "MAX_EDGES", 50_000)
     calls: list[str] = []
     resolve = compiler_module._Compiler.resolve
 
