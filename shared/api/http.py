@@ -226,7 +226,7 @@ async def _health(req: func.HttpRequest) -> func.HttpResponse:
 
     try:
         storage = await CONTEXT.storage()
-        body = await reads.health(storage)
+        body = await reads.health(storage, CONTEXT.settings.partitions)
     except Exception as exc:  # unreachable storage is the answer, not an error of this request
         log.warning("health check failed: %s", exc)
         detail = str(exc) if isinstance(exc, DagqError) else type(exc).__name__

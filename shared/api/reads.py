@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         BlobOutput,
         Health,
         InlineOutput,
+        PartitionHealth,
         TaskDetail,
         TaskSummary,
         Workflow,
@@ -211,20 +212,45 @@ async def list_workflows(
 # -- health --------------------------------------------------------------------------------------
 
 
-async def health(storage: Storage) -> Health:
-    """Storage reachability, whether a coordinator holds the lease, and event queue depths.
+async def health(storage: Storage, partitions: int = 1) -> Health:
+    """Storage reachability, and each of the ``partitions`` partitions' event and poison queue
+    depths and whether a coordinator holds its lease (read concurrently; the top-level fields are
+    partition 0's).
 
     Raises whatever the storage raises when it is unreachable (the HTTP shell answers 503).
     """
-    from shared.api.views import CoordinatorHealth, Health, QueueDepth
+    import asyncio
 
-    depth = await storage.event_queue.approximate_count()
-    poison = await storage.event_poison_queue.approximate_count()
-    lease_held = await storage.lease.is_held()
+    from shared.api.views import CoordinatorHealth, Health
+
+    views = await asyncio.gather(
+        *(_partition_health(storage.for_partition(p)) for p in range(partitions))
+    )
+    first = views[0]
     return Health(
         status="ok",
         storage="reachable",
-        coordinator=CoordinatorHealth(lease_held=lease_held),
+        coordinator=CoordinatorHealth(lease_held=first.lease_held),
+        event_queue=first.event_queue,
+        poison_queue=first.poison_queue,
+        partitions=list(views),
+    )
+
+
+async def _partition_health(storage: Storage) -> PartitionHealth:
+    """One partition's queue depths and lease (``storage`` is that partition's view)."""
+    import asyncio
+
+    from shared.api.views import PartitionHealth, QueueDepth
+
+    depth, poison, lease_held = await asyncio.gather(
+        storage.event_queue.approximate_count(),
+        storage.event_poison_queue.approximate_count(),
+        storage.lease.is_held(),
+    )
+    return PartitionHealth(
+        partition=storage.partition,
         event_queue=QueueDepth(name=storage.event_queue.name, depth=depth),
         poison_queue=QueueDepth(name=storage.event_poison_queue.name, depth=poison),
+        lease_held=lease_held,
     )

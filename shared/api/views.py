@@ -197,14 +197,28 @@ class CoordinatorHealth(View):
     lease_held: bool
 
 
+class PartitionHealth(View):
+    """One partition's event queue, poison queue and coordinator lease."""
+
+    partition: int
+    event_queue: QueueDepth
+    poison_queue: QueueDepth
+    lease_held: bool
+
+
 class Health(View):
-    """``GET /health`` when storage answers (200)."""
+    """``GET /health`` when storage answers (200).
+
+    ``coordinator``, ``event_queue`` and ``poison_queue`` are partition 0's (as before partitions
+    existed); ``partitions`` has every partition of the deployment, 0 first.
+    """
 
     status: Literal["ok"]
     storage: Literal["reachable"]
     coordinator: CoordinatorHealth
     event_queue: QueueDepth
     poison_queue: QueueDepth
+    partitions: list[PartitionHealth]
 
 
 class HealthUnavailable(View):

@@ -1,4 +1,4 @@
-"""The read commands: ``list``, ``status ID``, ``logs ID TASK``, ``outputs ID [TASK]``.
+"""The read commands: ``list``, ``status ID``, ``logs ID TASK``, ``outputs ID [TASK]``, ``health``.
 
 Each takes ``--json`` for scripts; the JSON is the API's own shape (docs/api.md).
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from shared.cli.connect import api_options, open_client, report_errors
 from shared.states import WorkflowStatus
@@ -84,7 +85,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         parents=[api],
         help="check the API: storage, coordinator lease, event queue depths",
         description="Ask the API whether it reaches its storage, whether a coordinator holds the"
-        " lease, and how deep the event and poison queues are. Exit 0 when healthy, 4 when not.",
+        " lease, and how deep the event and poison queues are (each partition's, when the"
+        " deployment has more than one). Exit 0 when healthy, 4 when not.",
     )
     health.add_argument("--json", action="store_true", help="print the API's JSON")
     health.set_defaults(handler=run_health)
@@ -182,18 +184,36 @@ def run_health(args: argparse.Namespace) -> int:
     if args.json:
         print(render.dumps(report))
     else:
-        coordinator = report.get("coordinator") or {}
-        events = report.get("event_queue") or {}
-        poison = report.get("poison_queue") or {}
-        print(f"API {url}: {report.get('status', 'unknown')}")
-        print(f"  storage: {report.get('storage', '?')}")
-        if report.get("error"):
-            print(f"  error: {report['error']}")
-        if coordinator:
-            held = coordinator.get("lease_held")
-            print(f"  coordinator lease: {'held' if held else 'free'}")
-        if events:
-            print(f"  event queue {events.get('name')}: {events.get('depth')} messages")
-        if poison:
-            print(f"  poison queue {poison.get('name')}: {poison.get('depth')} messages")
+        print("\n".join(health_lines(report, url)))
     return ExitCode.OK if ok else ExitCode.API_ERROR
+
+
+def health_lines(report: dict[str, Any], url: str) -> list[str]:
+    """``dagq health``'s text: the top-level (partition 0) lease and queues, then one line per
+    partition when the deployment has more than one."""
+    coordinator = report.get("coordinator") or {}
+    events = report.get("event_queue") or {}
+    poison = report.get("poison_queue") or {}
+    lines = [f"API {url}: {report.get('status', 'unknown')}"]
+    lines.append(f"  storage: {report.get('storage', '?')}")
+    if report.get("error"):
+        lines.append(f"  error: {report['error']}")
+    if coordinator:
+        held = coordinator.get("lease_held")
+        lines.append(f"  coordinator lease: {'held' if held else 'free'}")
+    if events:
+        lines.append(f"  event queue {events.get('name')}: {events.get('depth')} messages")
+    if poison:
+        lines.append(f"  poison queue {poison.get('name')}: {poison.get('depth')} messages")
+    partitions = report.get("partitions") or []
+    if len(partitions) > 1:
+        lines.append(f"  partitions ({len(partitions)}):")
+        for part in partitions:
+            lease = "held" if part.get("lease_held") else "free"
+            ev = part.get("event_queue") or {}
+            po = part.get("poison_queue") or {}
+            lines.append(
+                f"    {part.get('partition')}: lease {lease}, events {ev.get('depth')}"
+                f" ({ev.get('name')}), poison {po.get('depth')} ({po.get('name')})"
+            )
+    return lines

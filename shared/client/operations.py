@@ -169,7 +169,8 @@ class Client(OperationsMixin):
         return self._model(RetryAccepted, "POST", f"/workflows/{segment(workflow_id)}/retry")
 
     def health(self) -> dict[str, Any]:
-        """The API's health report (storage, coordinator lease, event queue depth)."""
+        """The API's health report (storage; coordinator lease and event queue depths of partition
+        0 at the top level and of every partition in ``partitions``)."""
         try:
             data = self._json("GET", "/health")
         except ApiError as exc:

@@ -7,6 +7,7 @@ from rich.console import Console
 from shared.cli import render
 from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
+from shared.cli.queries import health_lines
 from shared.client import Workflow
 from tests.cli.fake_api import task_body, workflow_body
 
@@ -95,3 +96,37 @@ def test_every_state_has_a_place_and_a_style() -> None:
         WorkflowStatus.FAILED: ExitCode.FAILED,
         WorkflowStatus.CANCELLED: ExitCode.CANCELLED,
     }
+
+
+def _health(partitions: int) -> dict[str, object]:
+    parts = [
+        {
+            "partition": p,
+            "event_queue": {"name": f"x-events-{p}", "depth": 10 + p},
+            "poison_queue": {"name": f"x-events-{p}-poison", "depth": p},
+            "lease_held": p != 1,
+        }
+        for p in range(partitions)
+    ]
+    return {
+        "status": "ok",
+        "storage": "reachable",
+        "coordinator": {"lease_held": True},
+        "event_queue": parts[0]["event_queue"],
+        "poison_queue": parts[0]["poison_queue"],
+        "partitions": parts,
+    }
+
+
+def test_health_shows_each_partition_when_there_are_several() -> None:
+    lines = health_lines(_health(3), "http://127.0.0.1:1/api")
+    assert "  event queue x-events-0: 10 messages" in lines
+    assert "  partitions (3):" in lines
+    assert "    1: lease free, events 11 (x-events-1), poison 1 (x-events-1-poison)" in lines
+    assert "    2: lease held, events 12 (x-events-2), poison 2 (x-events-2-poison)" in lines
+
+
+def test_health_of_one_partition_has_no_partition_list() -> None:
+    lines = health_lines(_health(1), "http://127.0.0.1:1/api")
+    assert "  coordinator lease: held" in lines
+    assert not [line for line in lines if "partition" in line]
