@@ -14,6 +14,7 @@ from shared.api.views import DoctorFinding
 from shared.engine.sweep import presumed_lost
 from shared.ops.doctor_facts import Facts, QueuedTask
 from shared.ops.workers import seen_at, worker_status
+from shared.state import to_ms
 from shared.states import WorkflowStatus
 
 Check = Callable[[Facts], list[DoctorFinding]]
@@ -34,7 +35,10 @@ def _alive_queues(facts: Facts) -> set[str]:
 
 
 def _due(facts: Facts) -> list[QueuedTask]:
-    return [task for task in facts.queued if task.visible_at <= facts.now]
+    # At the state's resolution (whole milliseconds, rounded): a task dispatched a fraction of a
+    # millisecond before ``now`` can be stamped just after it.
+    now_ms = to_ms(facts.now)
+    return [task for task in facts.queued if to_ms(task.visible_at) <= now_ms]
 
 
 def _some(names: list[str], limit: int = 3) -> str:

@@ -93,6 +93,18 @@ def test_tasks_on_a_queue_no_live_worker_polls() -> None:
     assert checks.unserved_queues(healthy(workers=[], queued=[later])) == []
 
 
+def test_a_task_dispatched_just_before_the_check_is_due() -> None:
+    # State timestamps are rounded to the millisecond: dispatched at +0.6 ms, the state says
+    # +1 ms. A doctor run at +0.7 ms must still count the task as waiting (it did not, which made
+    # tests/ops/test_doctor_gather.py flaky).
+    dispatched_at = NOW + 0.0006
+    visible_at = round(dispatched_at * 1000) / 1000
+    task = QueuedTask("wf1", "a", "cpu", 1, sent_at=visible_at, visible_at=visible_at)
+    facts = healthy(workers=[], queued=[task], now=NOW + 0.0007)
+    [finding] = checks.unserved_queues(facts)
+    assert finding.subject == "cpu"
+
+
 def test_lost_dispatch_needs_an_empty_queue_and_the_grace() -> None:
     [finding] = checks.lost_dispatches(healthy(queue_depths={"cpu": 0}))
     assert (finding.check, finding.subject) == ("lost_dispatch", "cpu")
