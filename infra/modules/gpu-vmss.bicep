@@ -99,7 +99,9 @@ var cloudInit5 = replace(cloudInit4, '{{workerGpus}}', workerGpus)
 var cloudInit6 = replace(cloudInit5, '{{shutdownGraceSeconds}}', string(shutdownGraceSeconds))
 var cloudInit7 = replace(cloudInit6, '{{stopTimeoutSeconds}}', string(stopTimeoutSeconds))
 var cloudInit8 = replace(cloudInit7, '{{workerPackage}}', workerPackage)
-var cloudInit9 = replace(cloudInit8, '{{installNvidiaDriver}}', string(installNvidiaDriver))
+// Never string() a bool for a shell: ARM's string(true) is 'True' (it formats like .NET), and the
+// driver script compares with "true". tests/infra/test_provisioning.py runs the script both ways.
+var cloudInit9 = replace(cloudInit8, '{{installNvidiaDriver}}', installNvidiaDriver ? 'true' : 'false')
 var cloudInit10 = replace(cloudInit9, '{{queues}}', join(queues, ' '))
 var cloudInit11 = replace(cloudInit10, '{{taskUser}}', taskUser)
 // The constraints go into an indented YAML block: every line gets the block's indentation.

@@ -21,6 +21,8 @@ from typing import Any, cast
 
 from pycep import BicepParser
 
+from tests.infra.arm_functions import FUNCTIONS, arm_text
+
 REPO = Path(__file__).resolve().parents[2]
 INFRA = REPO / "infra"
 MODULES = INFRA / "modules"
@@ -71,6 +73,11 @@ def declarations(path: Path) -> dict[str, set[str]]:
 @functools.cache
 def _parse_expression(text: str) -> Any:
     return _parser().parse(text=f"var expression = {text}\n")["variables"]["expression"]["value"]
+
+
+def evaluate_expression(text: str, env: Mapping[str, Any] | None = None) -> Any:
+    """The value of one Bicep expression, with ``env`` as its symbols (the ARM function tests)."""
+    return _Evaluator(env or {}).value(_parse_expression(text))
 
 
 class Template:
@@ -188,45 +195,15 @@ class _Evaluator:
                 parts.append(self.value(_parse_expression(expression)))
         if any(isinstance(part, Opaque) for part in parts):
             return Opaque(text)
-        return "".join(str(part) for part in parts)
+        return "".join(arm_text(part) for part in parts)
 
     def function(self, call: dict[str, Any]) -> Any:
         parameters = call.get("parameters") or {}
         args = [self.value(arg) for arg in parameters.values() if arg is not None]
-        if any(isinstance(arg, Opaque) for arg in args):
+        implementation = FUNCTIONS.get(call["type"])
+        if implementation is None or any(isinstance(arg, Opaque) for arg in args):
             return Opaque(call["type"])
-        kind = call["type"]
-        if kind == "to_lower":
-            return str(args[0]).lower()
-        if kind == "to_upper":
-            return str(args[0]).upper()
-        if kind == "replace":
-            return str(args[0]).replace(str(args[1]), str(args[2]))
-        if kind == "join":
-            return str(args[1]).join(args[0])
-        if kind == "string":
-            value = args[0]
-            return str(value).lower() if isinstance(value, bool) else str(value)
-        if kind == "subscription_resource_id":
-            return "/".join(str(arg) for arg in args)
-        if kind == "empty":
-            return not args[0]
-        if kind == "length":
-            return len(args[0])
-        if kind == "intersection":
-            return [item for item in args[0] if all(item in other for other in args[1:])]
-        if kind == "trim":
-            return str(args[0]).strip()
-        if kind == "concat" and all(isinstance(arg, list) for arg in args):
-            return [item for arg in args for item in arg]
-        if kind == "range" and all(isinstance(arg, int) for arg in args):
-            return list(range(args[0], args[0] + args[1]))
-        if kind == "union":
-            merged: dict[str, Any] = {}
-            for arg in args:
-                merged.update(arg)
-            return merged
-        return Opaque(kind)
+        return implementation(*args)
 
     def operator(self, op: dict[str, Any]) -> Any:
         kind = op["type"]

@@ -12,77 +12,20 @@ import pytest
 import yaml
 
 from shared.settings import Settings
-from tests.infra.bicep_model import INFRA, MODULES, REPO, Opaque, Template, deployment
+from tests.infra.bicep_model import INFRA, MODULES, REPO, Template, deployment
+from tests.infra.rendering import (
+    PLACEHOLDER,
+    SAMPLE_PARAMS,
+    TEMPLATE,
+    env_file,
+    gpu_pool,
+    render,
+    substitutions,
+    vmss_body,
+    write_file,
+)
 from worker_agent.cli import build_parser
 from worker_agent.config import WorkerSettings
-
-TEMPLATE = INFRA / "cloud-init" / "worker.yaml"
-PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-
-SAMPLE_PARAMS: dict[str, Any] = {
-    "location": "swedencentral",
-    "name": "vmss-gpu-abcdefghijklm",
-    "adminSshPublicKey": "ssh-ed25519 AAAA... me@example",
-    "workerIdentityId": "/subscriptions/x/resourceGroups/rg/providers/"
-    "Microsoft.ManagedIdentity/userAssignedIdentities/id-worker",
-    "workerIdentityClientId": "00000000-0000-0000-0000-000000000001",
-    "storageAccountName": "stabcdefghijklm",
-    "prefix": "dagq",
-    "applicationInsightsName": "appi-abcdefghijklm",
-    # Long values, to check the 64 KB customData limit with room to spare.
-    "workerConstraints": (REPO / "constraints.txt").read_text(),
-    "workerPackage": "dagq[worker] @ https://example.blob.core.windows.net/wheels/"
-    + "a" * 400
-    + "/dagq-0.1.0-py3-none-any.whl",
-    "queues": ["gpu", "gpu-large", "A100_80GB"],
-}
-
-
-# Values only Azure knows, as long as they get (the 64 KB check).
-AZURE_VALUES = {
-    "applicationInsights.properties.ConnectionString": "InstrumentationKey="
-    + "0" * 36
-    + ";IngestionEndpoint=https://swedencentral-0.in.applicationinsights.azure.com/;LiveEndpoint="
-    + "https://x/" * 3,
-}
-
-
-def _pool() -> Template:
-    return Template(MODULES / "gpu-vmss.bicep", SAMPLE_PARAMS)
-
-
-def _substitutions(pool: Template) -> dict[str, str]:
-    """Placeholder -> value, read from the chain of replace() variables in gpu-vmss.bicep."""
-    found: dict[str, str] = {}
-    for var in pool.tree["variables"].values():
-        call = var["value"].get("function", {}) if isinstance(var["value"], dict) else {}
-        if call.get("type") == "replace":
-            params = call["parameters"]
-            value = pool.evaluate(params["new_string"])
-            found[params["old_string"]] = (
-                AZURE_VALUES[value.expression] if isinstance(value, Opaque) else value
-            )
-    return found
-
-
-def render(pool: Template) -> str:
-    text = TEMPLATE.read_text()
-    for placeholder, value in _substitutions(pool).items():
-        text = text.replace(placeholder, value)
-    return text
-
-
-def _write_file(cloud_init: dict[str, Any], path: str) -> str:
-    [entry] = [f for f in cloud_init["write_files"] if f["path"] == path]
-    content: str = entry["content"]
-    return content
-
-
-def _vmss_body() -> dict[str, Any]:
-    pool = _pool()
-    [vmss] = pool.resources_of_type("Microsoft.Compute/virtualMachineScaleSets").values()
-    body: dict[str, Any] = pool.evaluate(Template.body(vmss))
-    return body
 
 
 def test_pool_is_optional_and_off_by_default() -> None:
@@ -92,11 +35,11 @@ def test_pool_is_optional_and_off_by_default() -> None:
 
 
 def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
-    pool = _pool()
+    pool = gpu_pool()
     assert pool.decorator("priority", "allowed") == ["Spot", "Regular"]
     assert pool.decorator("evictionPolicy", "allowed") == ["Delete", "Deallocate"]
     assert pool.default("vmSku") == "Standard_NC4as_T4_v3"
-    profile = _vmss_body()["properties"]["virtualMachineProfile"]
+    profile = vmss_body()["properties"]["virtualMachineProfile"]
     assert profile["priority"] == "Spot"
     text = (MODULES / "gpu-vmss.bicep").read_text()
     assert "evictionPolicy: priority == 'Spot' ? evictionPolicy : null" in text
@@ -104,51 +47,51 @@ def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
 
 
 def test_terminate_notification_is_enabled() -> None:
-    profile = _vmss_body()["properties"]["virtualMachineProfile"]
+    profile = vmss_body()["properties"]["virtualMachineProfile"]
     notice = profile["scheduledEventsProfile"]["terminateNotificationProfile"]
     assert notice["enable"] is True
     assert re.fullmatch(r"PT([5-9]|1[0-5])M", notice["notBeforeTimeout"])
 
 
 def test_vms_are_closed_to_inbound_traffic_and_use_the_worker_identity() -> None:
-    body = _vmss_body()
+    body = vmss_body()
     properties = body["properties"]
     assert properties["overprovision"] is False  # extra VMs would take tasks and then vanish
     linux = properties["virtualMachineProfile"]["osProfile"]["linuxConfiguration"]
     assert linux["disablePasswordAuthentication"] is True
     assert body["identity"]["type"] == "UserAssigned"
-    pool = _pool()
+    pool = gpu_pool()
     for nsg in pool.resources_of_type("Microsoft.Network/networkSecurityGroups").values():
         rules = Template.body(nsg)["properties"]["securityRules"]
         assert not [r for r in rules if r["properties"]["direction"] == "Inbound"]
 
 
 def test_every_placeholder_is_filled() -> None:
-    pool = _pool()
+    pool = gpu_pool()
     assert set(PLACEHOLDER.findall(TEMPLATE.read_text())) == {
         PLACEHOLDER.fullmatch(key).group(1)  # type: ignore[union-attr]
-        for key in _substitutions(pool)
+        for key in substitutions(pool)
     }
     assert not PLACEHOLDER.search(render(pool))
 
 
 def test_custom_data_is_cloud_config_within_64_kb() -> None:
-    text = render(_pool())
+    text = render(gpu_pool())
     assert text.startswith("#cloud-config\n")
     assert isinstance(yaml.safe_load(text), dict)
     assert len(base64.b64encode(text.encode())) < 64 * 1024
 
 
 def test_one_restarting_service_per_queue() -> None:
-    cloud_init = yaml.safe_load(render(_pool()))
-    unit = _write_file(cloud_init, "/etc/systemd/system/dagq-worker@.service")
+    cloud_init = yaml.safe_load(render(gpu_pool()))
+    unit = write_file(cloud_init, "/etc/systemd/system/dagq-worker@.service")
     lines = dict(
         line.split("=", 1) for line in unit.splitlines() if "=" in line and not line.startswith("#")
     )
     assert lines["Restart"] == "on-failure"
     assert lines["KillMode"] == "mixed"
     # systemd must wait longer than the agent's own shutdown: task grace + kill grace.
-    env = _env_file(cloud_init)
+    env = env_file(cloud_init)
     kill_grace = WorkerSettings.model_fields["kill_grace_s"].default
     assert int(lines["TimeoutStopSec"]) > float(env["DAGQ_WORKER_SHUTDOWN_GRACE_S"]) + kill_grace
     # ExecStart is a real dagq-worker command line (the console script of pyproject.toml).
@@ -156,19 +99,13 @@ def test_one_restarting_service_per_queue() -> None:
     assert argv[0] == "/opt/dagq/venv/bin/dagq-worker"
     assert build_parser().parse_args(argv[1:]).queue_args == ["gpu"]
     # ... started once per queue by start-workers.sh.
-    script = _write_file(cloud_init, "/opt/dagq/start-workers.sh")
+    script = write_file(cloud_init, "/opt/dagq/start-workers.sh")
     assert "for queue in gpu gpu-large A100_80GB; do" in script
     assert 'systemctl enable --now "dagq-worker@${queue}.service"' in script
 
 
-def _env_file(cloud_init: dict[str, Any]) -> dict[str, str]:
-    content = _write_file(cloud_init, "/etc/dagq/worker.env")
-    pairs = [line.split("=", 1) for line in content.splitlines() if line and line[0] != "#"]
-    return {key: value.strip('"') for key, value in pairs}
-
-
 def test_worker_environment_is_what_the_agent_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = _env_file(yaml.safe_load(render(_pool())))
+    env = env_file(yaml.safe_load(render(gpu_pool())))
     storage_names = {
         choice
         for field in Settings.model_fields.values()
@@ -187,12 +124,12 @@ def test_worker_environment_is_what_the_agent_reads(monkeypatch: pytest.MonkeyPa
     assert settings.storage_account == SAMPLE_PARAMS["storageAccountName"]
     assert settings.storage_client_id == SAMPLE_PARAMS["workerIdentityClientId"]
     assert settings.prefix == SAMPLE_PARAMS["prefix"]
-    assert worker.shutdown_grace_s == _pool().default("shutdownGraceSeconds")
+    assert worker.shutdown_grace_s == gpu_pool().default("shutdownGraceSeconds")
 
 
 def test_package_spec_reaches_pip_unquoted() -> None:
-    cloud_init = yaml.safe_load(render(_pool()))
-    requirements = _write_file(cloud_init, "/etc/dagq/requirements.txt")
+    cloud_init = yaml.safe_load(render(gpu_pool()))
+    requirements = write_file(cloud_init, "/etc/dagq/requirements.txt")
     assert requirements.strip() == SAMPLE_PARAMS["workerPackage"]
     assert [
         "/opt/dagq/venv/bin/pip",
@@ -204,7 +141,7 @@ def test_package_spec_reaches_pip_unquoted() -> None:
         "/etc/dagq/requirements.txt",
     ] in cloud_init["runcmd"]
     # The versions CI tested reach the VM intact, one pin per line.
-    constraints = _write_file(cloud_init, "/etc/dagq/constraints.txt")
+    constraints = write_file(cloud_init, "/etc/dagq/constraints.txt")
     assert constraints.split() == (REPO / "constraints.txt").read_text().split()
 
 
@@ -249,19 +186,19 @@ def test_a_pool_whose_agents_cannot_start_is_refused_at_deploy_time() -> None:
 
 
 def test_tasks_run_as_their_own_user_who_cannot_read_the_settings_or_reach_imds() -> None:
-    cloud_init = yaml.safe_load(render(_pool()))
-    env = _env_file(cloud_init)
+    cloud_init = yaml.safe_load(render(gpu_pool()))
+    env = env_file(cloud_init)
     user = env["DAGQ_WORKER_TASK_USER"]
-    assert user == _pool().default("taskUser")
+    assert user == gpu_pool().default("taskUser")
     assert env["DAGQ_WORKER_SCHEDULED_EVENTS"] == "true"
     [settings] = [f for f in cloud_init["write_files"] if f["path"] == "/etc/dagq/worker.env"]
     assert settings["permissions"] == "0600"
     assert settings["owner"] == "root:root"
-    unit = _write_file(cloud_init, "/etc/systemd/system/dagq-worker@.service")
+    unit = write_file(cloud_init, "/etc/systemd/system/dagq-worker@.service")
     assert "User=root" in unit
     assert "Delegate=yes" in unit  # the agent may create a cgroup per task
     assert "Requires=dagq-task-firewall.service" in unit
-    firewall = _write_file(cloud_init, "/opt/dagq/task-firewall.sh")
+    firewall = write_file(cloud_init, "/opt/dagq/task-firewall.sh")
     assert "169.254.169.254" in firewall
     assert "168.63.129.16" in firewall
     assert f"--uid-owner {user} -j REJECT" in firewall
