@@ -29,8 +29,8 @@ import azure.functions as func
 from shared.api import dashboard, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
+from shared.deployment import shape_from_env
 from shared.names import ResourceNames
-from shared.partitions import check_partitions
 
 
 def _auth_level() -> func.AuthLevel:
@@ -43,16 +43,9 @@ def _auth_level() -> func.AuthLevel:
         ) from None
 
 
-def _partitions() -> int:
-    value = (os.environ.get("DAGQ_PARTITIONS") or "1").strip()
-    try:
-        return check_partitions(int(value))
-    except ValueError as exc:
-        raise ValueError(f"DAGQ_PARTITIONS={value!r}: {exc}") from None
-
-
-NAMES = ResourceNames(os.environ.get("DAGQ_PREFIX") or "dagq")
-PARTITIONS = _partitions()
+SHAPE = shape_from_env(os.environ)
+NAMES = ResourceNames(SHAPE.prefix)
+PARTITIONS = SHAPE.partitions
 AUTH_LEVEL = _auth_level()
 
 app = func.FunctionApp(http_auth_level=AUTH_LEVEL)

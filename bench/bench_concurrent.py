@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from shared.api import service
 from shared.coordinator import CoordinatorOptions
-from shared.coordinator.partitions import PartitionSet
+from shared.coordinator.process import PartitionSet
+from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled
-from shared.workflow import CompiledWorkflow, TaskDef
 from tests.support.synthetic_worker import SyntheticWorker
 
 NAMES = ResourceNames("bench")

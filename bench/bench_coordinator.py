@@ -44,13 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from devtools.azurite import Azurite
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
+from shared.definition.workflow import CompiledWorkflow, TaskDef
+from shared.engine.projection import index_row
+from shared.engine.state import RuntimeState
 from shared.messages import ActivateEvent, TaskCompletedEvent, decode_task_message, encode
-from shared.projection import index_row
 from shared.settings import Settings
-from shared.state import RuntimeState
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import Queue, ReceivedMessage, Storage
-from shared.workflow import CompiledWorkflow, TaskDef
 from tests.support.synthetic_worker import SyntheticWorker
 
 CONCURRENCY = 32

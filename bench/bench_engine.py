@@ -32,14 +32,15 @@ import random
 import sys
 import time
 
-from shared.codec import decode_definition, decode_state, encode_definition, encode_state
-from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.codec.definition import decode_definition, encode_definition
+from shared.codec.state import decode_state, encode_state
+from shared.definition.workflow import CompiledWorkflow, ExpandFrom, TaskDef
 from shared.engine import apply, new_state
+from shared.engine.commands import Command, Dispatch, WorkflowFinished
+from shared.engine.state import RuntimeState
 from shared.messages import ActivateEvent, OutputRef, TaskCompletedEvent, TaskFailedEvent
 from shared.names import ResourceNames
-from shared.state import RuntimeState
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow, ExpandFrom, TaskDef
 
 AI4S_DRIVE_S_10K = 55.0
 AI4S_STATE_BYTES_1K = 8700

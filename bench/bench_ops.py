@@ -25,13 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devtools.azurite import Azurite
 from shared import codec, engine
+from shared.definition.workflow import CompiledWorkflow, TaskDef
+from shared.engine.projection import index_row
 from shared.messages import ActivateEvent, CancelEvent
 from shared.ops.doctor import doctor
 from shared.ops.purge import purge_many
-from shared.projection import index_row
 from shared.settings import Settings
 from shared.storage.factory import AzureStorage, ensure_resources, open_storage
-from shared.workflow import CompiledWorkflow, TaskDef
 
 DAY = 86400.0
 BLOBS_EACH = 3

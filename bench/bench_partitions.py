@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.modelled_stack import FunctionsInstance, fan, queues_empty, stage_running_leaves
 from shared.coordinator import CoordinatorOptions
-from shared.coordinator.partitions import PartitionSet
+from shared.coordinator.process import PartitionSet
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled

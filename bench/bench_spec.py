@@ -10,7 +10,7 @@ Every figure is measured in this one run (best of 3, wall clock):
 - per_task_us_100k: validate_s_100k_json per task, in microseconds (cost is linear: compare
   per_task_us_10k, measured the same way at 10,000 tasks).
 - validate_s_100k_json_gc_on: the same with the cyclic garbage collector left on (the compiler
-  pauses it, ``shared.gc_pause``); gc_pause_speedup is the ratio of the two.
+  pauses it, ``shared.definition.gc_pause``); gc_pause_speedup is the ratio of the two.
 
 Ends with ONE line of key=value pairs. Usage: python bench/bench_spec.py
 """
@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import shared.compiler
-from shared.compiler import load_workflow
+import shared.definition.compiler
+from shared.definition.compiler import compile_text
 
 
 def fan(n: int) -> str:
@@ -80,17 +80,17 @@ def best_of(runs: int, fn: Callable[[], object]) -> float:
 
 def main() -> None:
     text_10k, text_100k, text_chain = fan(10_000), fan(100_000), chain(100_000)
-    t_10k = best_of(3, lambda: load_workflow(text_10k))
-    t_100k = best_of(3, lambda: load_workflow(text_100k))
-    t_chain = best_of(3, lambda: load_workflow(text_chain))
-    t_foreach = best_of(3, lambda: load_workflow(FOREACH))
-    assert len(load_workflow(FOREACH).tasks) == 10_002
-    paused = shared.compiler.paused_gc
-    shared.compiler.paused_gc = contextlib.nullcontext  # the collector runs as usual
+    t_10k = best_of(3, lambda: compile_text(text_10k))
+    t_100k = best_of(3, lambda: compile_text(text_100k))
+    t_chain = best_of(3, lambda: compile_text(text_chain))
+    t_foreach = best_of(3, lambda: compile_text(FOREACH))
+    assert len(compile_text(FOREACH).tasks) == 10_002
+    paused = shared.definition.compiler.paused_gc
+    shared.definition.compiler.paused_gc = contextlib.nullcontext  # the collector runs as usual
     try:
-        t_gc_on = best_of(3, lambda: load_workflow(text_100k))
+        t_gc_on = best_of(3, lambda: compile_text(text_100k))
     finally:
-        shared.compiler.paused_gc = paused
+        shared.definition.compiler.paused_gc = paused
     print(
         f"validate_s_100k_json={t_100k:.3f} validate_s_100k_chain={t_chain:.3f}"
         f" validate_s_10k_foreach={t_foreach:.3f} per_task_us_10k={t_10k / 10_000 * 1e6:.1f}"

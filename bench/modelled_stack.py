@@ -13,13 +13,13 @@ from dataclasses import replace
 
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
+from shared.definition.workflow import CompiledWorkflow, TaskDef
+from shared.deployment import partition_metadata
+from shared.engine.projection import index_row
 from shared.messages import ActivateEvent, TaskCompletedEvent, encode
 from shared.names import ResourceNames
-from shared.partitions import partition_metadata
-from shared.projection import index_row
 from shared.storage.memory import MemoryStorage
 from shared.storage.ports import Storage
-from shared.workflow import CompiledWorkflow, TaskDef
 
 
 def fan(leaves: int, queue: str = "cpu") -> CompiledWorkflow:

@@ -326,7 +326,7 @@ output DAGQ_PREFIX string = prefix
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsName
 // The App Insights connection string is not an output (deployment outputs are readable by anyone
 // with read access to the deployment); read it with az (infra/README.md, "Workers on AKS").
-// The token scope the CLI asks for when Entra ID protects the API (shared/api_token.py).
+// The token scope the CLI asks for when Entra ID protects the API (shared/client/entra.py).
 output DAGQ_API_SCOPE string = functionApp.outputs.apiScope
 output WORKER_IDENTITY_ID string = identity.outputs.workerIdentityId
 output WORKER_CLIENT_ID string = identity.outputs.workerIdentityClientId

@@ -94,7 +94,8 @@ class ConditionError(DagqError):
 
 
 class ConditionBudgetError(ConditionError):
-    """A condition needs more evaluation steps than ``shared.conditions.MAX_CONDITION_STEPS``
+    """A condition needs more evaluation steps than
+    ``shared.definition.conditions.MAX_CONDITION_STEPS``
     (found at submit when it can be known, else while evaluating): the task fails, it is not
     skipped."""
 
@@ -117,7 +118,7 @@ class MessageError(DagqError):
 
 
 class IllegalMoveError(DagqError):
-    """The engine tried to move a task between states that ``shared.task_moves.LEGAL_MOVES``
+    """The engine tried to move a task between states that ``shared.engine.task_moves.LEGAL_MOVES``
     does not connect: a defect in dagq, never the user's doing."""
 
 

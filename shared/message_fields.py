@@ -11,31 +11,13 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from shared.errors import MessageError
+from shared.limits import MAX_COUNTER, MAX_TIMESTAMP_S, MAX_WORKER_CHARS
 from shared.names import (
     ResourceNames,
     queue_name_problem,
     safe_name_problem,
     workflow_id_problem,
 )
-
-MAX_MESSAGE_BYTES = 64 * 1024
-"""Azure's limit for one queue message: anything longer did not come from a queue (or a sender of
-ours) and is rejected before it is parsed."""
-
-MAX_COUNTER = 2**32 - 1
-"""Largest attempt or run number: the state blob keeps them in unsigned 32-bit columns."""
-
-MAX_TIMESTAMP_S = 1e10
-"""Latest timestamp a message may carry (year 2286, where the index's inverted keys end)."""
-
-MAX_WORKER_CHARS = 256
-"""Longest worker name an event may carry."""
-
-MAX_REASON_CHARS = 1000
-"""Longest cancel reason an event may carry."""
-
-MAX_OUTPUT_SIZE = 2**50
-"""Largest output size a ref may state (a sanity bound, far above anything real)."""
 
 
 def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:

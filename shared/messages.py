@@ -30,11 +30,16 @@ from pydantic import (
 )
 
 from shared.errors import MessageError
-from shared.message_fields import (
+from shared.limits import (
+    ERROR_TAIL_CHARS,
     MAX_COUNTER,
+    MAX_EVENT_REASON_CHARS,
     MAX_MESSAGE_BYTES,
     MAX_OUTPUT_SIZE,
-    MAX_REASON_CHARS,
+    MAX_PARTITIONS,
+    MESSAGE_BUDGET_BYTES,
+)
+from shared.message_fields import (
     Attempt,
     QueueName,
     TaskName,
@@ -44,20 +49,12 @@ from shared.message_fields import (
     parent_output_blob,
 )
 from shared.names import ResourceNames
-from shared.partitions import MAX_PARTITIONS
 from shared.settings import Settings
-
-MESSAGE_BUDGET_BYTES = 48 * 1024
-"""What dagq allows itself per message (Azure's hard limit is 64 KiB; XML escaping of JSON quotes by
-the SDK and headroom for future fields take the rest)."""
 
 INLINE_OUTPUT_BYTES: int = Settings.model_fields["inline_output_bytes"].default
 """A task output (JSON) up to this size travels inline in its event and lives in the state blob;
 larger outputs are uploaded to the outputs container and referenced (``DAGQ_INLINE_OUTPUT_BYTES``
 is the coordinator's limit; the worker inlines up to its default)."""
-
-ERROR_TAIL_CHARS = 2000
-"""How much of a failed task's error text (stderr tail) an event carries."""
 
 
 class _Message(BaseModel):
@@ -136,7 +133,7 @@ class CancelEvent(_Message):
 
     kind: Literal["cancel"] = "cancel"
     workflow_id: WorkflowId
-    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_EVENT_REASON_CHARS)
 
 
 class RetryEvent(_Message):

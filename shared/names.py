@@ -14,16 +14,12 @@ import re
 import time
 from dataclasses import dataclass
 
-from shared.partitions import check_partition
-
-PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{1,19}$")
-"""A prefix: 2-20 lowercase letters/digits starting with a letter (it must also be a valid table
-name start, which rules out hyphens)."""
+from shared.deployment import check_partition, check_prefix
+from shared.errors import InvalidIdError
+from shared.limits import MAX_QUEUE_NAME
 
 QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$")
 """A queue name as written in a definition (``gpu``, ``cpu-large``, ``A100_80GB``)."""
-MAX_QUEUE_NAME = 40
-"""Longest queue name in a definition: ``{prefix}-q-{queue}`` must stay within Azure's 63."""
 
 TASK_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=-]{0,127}$")
 """Task names become blob path segments, message ids and URL path segments: a safe charset, no
@@ -43,16 +39,6 @@ MARK_PARTITION = "mark"
 """Index-table partition of the recurring jobs' last-run marks (``sweep``)."""
 
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
-
-
-def check_prefix(prefix: str) -> str:
-    """Return ``prefix`` if it is valid, else raise ValueError saying what a prefix may be."""
-    if not PREFIX_RE.match(prefix):
-        raise ValueError(
-            f"invalid prefix {prefix!r}: use 2-20 lowercase letters and digits, starting with a"
-            " letter"
-        )
-    return prefix
 
 
 def queue_name_problem(queue: str) -> str | None:
@@ -238,3 +224,17 @@ class ResourceNames:
     def deadletter_blob(received_at: float, message_id: str) -> str:
         day = time.strftime("%Y-%m-%d", time.gmtime(received_at))
         return f"{day}/{message_id}.json"
+
+
+def check_workflow_id(workflow_id: str) -> None:
+    """Raise InvalidIdError if ``workflow_id`` cannot be a workflow id (no storage access)."""
+    problem = workflow_id_problem(workflow_id)
+    if problem:
+        raise InvalidIdError(problem)
+
+
+def check_task_name(task: str) -> None:
+    """Raise InvalidIdError if ``task`` cannot be a task name (no storage access)."""
+    problem = safe_name_problem(task)
+    if problem:
+        raise InvalidIdError(problem)

@@ -19,9 +19,10 @@ from functools import cached_property
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.deployment import DEFAULT_PARTITIONS, DEFAULT_PREFIX, check_prefix, parse_partitions
 from shared.errors import ConfigError
-from shared.names import ResourceNames, check_prefix
-from shared.partitions import MAX_PARTITIONS
+from shared.limits import MAX_EXPANSIONS, MAX_TASKS
+from shared.names import ResourceNames
 
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = (
@@ -73,16 +74,14 @@ class Settings(BaseSettings):
         description="Client id of a user-assigned managed identity.",
     )
     prefix: str = Field(
-        default="dagq",
+        default=DEFAULT_PREFIX,
         validation_alias=AliasChoices("DAGQ_PREFIX"),
         description="Namespaces every container, table and queue of this deployment.",
     )
 
     # -- coordinator --------------------------------------------------------------------------
     partitions: int = Field(
-        default=1,
-        ge=1,
-        le=MAX_PARTITIONS,
+        default=DEFAULT_PARTITIONS,
         validation_alias=AliasChoices("DAGQ_PARTITIONS"),
         description="Partitions new workflows are spread over (each: its own event queue, poison"
         " queue, lease and writer). Raising it affects only new workflows; see docs/capacity.md.",
@@ -207,9 +206,9 @@ class Settings(BaseSettings):
         description="Largest accepted workflow definition body.",
     )
     max_expansion_width: int = Field(
-        default=10_000,  # as static foreach (shared.compiler.MAX_EXPANSIONS)
+        default=MAX_EXPANSIONS,  # as static foreach
         ge=1,
-        le=100_000,  # a workflow's task limit
+        le=MAX_TASKS,
         validation_alias=AliasChoices("DAGQ_MAX_EXPANSION_WIDTH"),
         description="Most tasks one foreach_from may expand to at run time (a longer list fails"
         " the task); recorded in each workflow's definition at submit.",
@@ -219,6 +218,11 @@ class Settings(BaseSettings):
     @classmethod
     def _valid_prefix(cls, value: str) -> str:
         return check_prefix(value)
+
+    @field_validator("partitions", mode="before")
+    @classmethod
+    def _valid_partitions(cls, value: str | int | None) -> int:
+        return parse_partitions(value)
 
     @model_validator(mode="after")
     def _storage_is_addressed(self) -> Settings:

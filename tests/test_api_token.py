@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from shared import api_token
-from shared.api_token import EntraAuth, entra_auth
 from shared.client import Client
+from shared.client import entra as api_token
+from shared.client.entra import EntraAuth, entra_auth
 from shared.errors import DagqError
 
 

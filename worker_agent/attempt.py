@@ -25,10 +25,10 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from shared.codec import status_from_metadata
+from shared.codec.metadata import status_from_metadata
 from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
+from shared.limits import ERROR_TAIL_CHARS
 from shared.messages import (
-    ERROR_TAIL_CHARS,
     INLINE_OUTPUT_BYTES,
     FailureReason,
     OutputRef,

@@ -5,7 +5,7 @@ folder packaged beside this module (no separate web server, no build step). Both
 anonymous: they hold no data. The page reads everything through the API with the caller's
 credentials (a function key it keeps in the browser, or the Entra session cookie), including
 ``GET /api/workflows/{id}/graph``, the DAG's structure, which is served here because only the
-dashboard needs it (its shape is ``shared.api.views.Graph``).
+dashboard needs it (its shape is ``shared.views.Graph``).
 
 Only files that exist in the ``ui`` folder when the app starts are served, looked up by their exact
 relative name: a request path is never joined onto the file system, so nothing outside the folder
@@ -27,8 +27,8 @@ from shared.api.http import Handler, guarded, json_response
 from shared.errors import NotFoundError
 
 if TYPE_CHECKING:
-    from shared.api.views import Graph
-    from shared.workflow import CompiledWorkflow
+    from shared.definition.workflow import CompiledWorkflow
+    from shared.views import Graph
 
 STATIC_DIR = Path(__file__).with_name("ui")
 """The dashboard's files (package data)."""
@@ -126,7 +126,7 @@ async def _asset(req: func.HttpRequest) -> func.HttpResponse:
 def graph_view(workflow_id: str, wf: CompiledWorkflow) -> Graph:
     """``GET /api/workflows/{id}/graph``: every task's name, queue, foreach group and parents
     (as indices into ``tasks``). It never changes, so clients cache it."""
-    from shared.api.views import Graph, GraphTask
+    from shared.views import Graph, GraphTask
 
     tasks = [
         GraphTask(name=t.name, queue=t.queue, group=t.group, parents=list(t.parents))
@@ -136,17 +136,18 @@ def graph_view(workflow_id: str, wf: CompiledWorkflow) -> Graph:
 
 
 async def _graph(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api import service
     from shared.api.context import CONTEXT
+    from shared.names import check_workflow_id
+    from shared.storage.workflow_reads import read_definition, read_workflow
 
     workflow_id = req.route_params.get("id") or ""
-    service.check_workflow_id(workflow_id)
+    check_workflow_id(workflow_id)
     storage = await CONTEXT.storage()
-    wf = await service.load_definition(storage, workflow_id)
+    wf = await read_definition(storage, workflow_id)
     if any(t.expand is not None for t in wf.tasks):
         # foreach_from tasks expand at run time: the graph is the running workflow's, and it
         # grows, so it is not cached.
-        running, _state = await service.load_workflow(storage, workflow_id)
+        running, _state = await read_workflow(storage, workflow_id)
         return json_response(
             graph_view(workflow_id, running), headers={"Cache-Control": "no-store"}
         )

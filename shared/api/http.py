@@ -24,7 +24,6 @@ import azure.functions as func
 from shared.api.context import CONTEXT
 from shared.api.problems import PROBLEM_CONTENT_TYPE, Problem, problem_for
 from shared.api.request import (
-    MAX_REASON_CHARS,
     bool_param,
     list_params,
     parse_definition_body,
@@ -32,6 +31,8 @@ from shared.api.request import (
     submit_id,
 )
 from shared.errors import DagqError
+from shared.limits import MAX_CANCEL_REASON_CHARS
+from shared.names import check_task_name, check_workflow_id
 
 log = logging.getLogger("dagq.api")
 
@@ -46,8 +47,8 @@ Handler = Callable[[func.HttpRequest], Awaitable[func.HttpResponse]]
 def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> func.HttpResponse:
-    """A JSON answer; ``body`` is a response view (``shared.api.views``) or JSON-ready data."""
-    from shared.api.views import View, dump
+    """A JSON answer; ``body`` is a response view (``shared.views``) or JSON-ready data."""
+    from shared.views import View, dump
 
     if isinstance(body, View):
         body = dump(body)
@@ -103,7 +104,7 @@ def workflow_url(req: func.HttpRequest, workflow_id: str) -> str:
 
 async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
-    from shared.api.views import Submitted
+    from shared.views import Submitted
 
     settings = CONTEXT.settings
     text, fmt = parse_definition_body(req, settings.max_definition_bytes)
@@ -135,21 +136,21 @@ async def _list(req: func.HttpRequest) -> func.HttpResponse:
 
 
 async def _get(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api import reads, service
+    from shared.api import reads
 
     workflow_id = route_param(req, "id")
-    service.check_workflow_id(workflow_id)
+    check_workflow_id(workflow_id)
     tasks = bool_param(req, "tasks", True)
     storage = await CONTEXT.storage()
     return json_response(await reads.get_workflow(storage, workflow_id, tasks=tasks))
 
 
 async def _get_task(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api import reads, service
+    from shared.api import reads
 
     workflow_id, task = route_param(req, "id"), route_param(req, "task")
-    service.check_workflow_id(workflow_id)
-    service.check_task_name(task)
+    check_workflow_id(workflow_id)
+    check_task_name(task)
     storage = await CONTEXT.storage()
     body = await reads.get_task(
         storage, workflow_id, task, outputs_container=CONTEXT.settings.names.outputs_container
@@ -169,11 +170,11 @@ async def _task_blob(
     req: func.HttpRequest, kind: Literal["log", "output"], mimetype: str
 ) -> func.HttpResponse:
     """A task's latest log or stored output, as it is in the outputs container."""
-    from shared.api import reads, service
+    from shared.api import reads
 
     workflow_id, task = route_param(req, "id"), route_param(req, "task")
-    service.check_workflow_id(workflow_id)
-    service.check_task_name(task)
+    check_workflow_id(workflow_id)
+    check_task_name(task)
     storage = await CONTEXT.storage()
     data = await reads.read_task_blob(storage, workflow_id, task, kind)
     return func.HttpResponse(data, status_code=200, mimetype=mimetype, charset="utf-8")
@@ -181,13 +182,13 @@ async def _task_blob(
 
 async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
-    from shared.api.views import CancelAccepted
+    from shared.views import CancelAccepted
 
     workflow_id = route_param(req, "id")
-    service.check_workflow_id(workflow_id)
+    check_workflow_id(workflow_id)
     reason = req.params.get("reason") or None
     if reason is not None:
-        reason = "".join(c for c in reason if c.isprintable())[:MAX_REASON_CHARS]
+        reason = "".join(c for c in reason if c.isprintable())[:MAX_CANCEL_REASON_CHARS]
     storage = await CONTEXT.storage()
     result = await service.cancel(storage, workflow_id, reason=reason)
     # ``detail`` is sent only when there was nothing to cancel.
@@ -208,10 +209,10 @@ async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
 
 async def _retry(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import service
-    from shared.api.views import RetryAccepted
+    from shared.views import RetryAccepted
 
     workflow_id = route_param(req, "id")
-    service.check_workflow_id(workflow_id)
+    check_workflow_id(workflow_id)
     storage = await CONTEXT.storage()
     result = await service.retry(storage, workflow_id)
     body = RetryAccepted(
@@ -222,7 +223,7 @@ async def _retry(req: func.HttpRequest) -> func.HttpResponse:
 
 async def _health(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import reads
-    from shared.api.views import HealthUnavailable
+    from shared.views import HealthUnavailable
 
     try:
         storage = await CONTEXT.storage()

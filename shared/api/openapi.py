@@ -1,7 +1,7 @@
 """The OpenAPI document's component schemas, generated from the response views.
 
 ``shared/api/openapi.json`` is the API's description: its paths (routes, parameters, statuses) are
-written by hand, its ``components.schemas`` are generated from ``shared.api.views`` by this module.
+written by hand, its ``components.schemas`` are generated from ``shared.views`` by this module.
 After changing a view or adding one::
 
     python -m shared.api.openapi            # rewrite the schemas of shared/api/openapi.json
@@ -30,7 +30,7 @@ def component_schemas() -> dict[str, Any]:
     from pydantic import BaseModel
     from pydantic.json_schema import models_json_schema
 
-    from shared.api.views import COMPONENTS
+    from shared.views import COMPONENTS
 
     models: list[type[BaseModel]] = list(COMPONENTS)
     _, top = models_json_schema(

@@ -15,13 +15,12 @@ import azure.functions as func
 from shared.api.context import CONTEXT
 from shared.api.http import _handler, json_response
 from shared.api.problems import bad_request
-from shared.api.request import MAX_TOKEN_CHARS
 from shared.api.request import bool_param as _bool_param
 from shared.api.request import route_param as _route
+from shared.limits import MAX_PURGE_PAGE, MAX_TOKEN_CHARS
 from shared.states import WorkflowStatus
 
 PURGEABLE = ("completed", "failed", "cancelled")
-MAX_PURGE_PAGE = 1000
 
 
 async def _workers(req: func.HttpRequest) -> func.HttpResponse:
@@ -39,7 +38,7 @@ async def _workers(req: func.HttpRequest) -> func.HttpResponse:
 
 
 async def _delete(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api.service import check_workflow_id
+    from shared.names import check_workflow_id
     from shared.ops.purge import purge_workflow
 
     workflow_id = _route(req, "id")
@@ -96,7 +95,7 @@ async def _purge(req: func.HttpRequest) -> func.HttpResponse:
 
 
 async def _doctor(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api.service import check_workflow_id
+    from shared.names import check_workflow_id
     from shared.ops.doctor import doctor
 
     workflow_id = req.params.get("id") or None

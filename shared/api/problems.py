@@ -27,7 +27,7 @@ INTERNAL_DETAIL = (
 
 @dataclass
 class Problem:
-    """One problem+json answer (the body's shape is ``shared.api.views.ProblemView``)."""
+    """One problem+json answer (the body's shape is ``shared.views.ProblemView``)."""
 
     status: int
     slug: str

@@ -1,7 +1,7 @@
 """The API's read operations: the views of workflows, tasks, listings and health.
 
 Each function reads through the storage ports (the state blob for a workflow, the index for a
-listing) and returns a response view of ``shared.api.views``; the HTTP shell serializes it.
+listing) and returns a response view of ``shared.views``; the HTTP shell serializes it.
 Nothing here writes.
 """
 
@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from shared.api.service import check_task_name, load_workflow
 from shared.errors import NotFoundError
-from shared.names import ResourceNames
+from shared.names import ResourceNames, check_task_name
 from shared.states import WorkflowStatus
+from shared.storage.workflow_reads import read_workflow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from shared.api.views import (
+    from shared.definition.workflow import CompiledWorkflow
+    from shared.engine.state import RuntimeState, TaskView
+    from shared.messages import OutputRef
+    from shared.storage.ports import IndexRow, Storage
+    from shared.views import (
         BlobOutput,
         Health,
         InlineOutput,
@@ -28,10 +32,6 @@ if TYPE_CHECKING:
         WorkflowPage,
         WorkflowSummary,
     )
-    from shared.messages import OutputRef
-    from shared.state import RuntimeState, TaskView
-    from shared.storage.ports import IndexRow, Storage
-    from shared.workflow import CompiledWorkflow
 
 
 # -- read ----------------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 def _output_view(
     ref: OutputRef | None, outputs_container: str, blob: str
 ) -> InlineOutput | BlobOutput | None:
-    from shared.api.views import BlobOutput, InlineOutput
+    from shared.views import BlobOutput, InlineOutput
 
     if ref is None:
         return None
@@ -65,14 +65,14 @@ def _task_fields(wf: CompiledWorkflow, view: TaskView, i: int) -> dict[str, Any]
 
 def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> TaskSummary:
     """One task's entry in a workflow view."""
-    from shared.api.views import TaskSummary
+    from shared.views import TaskSummary
 
     return TaskSummary(**_task_fields(wf, state.task(i), i))
 
 
 def workflow_view(wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = True) -> Workflow:
     """``GET /api/workflows/{id}``: the workflow as its state blob says, tasks optional."""
-    from shared.api.views import Workflow
+    from shared.views import Workflow
 
     fields: dict[str, Any] = {
         "id": state.workflow_id,
@@ -94,7 +94,7 @@ def workflow_view(wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = Tr
 
 async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> Workflow:
     """A workflow's view, from its state blob."""
-    wf, state = await load_workflow(storage, workflow_id)
+    wf, state = await read_workflow(storage, workflow_id)
     return workflow_view(wf, state, tasks=tasks)
 
 
@@ -111,7 +111,7 @@ def task_detail(
     wf: CompiledWorkflow, state: RuntimeState, i: int, *, outputs_container: str
 ) -> TaskDetail:
     """``GET /api/workflows/{id}/tasks/{task}``: one task with its definition, output and log."""
-    from shared.api.views import LogLocation, TaskDetail
+    from shared.views import LogLocation, TaskDetail
 
     task = wf.tasks[i]
     view = state.task(i)
@@ -137,7 +137,7 @@ async def get_task(
     storage: Storage, workflow_id: str, task: str, *, outputs_container: str
 ) -> TaskDetail:
     """One task's detail view, from the state blob."""
-    wf, state = await load_workflow(storage, workflow_id)
+    wf, state = await read_workflow(storage, workflow_id)
     return task_detail(
         wf, state, task_index(wf, workflow_id, task), outputs_container=outputs_container
     )
@@ -155,7 +155,7 @@ async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: st
     """The current attempt's ``log`` text or ``output`` JSON of a task, from wherever it is."""
     import json
 
-    wf, state = await load_workflow(storage, workflow_id)
+    wf, state = await read_workflow(storage, workflow_id)
     view = state.task(task_index(wf, workflow_id, task))
     if what == "log":
         if not view.log_blob:
@@ -170,7 +170,7 @@ async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: st
 
 def row_view(row: IndexRow, url: str) -> WorkflowSummary:
     """One item of ``GET /api/workflows``, from the index; ``url`` is the workflow's URL."""
-    from shared.api.views import WorkflowSummary
+    from shared.views import WorkflowSummary
 
     return WorkflowSummary(
         id=row.workflow_id,
@@ -200,7 +200,7 @@ async def list_workflows(
 ) -> WorkflowPage:
     """``GET /api/workflows``: newest first from the index, ``next`` continues the listing;
     ``url_for(id)`` is a workflow's URL."""
-    from shared.api.views import WorkflowPage
+    from shared.views import WorkflowPage
 
     page = await storage.index.list(
         status=status, name_prefix=name_prefix, limit=limit, continuation=continuation
@@ -221,7 +221,7 @@ async def health(storage: Storage, partitions: int = 1) -> Health:
     """
     import asyncio
 
-    from shared.api.views import CoordinatorHealth, Health
+    from shared.views import CoordinatorHealth, Health
 
     views = await asyncio.gather(
         *(_partition_health(storage.for_partition(p)) for p in range(partitions))
@@ -241,7 +241,7 @@ async def _partition_health(storage: Storage) -> PartitionHealth:
     """One partition's queue depths and lease (``storage`` is that partition's view)."""
     import asyncio
 
-    from shared.api.views import PartitionHealth, QueueDepth
+    from shared.views import PartitionHealth, QueueDepth
 
     depth, poison, lease_held = await asyncio.gather(
         storage.event_queue.approximate_count(),

@@ -13,17 +13,13 @@ import azure.functions as func
 
 from shared.api.problems import bad_request
 from shared.errors import RequestError
+from shared.limits import MAX_LIST_LIMIT, MAX_NAME_FILTER, MAX_TOKEN_CHARS
 from shared.states import WorkflowStatus
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
 JSON_TYPES = frozenset({"application/json"})
 DETECT_TYPES = frozenset({"text/plain", ""})
 """Media types accepted for a definition; ``text/plain`` or none means "detect JSON or YAML"."""
-
-MAX_LIST_LIMIT = 1000
-MAX_NAME_FILTER = 256
-MAX_TOKEN_CHARS = 4096
-MAX_REASON_CHARS = 500
 
 
 def route_param(req: func.HttpRequest, name: str) -> str:
@@ -117,7 +113,7 @@ def _too_large(size: int, max_bytes: int) -> RequestError:
 
 
 def submit_id(req: func.HttpRequest) -> str | None:
-    from shared.api.service import check_workflow_id
+    from shared.names import check_workflow_id
 
     if "id" not in req.params:
         return None

@@ -1,4 +1,4 @@
-"""The API's operations that change things (submit, cancel, retry), and loading a workflow.
+"""The API's operations that change things: submit, cancel, retry.
 
 No HTTP here: each function takes a ``Storage`` bundle (Azure, or the in-memory fake in tests) and
 returns a small result record; errors are dagq's (``NotFoundError``, ``ConflictError``...) and
@@ -17,16 +17,17 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
+from shared.deployment import partition_from_metadata, partition_metadata, partition_of
+from shared.errors import ConflictError, IncompleteSubmitError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
-from shared.names import new_workflow_id, safe_name_problem, workflow_id_problem
-from shared.partitions import partition_from_metadata, partition_metadata, partition_of
+from shared.names import check_workflow_id, new_workflow_id
 from shared.states import WorkflowStatus
+from shared.storage.workflow_reads import read_workflow
 
 if TYPE_CHECKING:
-    from shared.state import RuntimeState
+    from shared.definition.workflow import CompiledWorkflow
+    from shared.engine.state import RuntimeState
     from shared.storage.ports import IndexRow, Storage
-    from shared.workflow import CompiledWorkflow
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
@@ -48,54 +49,6 @@ class ControlResult:
     status: WorkflowStatus
     sent: bool
     run: int
-
-
-# -- loading -------------------------------------------------------------------------------------
-
-
-def check_workflow_id(workflow_id: str) -> None:
-    """Raise InvalidIdError if ``workflow_id`` cannot be a workflow id (no storage access)."""
-    problem = workflow_id_problem(workflow_id)
-    if problem:
-        raise InvalidIdError(problem)
-
-
-def check_task_name(task: str) -> None:
-    """Raise InvalidIdError if ``task`` cannot be a task name (no storage access)."""
-    problem = safe_name_problem(task)
-    if problem:
-        raise InvalidIdError(problem)
-
-
-async def load_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow:
-    """The compiled definition of a workflow (cached: definition blobs never change)."""
-    from shared.storage.definitions import load_definition as load_cached
-
-    check_workflow_id(workflow_id)
-    try:
-        return await load_cached(storage, workflow_id)
-    except NotFoundError:
-        raise NotFoundError(f"workflow {workflow_id!r} not found") from None
-
-
-async def load_workflow(
-    storage: Storage, workflow_id: str
-) -> tuple[CompiledWorkflow, RuntimeState]:
-    """A workflow as it runs (its definition plus any ``foreach_from`` expansions) and its
-    current state (the state blob is authoritative)."""
-    from shared.codec import decode_state
-    from shared.engine import expanded
-
-    wf = await load_definition(storage, workflow_id)
-    try:
-        data, _etag = await storage.workflows.read_state(workflow_id)
-    except NotFoundError:
-        raise NotFoundError(
-            f"workflow {workflow_id!r} was not completely submitted (its state is missing):"
-            f" submit the same definition again with ?id={workflow_id} to finish it"
-        ) from None
-    state = decode_state(data, wf)
-    return expanded(wf, state), state
 
 
 # -- submit --------------------------------------------------------------------------------------
@@ -120,11 +73,11 @@ def compile_definition(
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread). Raises DefinitionError listing every problem."""
-    from shared.codec import encode_definition
-    from shared.compiler import MAX_EXPANSIONS, load_workflow
+    from shared.codec.definition import encode_definition
+    from shared.definition.compiler import MAX_EXPANSIONS, compile_text
 
     width = MAX_EXPANSIONS if max_expansion_width is None else max_expansion_width
-    wf = load_workflow(text, source="request body", fmt=fmt, max_expansion_width=width)
+    wf = compile_text(text, source="request body", fmt=fmt, max_expansion_width=width)
     return wf, encode_definition(wf)
 
 
@@ -146,7 +99,7 @@ async def submit(
     joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
     activate event goes to that partition's event queue.
     """
-    from shared.codec import decode_definition, encode_definition
+    from shared.codec.definition import decode_definition, encode_definition
 
     data = encode_definition(wf) if encoded is None else encoded
     if workflow_id is not None:
@@ -185,7 +138,7 @@ async def _create_state(
 ) -> tuple[RuntimeState, int]:
     """Create the initial state blob in ``partition``, or return the existing one and the
     partition it recorded (a repeated submit, perhaps after the partition count changed)."""
-    from shared.codec import decode_state, encode_state, state_metadata
+    from shared.codec.state import decode_state, encode_state, state_metadata
     from shared.engine import new_state
 
     state = new_state(wf, workflow_id, now)
@@ -204,7 +157,7 @@ async def _partition(storage: Storage, workflow_id: str) -> int:
 
 
 def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> IndexRow:
-    from shared.projection import index_row
+    from shared.engine.projection import index_row
 
     return dataclasses.replace(index_row(wf, state), partition=partition)
 
@@ -215,7 +168,7 @@ def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> Ind
 async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = None) -> ControlResult:
     """Set the durable cancel flag, then send the cancel event. Idempotent; a finished workflow is
     left as it is."""
-    wf, state = await load_workflow(storage, workflow_id)
+    wf, state = await read_workflow(storage, workflow_id)
     if state.status.is_terminal:
         return ControlResult(workflow_id, state.status, sent=False, run=state.run)
     partition = await _partition(storage, workflow_id)
@@ -232,7 +185,7 @@ async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = Non
 
 async def retry(storage: Storage, workflow_id: str) -> ControlResult:
     """Rerun a failed or cancelled workflow from its failures. ConflictError otherwise."""
-    wf, state = await load_workflow(storage, workflow_id)
+    wf, state = await read_workflow(storage, workflow_id)
     if not state.status.is_terminal:
         raise ConflictError(
             f"workflow {workflow_id!r} is {state.status}: it can be rerun once it has failed or"

@@ -8,8 +8,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from shared.api.views import DoctorReport, WorkersView, WorkerView
 from shared.cli.render import duration
+from shared.views import DoctorReport, WorkersView, WorkerView
 
 WORKER_STATUS_STYLE = {"alive": "green", "lost": "bold red"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from shared.workflow import CompiledWorkflow
+    from shared.definition.workflow import CompiledWorkflow
 
 OK = 0
 INVALID = 2
@@ -41,7 +41,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Validate each file; print a summary or its problems; return 0 or 2."""
-    from shared.compiler import load_workflow
+    from shared.definition.compiler import compile_text
     from shared.errors import DefinitionError
 
     code = OK
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             code = INVALID
             continue
         try:
-            wf = load_workflow(data, source=label, fmt=_format_of(file))
+            wf = compile_text(data, source=label, fmt=_format_of(file))
         except DefinitionError as exc:
             for issue in exc.issues:
                 print(f"{label}:{issue.location}: {issue.message}", file=sys.stderr)

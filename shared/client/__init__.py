@@ -20,7 +20,7 @@ problem details) is raised as :class:`ApiError` with its ``status``, ``title``, 
 ``errors``; a server that cannot be reached raises :class:`ApiUnreachableError`.
 
 The package's modules: ``config`` (where the API is), ``transport`` (HTTP and ``ApiError``),
-``models`` (the answers: ``shared.api.views``), ``operations`` (the ``Client``), ``wait``.
+``models`` (the answers: ``shared.views``), ``operations`` (the ``Client``), ``wait``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""What the client's methods return: the API's response views, as ``shared.api.views`` defines
+"""What the client's methods return: the API's response views, as ``shared.views`` defines
 them for the server too, plus what only the client knows (whether a submit created the workflow)."""
 
 from __future__ import annotations
 
-from shared.api import views
-from shared.api.views import (
+from shared import views
+from shared.views import (
     Accepted,
     CancelAccepted,
     RetryAccepted,

@@ -20,10 +20,10 @@ from shared.client.models import (
     WorkflowPage,
     WorkflowSummary,
 )
+from shared.client.ops import OperationsMixin
 from shared.client.transport import Transport, payload, segment, shape_error, snippet
 from shared.client.wait import UpdateCallback, wait_for
 from shared.errors import ApiError, DagqError
-from shared.ops.client import OperationsMixin
 from shared.states import TaskState
 
 Definition = str | bytes | Mapping[str, Any] | Path
@@ -36,7 +36,7 @@ class Client(OperationsMixin):
     """Synchronous client of one dagq deployment. Use as a context manager or call ``close``.
 
     The operations methods (``workers``, ``doctor``, ``delete``, ``purge``) come from
-    ``shared.ops.client``."""
+    ``shared.client.ops``."""
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class Client(OperationsMixin):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- requests (the methods shared.ops.client's mixin builds on) ------------------------
+    # -- requests (the methods shared.client.ops's mixin builds on) ------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return self._transport.request(method, path, **kwargs)
 

@@ -9,8 +9,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from shared.api_token import entra_auth
 from shared.client.config import KEY_HEADER, ClientConfig
+from shared.client.entra import entra_auth
 from shared.errors import ApiError, ApiUnreachableError
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -39,7 +39,7 @@ class Transport:
         self._http = httpx.Client(
             base_url=config.api_url + "/api",
             headers=headers,
-            auth=entra_auth(),  # Entra ID token when DAGQ_API_SCOPE is set (shared/api_token.py)
+            auth=entra_auth(),  # Entra ID token when DAGQ_API_SCOPE is set (shared/client/entra.py)
             timeout=timeout_s,
             transport=transport,
         )

@@ -5,7 +5,7 @@ triggers. Settings come from the environment (``DAGQ_STORAGE``, ``DAGQ_PREFIX``,
 ``DAGQ_PASS_BUDGET_S``, ``DAGQ_EVENT_VISIBILITY_S``, ...; see shared/settings.py).
 
 A process serves the partitions ``--partitions`` names (default: all of ``DAGQ_PARTITIONS``), one
-writer per partition lease (``shared/coordinator/partitions.py``). When another process holds one
+writer per partition lease (``shared/coordinator/process.py``). When another process holds one
 of them, this one exits with status 3 and says who to stop, or with ``--wait-for-lease`` serves the
 partitions it can get and stands by for the rest: several processes balance the partitions through
 the leases, and a process that dies loses its partitions to the others within a lease period.
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _main(args: argparse.Namespace) -> int:
     from shared.coordinator.options import CoordinatorOptions
-    from shared.coordinator.partitions import PartitionSet, parse_partitions
+    from shared.coordinator.process import PartitionSet, parse_partitions
     from shared.settings import Settings
     from shared.storage.factory import ensure_resources, open_storage
 

@@ -13,13 +13,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from shared import engine
-from shared.commands import Command, Dispatch, WorkflowFinished
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.commands import Command, Dispatch, WorkflowFinished
+from shared.engine.state import RuntimeState
 from shared.errors import ApplyError, DispatchBoundError, DispatchError, MessageError
-from shared.messages import ERROR_TAIL_CHARS, Event, TaskFailedEvent
-from shared.state import RuntimeState
-from shared.workflow import CompiledWorkflow
+from shared.limits import ERROR_TAIL_CHARS
+from shared.messages import Event, TaskFailedEvent
 
 log = logging.getLogger("dagq.coordinator")
 

@@ -1,5 +1,5 @@
 """What the coordinator keeps between passes: states with their ETags (compiled definitions are
-cached once per process, shared with the API, in ``shared.storage.definitions``).
+cached once per process, shared with the API, in ``shared.storage.workflow_reads``).
 
 A cached state is exactly what the blob held at ``etag`` when this coordinator last read or wrote
 it; if another writer moved the blob on (it should not: one writer), the next flush gets a 412 and
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from shared.lru import Lru
 
 if TYPE_CHECKING:
-    from shared.state import RuntimeState
+    from shared.engine.state import RuntimeState
 
 
 @dataclass
@@ -29,7 +29,7 @@ class CachedState:
 
 
 class WorkflowCache:
-    """States of recently active workflows (definitions: ``shared.storage.definitions``)."""
+    """States of recently active workflows (definitions: ``shared.storage.workflow_reads``)."""
 
     def __init__(self, states: int = 256) -> None:
         self._states: Lru[str, CachedState] = Lru(states)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from shared.coordinator.cache import CachedState
+from shared.engine.state import RuntimeState
 from shared.errors import FlushConflictsError, StaleStateError
-from shared.state import RuntimeState
 
 
 async def read_modify_write(

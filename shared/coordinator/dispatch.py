@@ -13,12 +13,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from shared.commands import Dispatch
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.commands import Dispatch
 from shared.errors import MessageError
 from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.storage.ports import Storage
-from shared.workflow import CompiledWorkflow
 
 log = logging.getLogger("dagq.coordinator")
 

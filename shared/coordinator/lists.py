@@ -15,10 +15,10 @@ import logging
 
 from shared import engine
 from shared.coordinator.envelope import Envelope
+from shared.definition.workflow import CompiledWorkflow
 from shared.errors import NotFoundError
 from shared.messages import TaskCompletedEvent
 from shared.storage.ports import OutputBlobs
-from shared.workflow import CompiledWorkflow
 
 log = logging.getLogger("dagq.coordinator")
 

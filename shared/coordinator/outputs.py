@@ -16,9 +16,9 @@ import json
 
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.stats import PassStats
+from shared.engine.state import RuntimeState
 from shared.messages import OutputRef, TaskCompletedEvent
 from shared.names import ResourceNames
-from shared.state import RuntimeState
 from shared.storage.ports import OutputBlobs
 
 

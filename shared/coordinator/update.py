@@ -27,6 +27,10 @@ from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.stats import PassStats
+from shared.definition.workflow import CompiledWorkflow
+from shared.deployment import partition_metadata
+from shared.engine.projection import index_row
+from shared.engine.state import RuntimeState
 from shared.errors import (
     ApplyError,
     CodecError,
@@ -35,12 +39,8 @@ from shared.errors import (
     LeaseError,
     NotFoundError,
 )
-from shared.partitions import partition_metadata
-from shared.projection import index_row
-from shared.state import RuntimeState
-from shared.storage.definitions import load_definition
 from shared.storage.ports import IndexRow, Storage
-from shared.workflow import CompiledWorkflow
+from shared.storage.workflow_reads import cached_definition
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -277,7 +277,7 @@ class WorkflowUpdater:
         return UpdateResult(done=done, row=row)
 
     async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
-        wf = await load_definition(self.storage, workflow_id)
+        wf = await cached_definition(self.storage, workflow_id)
         return wf, await self._state(workflow_id, wf)
 
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:

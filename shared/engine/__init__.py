@@ -1,8 +1,9 @@
-"""dagq's workflow engine: a pure state machine over ``shared.state.RuntimeState``.
+"""dagq's workflow engine: a pure state machine over ``shared.engine.state.RuntimeState``.
 
 ``(workflow, state, event, now) -> commands``: no I/O, no clock, no randomness. The coordinator
 loads a state, applies events (``apply``) and sweep ticks (``sweep``), carries out the returned
-commands (``shared.commands``) and writes the state back. Applying an event costs time proportional
+commands (``shared.engine.commands``) and writes the state back. Applying an event costs time
+proportional
 to the tasks it touches (the task and its children), never to the size of the workflow.
 
 Modules: ``transitions`` (the events), ``sweep`` (the timer's checks), ``step`` (the primitives
@@ -11,10 +12,11 @@ both are made of), ``rerun`` (rerun from failure), ``policy`` (dependency polici
 definition plus expansions).
 """
 
-from shared.engine.capture import MAX_LIST_BYTES, list_sources
+from shared.engine.capture import list_sources
 from shared.engine.expansion import expanded
 from shared.engine.sweep import TIMEOUT_GRACE_S, sweep
 from shared.engine.transitions import apply, new_state, premature
+from shared.limits import MAX_LIST_BYTES
 
 __all__ = [
     "MAX_LIST_BYTES",

@@ -13,17 +13,13 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from shared.spec import type_word
-from shared.state import ItemList
-from shared.workflow import CompiledWorkflow, ExpandFrom
+from shared.definition.spec import type_word
+from shared.definition.workflow import CompiledWorkflow, ExpandFrom
+from shared.engine.state import ItemList
+from shared.limits import MAX_ITEM_CHARS, MAX_LIST_BYTES
 
 if TYPE_CHECKING:
     from shared.engine.step import Step
-
-MAX_ITEM_CHARS = 1024
-"""Longest item of a list, as JSON (an item is a parameter, not a payload)."""
-MAX_LIST_BYTES = 16 * 1024 * 1024
-"""Largest output (JSON bytes) the coordinator reads to find a list stored as a blob."""
 
 
 def list_sources(wf: CompiledWorkflow) -> frozenset[str]:

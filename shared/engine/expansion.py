@@ -6,7 +6,8 @@
 - **Expansion**: when the ``foreach_from`` task's own dependency policy and condition are met, it
   expands once: its tasks are appended to the workflow (numbered after the definition's, recorded in
   ``RuntimeState.expansions``), each a copy of it with ``{{ item }}`` / ``{{ item.<key> }}`` filled
-  in (``shared.templating``, the same shell-safe route as static foreach, plus ``DAGQ_VAR_item*``).
+  in (``shared.definition.templating``, the same shell-safe route as static foreach, plus
+  ``DAGQ_VAR_item*``).
   The ``foreach_from`` task itself becomes completed without running; its children depend on the
   expansions instead (on it alone when the list was empty, so an empty list satisfies them).
   A list that cannot be expanded fails the ``foreach_from`` task with the reason.
@@ -17,11 +18,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from shared.errors import TemplateSyntaxError
-from shared.foreach import expansion_name
-from shared.state import (
+from shared.definition.foreach import expansion_name
+from shared.definition.templating import parse_command, parse_template, variable_env
+from shared.definition.workflow import CompiledWorkflow, TaskDef
+from shared.engine.state import (
     COMPLETED,
     FAILED,
     IS_OK,
@@ -31,11 +33,21 @@ from shared.state import (
     ItemList,
     RuntimeState,
 )
-from shared.templating import parse_command, parse_template, variable_env
-from shared.workflow import MAX_CMD_BYTES, MAX_TASKS, CompiledWorkflow, TaskDef
+from shared.errors import TemplateSyntaxError
+from shared.limits import MAX_CMD_BYTES, MAX_TASKS
 
-if TYPE_CHECKING:
-    from shared.engine.step import Step
+
+class Step(Protocol):
+    """What an expansion needs of the transition in progress (``shared.engine.step.Step``, which
+    calls it: defined here so that the two modules do not import each other)."""
+
+    wf: CompiledWorkflow
+    st: RuntimeState
+    now_ms: int
+    changed: bool
+
+    def evaluate(self, task: int, work: list[int], cause: int | None = None) -> None:
+        """Decide ``task`` now that a parent settled (dispatch, skip or wait)."""
 
 
 def expand(step: Step, group: int, work: list[int]) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
+from shared.definition.workflow import CompiledWorkflow, DepPolicy
+from shared.engine.state import FAILED, READY, SKIPPED, UPSTREAM_FAILED, RuntimeState
 from shared.errors import ConditionBudgetError, ConditionError, DagqError
-from shared.state import FAILED, READY, SKIPPED, UPSTREAM_FAILED, RuntimeState
-from shared.workflow import CompiledWorkflow, DepPolicy
 
 
 def decide(policy: DepPolicy, n_parents: int, n_ok: int, n_bad: int) -> int | None:
@@ -40,7 +40,7 @@ def decide(policy: DepPolicy, n_parents: int, n_ok: int, n_bad: int) -> int | No
 # -- conditions ----------------------------------------------------------------------------------
 
 if TYPE_CHECKING:
-    from shared.conditions import Condition
+    from shared.definition.conditions import Condition
 
 _compiled: dict[int, tuple[weakref.ref[CompiledWorkflow], dict[int, Condition | ConditionError]]]
 _compiled = {}
@@ -60,7 +60,7 @@ def _cache_for(wf: CompiledWorkflow) -> dict[int, Condition | ConditionError]:
 
 def _compile(wf: CompiledWorkflow, task: int) -> Condition | ConditionError:
     # Imported lazily: only workflows that use conditions pay for the expression language.
-    from shared.conditions import compile_condition
+    from shared.definition.conditions import compile_condition
 
     cache = _cache_for(wf)
     found = cache.get(task)
@@ -88,7 +88,7 @@ def condition_verdict(
     condition = _compile(wf, task)
     if isinstance(condition, ConditionError):
         return _condition_error(condition)
-    from shared.conditions import ParentView
+    from shared.definition.conditions import ParentView
 
     inputs: dict[str, ParentView] = {}
     for p in wf.tasks[task].parents:

@@ -6,8 +6,8 @@ children's counters repaired; tasks whose policy is already met are decided at o
 
 from __future__ import annotations
 
+from shared.engine.state import COMPLETED, IS_OK, IS_TERMINAL, PENDING
 from shared.engine.step import Step
-from shared.state import COMPLETED, IS_OK, IS_TERMINAL, PENDING
 from shared.states import WorkflowStatus
 
 

@@ -8,12 +8,12 @@ dispatch an attempt, fail an attempt (retry or give up), and finish the workflow
 
 from __future__ import annotations
 
-from shared.backoff import retry_delay_s
-from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.backoff import retry_delay_s
+from shared.engine.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.expansion import expand, expanded
 from shared.engine.policy import condition_verdict, decide
-from shared.messages import FailureReason, OutputRef
-from shared.state import (
+from shared.engine.state import (
     CANCELLED,
     COMPLETED,
     FAILED,
@@ -25,8 +25,8 @@ from shared.state import (
     RuntimeState,
     to_ms,
 )
+from shared.messages import FailureReason, OutputRef
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow
 
 _NAMES_IN_SUMMARY = 5
 

@@ -7,11 +7,11 @@ of the state column.
 
 from __future__ import annotations
 
-from shared.commands import Command
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.commands import Command
+from shared.engine.state import CANCELLED, QUEUED, RUNNING, RuntimeState
 from shared.engine.step import Step, in_state
-from shared.state import CANCELLED, QUEUED, RUNNING, RuntimeState
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow
 
 TIMEOUT_GRACE_S = 60.0
 """How long past its timeout_s a running attempt may stay silent before the sweep fails it (the

@@ -6,10 +6,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.commands import Command
+from shared.definition.workflow import CompiledWorkflow
 from shared.engine.capture import UNREAD, capture
+from shared.engine.commands import Command
 from shared.engine.expansion import awaits_expansion, expanded
 from shared.engine.rerun import rerun
+from shared.engine.state import (
+    CANCELLED,
+    COMPLETED,
+    IS_TERMINAL,
+    PENDING,
+    QUEUED,
+    READY,
+    RUNNING,
+    RuntimeState,
+    to_ms,
+)
 from shared.engine.step import Step
 from shared.errors import MessageError
 from shared.messages import (
@@ -21,19 +33,7 @@ from shared.messages import (
     TaskFailedEvent,
     TaskStartedEvent,
 )
-from shared.state import (
-    CANCELLED,
-    COMPLETED,
-    IS_TERMINAL,
-    PENDING,
-    QUEUED,
-    READY,
-    RUNNING,
-    RuntimeState,
-    to_ms,
-)
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow
 
 _CANCEL_BEFORE_RUN = "cancelled: the workflow was cancelled before this task finished"
 

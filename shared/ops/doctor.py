@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.api.views import DoctorReport, DoctorSummary
 from shared.ops.doctor_checks import diagnose
 from shared.ops.doctor_facts import Facts, gather
 from shared.ops.workers import worker_status
+from shared.views import DoctorReport, DoctorSummary
 
 if TYPE_CHECKING:
     from shared.settings import Settings

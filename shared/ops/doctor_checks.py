@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
-from shared.api.views import DoctorFinding
+from shared.engine.state import to_ms
 from shared.engine.sweep import presumed_lost
 from shared.ops.doctor_facts import Facts, QueuedTask
 from shared.ops.workers import seen_at, worker_status
-from shared.state import to_ms
 from shared.states import WorkflowStatus
+from shared.views import DoctorFinding
 
 Check = Callable[[Facts], list[DoctorFinding]]
 

@@ -159,23 +159,23 @@ async def gather(
 
 async def _row_of(storage: Storage, workflow_id: str) -> IndexRow:
     """The index row of one workflow, derived from its state (authoritative)."""
-    from shared.api.service import load_workflow
-    from shared.projection import index_row
+    from shared.engine.projection import index_row
+    from shared.storage.workflow_reads import read_workflow
 
-    wf, state = await load_workflow(storage, workflow_id)
+    wf, state = await read_workflow(storage, workflow_id)
     return index_row(wf, state)
 
 
 async def _examine(storage: Storage, row: IndexRow) -> tuple[WorkflowFacts, list[QueuedTask]]:
-    from shared.api.service import load_workflow
+    from shared.engine.state import QUEUED
     from shared.engine.step import in_state
-    from shared.state import QUEUED
+    from shared.storage.workflow_reads import read_workflow
 
     facts = WorkflowFacts(row.workflow_id, row.name, row.status, row.created_at, list(row.queues))
     if row.status is not WorkflowStatus.RUNNING:
         return facts, []
     try:
-        wf, state = await load_workflow(storage, row.workflow_id)
+        wf, state = await read_workflow(storage, row.workflow_id)
     except NotFoundError:  # purged or half-submitted meanwhile: nothing queued to judge
         return facts, []
     queued = []

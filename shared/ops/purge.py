@@ -21,11 +21,11 @@ import asyncio
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from shared.api.views import PurgedItem, PurgedView, PurgeReport
 from shared.errors import ConflictError, NotFoundError
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
-from shared.storage.definitions import forget_definition
+from shared.storage.workflow_reads import forget_definition
+from shared.views import PurgedItem, PurgedView, PurgeReport
 
 if TYPE_CHECKING:
     from shared.storage.ports import IndexRow, Storage
@@ -52,11 +52,12 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     NotFoundError if there is no such workflow (or it is purged already); ConflictError if it is
     still pending, running or cancelling, or its submit never completed.
     """
-    from shared.api.service import check_workflow_id, load_workflow
+    from shared.names import check_workflow_id
+    from shared.storage.workflow_reads import read_workflow
 
     check_workflow_id(workflow_id)
     try:
-        _wf, state = await load_workflow(storage, workflow_id)
+        _wf, state = await read_workflow(storage, workflow_id)
     except NotFoundError:
         return await _purge_without_state(storage, workflow_id)
     if state.status not in TERMINAL:
@@ -131,7 +132,7 @@ async def purge_many(
 async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
     """Purge each row's workflow; the rows whose workflows were purged (a workflow whose state
     says it is not finished after all is left alone)."""
-    from shared.codec import status_from_metadata
+    from shared.codec.metadata import status_from_metadata
 
     slots = asyncio.Semaphore(PURGE_CONCURRENCY)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from shared.api.views import WorkersView, WorkerTaskView, WorkerView
+from shared.views import WorkersView, WorkerTaskView, WorkerView
 
 if TYPE_CHECKING:
     from shared.storage.ports import Storage

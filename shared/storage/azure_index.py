@@ -22,10 +22,10 @@ from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError, NotFoundError
+from shared.limits import MAX_INDEX_ERROR_CHARS
 from shared.names import INDEX_PARTITION, index_row_key
 from shared.states import WorkflowStatus
 from shared.storage.encoding import (
-    MAX_ERROR_CHARS,
     MAX_PAGE,
     created_before_key,
     decode_continuation,
@@ -88,7 +88,7 @@ def to_entity(row: IndexRow, *, with_cancel: bool) -> dict[str, Any]:
         "Counts": json.dumps(row.counts, separators=(",", ":"), sort_keys=True),
         "Queues": ",".join(row.queues),
         "Run": int(row.run),
-        "Error": (row.error or "")[:MAX_ERROR_CHARS],
+        "Error": (row.error or "")[:MAX_INDEX_ERROR_CHARS],
         "FinishedAt": -1.0 if row.finished_at is None else float(row.finished_at),
     }
     if with_cancel:

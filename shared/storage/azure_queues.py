@@ -16,7 +16,8 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient, QueueServiceClient
 
-from shared.storage.memory import MAX_VISIBILITY_S, too_large
+from shared.limits import MAX_VISIBILITY_S
+from shared.storage.memory import too_large
 from shared.storage.ports import ReceivedMessage
 
 RECEIVE_BATCH = 32

@@ -22,9 +22,10 @@ from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
+from shared.limits import MAX_RECORD_TASKS
 from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure_index import odata_string
-from shared.storage.registry import MAX_RECORD_TASKS, WorkerRecord, WorkerTask
+from shared.storage.registry import WorkerRecord, WorkerTask
 
 MAX_ROW_KEY = 1024
 """Azure's limit on a RowKey."""

@@ -10,9 +10,6 @@ from shared.errors import InvalidContinuationError
 from shared.names import index_row_key
 from shared.storage.ports import DeadLetter
 
-MAX_ERROR_CHARS = 16_000
-"""Longest error text an index row keeps (a table string property holds at most 32K characters)."""
-
 MAX_PAGE = 1000
 """Most index rows one ``Index.list`` page returns (a table query returns at most 1,000)."""
 

@@ -29,10 +29,10 @@ from shared.errors import (
     NotFoundError,
     StaleStateError,
 )
+from shared.limits import MAX_INDEX_ERROR_CHARS, MAX_MESSAGE_BYTES, MAX_VISIBILITY_S
 from shared.names import ResourceNames, index_row_key
 from shared.states import WorkflowStatus
 from shared.storage.encoding import (
-    MAX_ERROR_CHARS,
     MAX_PAGE,
     created_before_key,
     dead_letter_from_json,
@@ -53,11 +53,6 @@ from shared.storage.ports import (
 
 Clock = Callable[[], float]
 
-MAX_VISIBILITY_S = 7 * 24 * 3600
-"""Azure's longest visibility timeout (and initial delay) of a queue message."""
-
-MAX_MESSAGE_BYTES = 64 * 1024
-"""Azure's limit on a queue message's text."""
 
 _etags = itertools.count(1)
 
@@ -431,7 +426,7 @@ _PROJECTED_FIELDS = tuple(
 
 
 def _copy_row(row: IndexRow) -> IndexRow:
-    error = row.error[:MAX_ERROR_CHARS] if row.error else None  # as the table keeps it
+    error = row.error[:MAX_INDEX_ERROR_CHARS] if row.error else None  # as the table keeps it
     return replace(row, counts=dict(row.counts), queues=list(row.queues), error=error)
 
 

@@ -7,7 +7,8 @@ import builtins
 from collections.abc import Callable
 from dataclasses import replace
 
-from shared.storage.registry import MAX_RECORD_TASKS, WorkerRecord
+from shared.limits import MAX_RECORD_TASKS
+from shared.storage.registry import WorkerRecord
 
 
 class MemoryRegistry:

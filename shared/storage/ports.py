@@ -16,11 +16,11 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from shared.projection import IndexRow
+from shared.engine.projection import IndexRow
 from shared.states import WorkflowStatus
 from shared.storage.registry import Registry
 
-__all__ = ["IndexRow"]  # re-exported: the row is the core's (shared.projection), stored here
+__all__ = ["IndexRow"]  # re-exported: the row is the core's (shared.engine.projection), stored here
 
 # -- blobs ---------------------------------------------------------------------------------------
 

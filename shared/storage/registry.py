@@ -17,9 +17,6 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Protocol
 
-MAX_RECORD_TASKS = 100
-"""Most current tasks a worker record lists (a record is one table entity of bounded size)."""
-
 
 @dataclass(frozen=True)
 class WorkerTask:

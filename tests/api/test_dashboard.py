@@ -11,8 +11,8 @@ import azure.functions as func
 import pytest
 
 from shared.api import dashboard
-from shared.api.views import dump
-from shared.compiler import load_workflow
+from shared.definition.compiler import compile_text
+from shared.views import dump
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 UI_DIR = REPO_ROOT / "shared" / "api" / "ui"
@@ -117,7 +117,7 @@ def test_the_layout_library_is_the_pinned_version_with_its_license() -> None:
 
 
 def test_the_graph_gives_every_task_its_foreach_group_and_parents() -> None:
-    wf = load_workflow(
+    wf = compile_text(
         """
 name: fan
 tasks:

@@ -21,8 +21,8 @@ import json, sys, time
 started = time.perf_counter()
 import function_app
 elapsed = time.perf_counter() - started
-HEAVY = ("azure.storage", "azure.data", "pydantic", "shared.compiler", "shared.coordinator",
-         "shared.engine", "yaml")
+HEAVY = ("azure.storage", "azure.data", "pydantic", "shared.definition.compiler",
+         "shared.coordinator", "shared.engine", "yaml")
 heavy = sorted(m for m in sys.modules if m.startswith(HEAVY))
 functions = {}
 for f in function_app.app.get_functions():

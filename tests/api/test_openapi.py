@@ -1,4 +1,4 @@
-"""The API's three descriptions agree: the views (``shared.api.views``), the answers the app sends
+"""The API's three descriptions agree: the views (``shared.views``), the answers the app sends
 (built from the views), and the committed OpenAPI document (schemas generated from the views). The
 client parses with the views themselves."""
 
@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from shared.api import openapi, views
+from shared import views
+from shared.api import openapi
 from shared.client import Client
 from tests.api.documented import assert_documented, document
 from tests.support.api_host import HostProcess

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from shared.api import reads, service
-from shared.codec import decode_state
-from shared.compiler import load_workflow
+from shared.codec.state import decode_state
+from shared.definition.compiler import compile_text
 from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
 from shared.messages import ActivateEvent, CancelEvent, decode_event
 from shared.states import WorkflowStatus
@@ -30,7 +30,7 @@ async def events(storage: Storage) -> list[object]:
 
 async def test_submit_writes_definition_state_row_then_activates() -> None:
     storage = memory_storage("api")
-    wf = load_workflow(DEFINITION)
+    wf = compile_text(DEFINITION)
     result = await service.submit(storage, wf, now=NOW)
     assert result.created
     assert result.status is WorkflowStatus.PENDING
@@ -47,16 +47,16 @@ async def test_submit_writes_definition_state_row_then_activates() -> None:
 
 async def test_resubmit_is_idempotent_and_repairs_a_partial_submit() -> None:
     storage = memory_storage("api")
-    wf = load_workflow(DEFINITION)
+    wf = compile_text(DEFINITION)
     # A submit that crashed right after its first write: only the definition exists.
-    from shared.codec import encode_definition
+    from shared.codec.definition import encode_definition
 
     assert await storage.workflows.create_definition("w1", encode_definition(wf))
     with pytest.raises(NotFoundError, match="not completely submitted") as caught:
         await reads.get_workflow(storage, "w1")
     assert "with ?id=w1 to finish it" in str(caught.value)  # not "?id={workflow_id}"
 
-    again = await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
+    again = await service.submit(storage, compile_text(DEFINITION), now=NOW, workflow_id="w1")
     assert not again.created  # the definition was already there: 200, not 201
     view = await reads.get_workflow(storage, "w1")
     assert view.status == "pending"
@@ -72,18 +72,19 @@ async def test_resubmit_is_idempotent_and_repairs_a_partial_submit() -> None:
 
 async def test_same_id_different_definition_conflicts() -> None:
     storage = memory_storage("api")
-    await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w1")
-    other = load_workflow(DEFINITION.replace("echo b", "echo B"))
+    await service.submit(storage, compile_text(DEFINITION), now=NOW, workflow_id="w1")
+    other = compile_text(DEFINITION.replace("echo b", "echo B"))
     with pytest.raises(ConflictError, match="different definition"):
         await service.submit(storage, other, now=NOW, workflow_id="w1")
-    reformatted = load_workflow(DEFINITION.replace("{name: a,", "{ name: a ,"))
+    reformatted = compile_text(DEFINITION.replace("{name: a,", "{ name: a ,"))
     assert not (await service.submit(storage, reformatted, now=NOW, workflow_id="w1")).created
 
 
 async def test_cancel_sets_the_durable_flag_and_repairs_a_missing_row() -> None:
     storage = memory_storage("api")
-    wf = load_workflow(DEFINITION)
-    from shared.codec import encode_definition, encode_state, state_metadata
+    wf = compile_text(DEFINITION)
+    from shared.codec.definition import encode_definition
+    from shared.codec.state import encode_state, state_metadata
     from shared.engine import new_state
 
     # Definition and state exist, the index row does not (crash before Index.create).
@@ -103,7 +104,7 @@ async def test_cancel_sets_the_durable_flag_and_repairs_a_missing_row() -> None:
 
 async def test_retry_needs_a_failed_or_cancelled_workflow() -> None:
     storage = memory_storage("api")
-    await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w3")
+    await service.submit(storage, compile_text(DEFINITION), now=NOW, workflow_id="w3")
     with pytest.raises(ConflictError, match="pending"):
         await service.retry(storage, "w3")
 
@@ -114,7 +115,7 @@ async def test_unknown_and_malformed_names() -> None:
         await reads.get_workflow(storage, "ghost")
     with pytest.raises(InvalidIdError):
         await reads.get_workflow(storage, "../etc")
-    await service.submit(storage, load_workflow(DEFINITION), now=NOW, workflow_id="w4")
+    await service.submit(storage, compile_text(DEFINITION), now=NOW, workflow_id="w4")
     with pytest.raises(NotFoundError, match="no task 'zz'"):
         await reads.get_task(storage, "w4", "zz", outputs_container="c")
     with pytest.raises(InvalidIdError):
@@ -127,7 +128,7 @@ async def test_unknown_and_malformed_names() -> None:
 
 async def test_health_reports_depths_and_lease() -> None:
     storage = memory_storage("api")
-    await service.submit(storage, load_workflow(DEFINITION), now=NOW)
+    await service.submit(storage, compile_text(DEFINITION), now=NOW)
     body = await reads.health(storage)
     assert body.event_queue.depth == 1
     assert body.coordinator.lease_held is False
@@ -154,7 +155,7 @@ async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> Non
 
     storage = memory_storage("api")
     broken = dataclasses.replace(storage, index=_FailingIndex(storage.index))
-    wf = load_workflow(DEFINITION)
+    wf = compile_text(DEFINITION)
     with pytest.raises(IncompleteSubmitError) as caught:
         await service.submit(broken, wf, now=NOW)
     workflow_id = caught.value.workflow_id
@@ -169,10 +170,10 @@ async def test_a_submit_that_fails_half_way_names_the_id_to_complete_it() -> Non
 
 
 async def test_a_workflow_is_routed_to_its_partition_for_good() -> None:
-    from shared.partitions import partition_from_metadata, partition_of
+    from shared.deployment import partition_from_metadata, partition_of
 
     storage = memory_storage("api")
-    wf = load_workflow(DEFINITION)
+    wf = compile_text(DEFINITION)
     workflow_id = next(f"w{i}" for i in range(100) if partition_of(f"w{i}", 4) == 3)
     await service.submit(storage, wf, now=NOW, workflow_id=workflow_id, partitions=4)
     three = storage.for_partition(3)

@@ -102,7 +102,7 @@ def fake_api() -> Iterator[FakeApi]:
 
 
 def workflow_body(**fields: Any) -> dict[str, Any]:
-    """A complete ``GET /api/workflows/{id}`` answer (``shared.api.views.Workflow``)."""
+    """A complete ``GET /api/workflows/{id}`` answer (``shared.views.Workflow``)."""
     body: dict[str, Any] = {
         "id": "wf",
         "name": "demo",
@@ -120,7 +120,7 @@ def workflow_body(**fields: Any) -> dict[str, Any]:
 
 
 def task_body(**fields: Any) -> dict[str, Any]:
-    """A complete task entry of a workflow answer (``shared.api.views.TaskSummary``)."""
+    """A complete task entry of a workflow answer (``shared.views.TaskSummary``)."""
     body: dict[str, Any] = {
         "state": "pending",
         "attempt": 0,

@@ -8,13 +8,13 @@ from typing import Any
 
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
+from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+from shared.deployment import partition_metadata
+from shared.engine.projection import index_row
+from shared.engine.state import RuntimeState
 from shared.messages import ActivateEvent, encode
 from shared.names import ResourceNames
-from shared.partitions import partition_metadata
-from shared.projection import index_row
-from shared.state import RuntimeState
 from shared.storage.ports import Storage
-from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 from tests.support.synthetic_worker import SyntheticWorker
 
 

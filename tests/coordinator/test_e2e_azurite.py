@@ -16,13 +16,13 @@ from pydantic import JsonValue
 
 from shared import codec
 from shared.coordinator import Coordinator, CoordinatorOptions
+from shared.definition.workflow import CompiledWorkflow, RetryPolicy
+from shared.engine.state import RuntimeState
 from shared.messages import CancelEvent, RetryEvent, TaskMessage, encode
 from shared.settings import Settings
-from shared.state import RuntimeState
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import Storage
-from shared.workflow import CompiledWorkflow, RetryPolicy
 from tests.coordinator.helpers import diamond, fan, submit, task
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 

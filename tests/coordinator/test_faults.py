@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.coordinator import Coordinator
+from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
-from shared.workflow import CompiledWorkflow
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import (
     FakeClock,

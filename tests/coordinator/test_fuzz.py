@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from shared.coordinator import Coordinator
 from shared.errors import MessageError
-from shared.message_fields import MAX_COUNTER, MAX_TIMESTAMP_S
+from shared.limits import MAX_COUNTER, MAX_TIMESTAMP_S
 from shared.messages import TaskCompletedEvent, TaskFailedEvent, decode_event
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus

@@ -8,12 +8,12 @@ import pytest
 from pydantic import JsonValue
 
 from shared.coordinator import Coordinator, LeaseState
+from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.errors import LeaseError
 from shared.messages import RetryEvent, TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
-from shared.workflow import CompiledWorkflow, TaskDef
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
 from tests.support.synthetic_worker import Behavior, SyntheticWorker

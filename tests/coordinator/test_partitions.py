@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from shared.api import service
 from shared.coordinator import Coordinator
+from shared.definition.workflow import CompiledWorkflow
+from shared.deployment import partition_from_metadata, partition_of
 from shared.messages import decode_task_message
 from shared.names import ResourceNames
-from shared.partitions import partition_from_metadata, partition_of
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
-from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load
 from tests.support.partition_ids import ids_in_each_partition
 from tests.support.synthetic_worker import Behavior, SyntheticWorker

@@ -11,12 +11,12 @@ import pytest
 
 from shared import engine
 from shared.coordinator import Coordinator
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.state import RuntimeState
 from shared.messages import ActivateEvent, Event, encode
 from shared.names import ResourceNames
-from shared.state import RuntimeState
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage
-from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load, submit
 
 NAMES = ResourceNames("mem")

@@ -6,6 +6,8 @@ import json
 
 from shared import codec, engine
 from shared.coordinator import Coordinator
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.projection import index_row
 from shared.messages import (
     ActivateEvent,
     TaskCompletedEvent,
@@ -13,10 +15,8 @@ from shared.messages import (
     encode,
 )
 from shared.names import ResourceNames
-from shared.projection import index_row
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
-from shared.workflow import CompiledWorkflow
 from tests.coordinator.helpers import FakeClock, diamond, fan, fast_options, load, submit, task
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.definition.workflow import CompiledWorkflow, DepPolicy, RetryPolicy, TaskDef
 from shared.engine import apply, new_state, sweep
+from shared.engine.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.expansion import expanded
+from shared.engine.state import RuntimeState
 from shared.messages import (
     ActivateEvent,
     CancelEvent,
@@ -19,9 +21,7 @@ from shared.messages import (
     TaskFailedEvent,
     TaskStartedEvent,
 )
-from shared.state import RuntimeState
 from shared.states import TaskState, WorkflowStatus
-from shared.workflow import CompiledWorkflow, DepPolicy, RetryPolicy, TaskDef
 
 WF_ID = "wf-1"
 T0 = 1_700_000_000.0

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as hs
 
-from shared.codec import encode_state
+from shared.codec.state import encode_state
 from shared.engine import apply, premature
 from shared.errors import MessageError
-from shared.message_fields import MAX_COUNTER
+from shared.limits import MAX_COUNTER
 from shared.messages import TaskCompletedEvent, TaskStartedEvent
 from shared.states import TaskState, WorkflowStatus
 

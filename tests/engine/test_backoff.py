@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.backoff import jitter_fraction, retry_delay_s
-from shared.workflow import RetryPolicy
+from shared.definition.workflow import RetryPolicy
+from shared.engine.backoff import jitter_fraction, retry_delay_s
 
 
 def delay(policy: RetryPolicy, n: int, task: str = "t") -> float:

@@ -10,21 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from shared.codec import (
-    DEFINITION_VERSION,
-    STATE_MAGIC,
-    decode_definition,
-    decode_state,
-    encode_definition,
-    encode_state,
-    state_metadata,
-)
+from shared.codec.definition import DEFINITION_VERSION, decode_definition, encode_definition
+from shared.codec.state import STATE_MAGIC, decode_state, encode_state, state_metadata
+from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+from shared.engine.state import RuntimeState
 from shared.errors import CodecError
 from shared.messages import TaskCompletedEvent, TaskFailedEvent
 from shared.names import ResourceNames
-from shared.state import RuntimeState
 from shared.states import WorkflowStatus
-from shared.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 
 from .history import WF_ID, History, chain, fan, task, workflow
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from shared.codec import decode_state, encode_state
-from shared.compiler import load_workflow
+from shared.codec.state import decode_state, encode_state
+from shared.definition.compiler import compile_text
+from shared.definition.foreach import expansion_name
+from shared.definition.workflow import CompiledWorkflow
 from shared.engine import apply
 from shared.engine.expansion import expanded
 from shared.errors import CodecError
-from shared.foreach import expansion_name
 from shared.messages import OutputRef, TaskCompletedEvent
 from shared.states import TaskState, WorkflowStatus
-from shared.workflow import CompiledWorkflow
 
 from .history import T0, WF_ID, History, dispatched, finished
 
@@ -34,7 +34,7 @@ def shards(
     width: int = 10_000,
     path: str = ".shards",
 ) -> CompiledWorkflow:
-    return load_workflow(
+    return compile_text(
         f"""
 name: shards
 tasks:
@@ -181,7 +181,7 @@ def test_expansions_survive_the_codec_and_old_states_still_decode() -> None:
 
 
 def test_the_width_setting_defaults_to_static_foreach_s_limit() -> None:
-    from shared.compiler import MAX_EXPANSIONS
+    from shared.definition.compiler import MAX_EXPANSIONS
     from shared.settings import Settings
 
     assert Settings.model_fields["max_expansion_width"].default == MAX_EXPANSIONS
@@ -217,7 +217,7 @@ OLD_DEFINITION = (
 def test_blobs_written_before_dynamic_fan_out_still_decode_and_run() -> None:
     import base64
 
-    from shared.codec import decode_definition
+    from shared.codec.definition import decode_definition
 
     wf = decode_definition(base64.b64decode(OLD_DEFINITION))
     assert [t.name for t in wf.tasks] == ["a", "b", "c"]
@@ -289,7 +289,7 @@ def test_a_corrupt_dynamic_state_is_a_codec_error_or_a_valid_state(data: hs.Data
 
 
 def test_max_parallelism_and_cancel_reach_the_expansions() -> None:
-    wf = load_workflow(
+    wf = compile_text(
         """
 name: capped
 max_parallelism: 2

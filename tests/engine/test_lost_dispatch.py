@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared.definition.workflow import RetryPolicy
 from shared.engine.sweep import presumed_lost
-from shared.workflow import RetryPolicy
 
 from .history import History, chain, dispatched, task, workflow
 

@@ -1,4 +1,5 @@
-"""The task-state transition table (``shared.task_moves``) and the named state operations: every
+"""The task-state transition table (``shared.engine.task_moves``) and the named state operations:
+every
 move the engine makes is in the table, an illegal move is refused, and the per-attempt fields are
 reset the same way by a retry, an adopted attempt and a rerun."""
 
@@ -11,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
+from shared.definition.workflow import CompiledWorkflow
 from shared.engine import new_state
+from shared.engine.state import TASK_STATES, RuntimeState
+from shared.engine.task_moves import LEGAL_MOVES, is_legal
 from shared.errors import IllegalMoveError
 from shared.messages import ActivateEvent
-from shared.state import TASK_STATES, RuntimeState
 from shared.states import TERMINAL_TASK_STATES, TaskState
-from shared.task_moves import LEGAL_MOVES, is_legal
-from shared.workflow import CompiledWorkflow
 
 from .history import History, task, workflow
 from .test_properties import OUTCOMES, WF, World, dags

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.engine.policy import decide
-from shared.state import READY, UPSTREAM_FAILED
+from shared.engine.state import READY, UPSTREAM_FAILED
 from shared.states import TaskState, WorkflowStatus
 
 from .history import History, dispatched, task, workflow

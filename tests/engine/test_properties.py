@@ -9,11 +9,13 @@ from dataclasses import dataclass, field, replace
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as hs
 
-from shared.codec import decode_state, encode_state
-from shared.commands import Command, Dispatch, WorkflowFinished
+from shared.codec.state import decode_state, encode_state
+from shared.definition.workflow import CompiledWorkflow, ExpandFrom, TaskDef
 from shared.engine import apply, new_state, premature, sweep
+from shared.engine.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.expansion import expanded
 from shared.engine.policy import decide
+from shared.engine.state import IS_OK, IS_TERMINAL, READY, RuntimeState
 from shared.errors import MessageError
 from shared.messages import (
     ActivateEvent,
@@ -25,9 +27,7 @@ from shared.messages import (
     TaskFailedEvent,
     TaskStartedEvent,
 )
-from shared.state import IS_OK, IS_TERMINAL, READY, RuntimeState
 from shared.states import TaskState
-from shared.workflow import CompiledWorkflow, ExpandFrom, TaskDef
 
 from .test_codec import assert_same
 

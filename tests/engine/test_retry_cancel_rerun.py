@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from shared.backoff import retry_delay_s
-from shared.codec import encode_state
-from shared.commands import Dispatch
+from shared.codec.state import encode_state
+from shared.definition.workflow import RetryPolicy
 from shared.engine import premature
+from shared.engine.backoff import retry_delay_s
+from shared.engine.commands import Dispatch
 from shared.messages import RetryEvent, TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent
 from shared.states import TaskState, WorkflowStatus
-from shared.workflow import RetryPolicy
 
 from .history import WF_ID, History, chain, dispatched, finished, task, workflow
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.codec import state_metadata, status_from_metadata
+from shared.codec.metadata import status_from_metadata
+from shared.codec.state import state_metadata
 from shared.engine import new_state
 from shared.states import WorkflowStatus
 

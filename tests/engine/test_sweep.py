@@ -3,7 +3,7 @@ is level-triggered (a second run at the same time changes nothing)."""
 
 from __future__ import annotations
 
-from shared.codec import encode_state
+from shared.codec.state import encode_state
 from shared.engine import TIMEOUT_GRACE_S, sweep
 from shared.states import TaskState, WorkflowStatus
 
@@ -59,7 +59,7 @@ def test_lost_dispatch_resends_the_same_attempt_once_per_period() -> None:
 
 
 def test_delayed_retry_is_not_resent_before_it_is_visible() -> None:
-    from shared.workflow import RetryPolicy
+    from shared.definition.workflow import RetryPolicy
 
     h = History(workflow(task("a", retries=1, retry=RetryPolicy(initial_delay_s=600))))
     h.activate()

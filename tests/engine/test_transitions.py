@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from shared.codec import encode_state
-from shared.commands import Dispatch
+from shared.codec.state import encode_state
 from shared.engine import apply
+from shared.engine.commands import Dispatch
 from shared.errors import MessageError
 from shared.messages import ActivateEvent, OutputRef, TaskCompletedEvent
 from shared.states import TaskState, WorkflowStatus

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from shared.cli import main
-from shared.compiler import load_workflow
+from shared.definition.compiler import compile_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = sorted(EXAMPLES.glob("*.yaml"))
@@ -50,7 +50,7 @@ def test_every_example_validates(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_pipeline_shape() -> None:
-    wf = load_workflow((EXAMPLES / "pipeline.yaml").read_text())
+    wf = compile_text((EXAMPLES / "pipeline.yaml").read_text())
     names = [t.name for t in wf.tasks]
     train = [t for t in wf.tasks if t.group == "train"]
     assert names[0] == "prep"

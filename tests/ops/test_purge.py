@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from shared.api.reads import get_workflow
-from shared.codec import encode_definition
+from shared.codec.definition import encode_definition
 from shared.errors import ConflictError, NotFoundError
 from shared.ops.purge import purge_many, purge_workflow
 from shared.states import WorkflowStatus

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from shared.compiler import load_workflow
+from shared.definition.compiler import compile_text
+from shared.definition.workflow import CompiledWorkflow
 from shared.errors import DefinitionError, Issue
-from shared.workflow import CompiledWorkflow
 
 
 def task(name: str, cmd: str = "true", **fields: Any) -> dict[str, Any]:
@@ -22,14 +22,14 @@ def workflow(*tasks: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 
 def compile_dict(definition: dict[str, Any]) -> CompiledWorkflow:
-    return load_workflow(json.dumps(definition), fmt="json")
+    return compile_text(json.dumps(definition), fmt="json")
 
 
 def issues_of(definition: dict[str, Any] | str) -> list[Issue]:
     """Every issue the definition produces (it must be invalid)."""
     text = definition if isinstance(definition, str) else json.dumps(definition)
     with pytest.raises(DefinitionError) as info:
-        load_workflow(text)
+        compile_text(text)
     assert info.value.issues, "a DefinitionError always carries issues"
     return info.value.issues
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from shared.compiler import (
+from shared.definition.compiler import (
     MAX_CMD_BYTES,
     MAX_DEPENDENCIES,
     MAX_ENV_BYTES,
     MAX_EXPANSIONS,
     MAX_TASKS,
+    compile_text,
     compile_workflow,
-    load_workflow,
     parse_definition,
 )
+from shared.definition.workflow import RetryPolicy
 from shared.errors import DefinitionError
-from shared.workflow import RetryPolicy
 from tests.spec.helpers import compile_dict, issues_of, one_issue, task, workflow
 
 # -- what a valid definition compiles to -------------------------------------------------------
@@ -99,7 +99,7 @@ def test_cwd_and_condition_are_carried() -> None:
 
 def test_source_text_is_kept() -> None:
     text = "name: wf\ntasks:\n  - name: a\n    kwargs: {cmd: 'true'}\n"
-    assert load_workflow(text).source == text
+    assert compile_text(text).source == text
     assert compile_workflow(parse_definition(text), source_text="x").source == "x"
     assert compile_workflow(parse_definition(text)).source is None
 
@@ -139,7 +139,7 @@ tasks:
     kwargs:
       cmd: echo loaded
 """
-    wf = load_workflow(text, source="jobq.yaml")
+    wf = compile_text(text, source="jobq.yaml")
     assert [t.name for t in wf.tasks] == ["extract-a", "extract-b", "transform", "load"]
     assert [t.queue for t in wf.tasks] == ["cpu", "cpu", "gpu", "cpu"]
     assert [t.timeout_s for t in wf.tasks] == [120, 120, 60, 120]
@@ -449,7 +449,7 @@ def test_repeated_problem_of_many_expansions_is_summarised() -> None:
 
 def test_definition_error_message_lists_every_issue() -> None:
     with pytest.raises(DefinitionError) as info:
-        load_workflow(
+        compile_text(
             '{"name": "wf", "tasks": [{"name": "a", "kwargs": {"cmd": "x"},'
             ' "depends_on": ["b", "c"]}]}',
             source="f.json",

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.condition_reads import OUTPUT_SIZE
-from shared.conditions import MAX_CONDITION_STEPS, ParentView, compile_condition
+from shared.definition.condition_reads import OUTPUT_SIZE
+from shared.definition.conditions import ParentView, compile_condition
 from shared.errors import ConditionBudgetError, ConditionError
+from shared.limits import MAX_CONDITION_STEPS
 from shared.messages import INLINE_OUTPUT_BYTES
 from tests.spec.helpers import one_issue, task, workflow
 

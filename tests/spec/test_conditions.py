@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.conditions import (
-    MAX_CONDITION_CHARS,
-    MAX_CONDITION_DEPTH,
-    ParentView,
-    compile_condition,
-)
+from shared.definition.conditions import ParentView, compile_condition
 from shared.errors import ConditionError
+from shared.limits import MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH
 
 PARENTS = ["prep", "train.seed=1", "train.seed=2", "train.seed=3", "check"]
 VIEWS = {

@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from shared.foreach import expansion_name
+from shared.definition.foreach import expansion_name
+from shared.definition.templating import parse_template, render_value
 from shared.names import safe_name_problem
-from shared.templating import parse_template, render_value
 from tests.spec.helpers import compile_dict, one_issue, task, workflow
 
 

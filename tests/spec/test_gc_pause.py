@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.compiler import load_workflow
+from shared.definition.compiler import compile_text
+from shared.definition.gc_pause import paused_gc
 from shared.errors import DefinitionError
-from shared.gc_pause import paused_gc
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def collector_on() -> Iterator[None]:
 
 def test_a_failing_compile_turns_the_collector_back_on() -> None:
     with pytest.raises(DefinitionError):
-        load_workflow(
+        compile_text(
             '{"name": "w", "tasks": [{"name": "a", "kwargs": {"cmd": "x"}, "depends_on": ["b"]}]}'
         )
     assert gc.isenabled()

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from shared.compiler import load_workflow, parse_definition
+from shared.definition.compiler import compile_text, parse_definition
 from shared.errors import DefinitionError
-from shared.parsing import MAX_DEFINITION_BYTES
+from shared.limits import MAX_DEFINITION_BYTES
 from tests.spec.helpers import issues_of, one_issue, task, workflow
 
 
@@ -222,7 +222,7 @@ def test_yaml_aliases_for_reuse_are_fine() -> None:
         "  - name: a\n    kwargs: &k {cmd: 'echo hi', env: {A: '1'}}\n"
         "  - name: b\n    kwargs: *k\n"
     )
-    wf = load_workflow(text)
+    wf = compile_text(text)
     assert [t.env for t in wf.tasks] == [{"A": "1"}, {"A": "1"}]
 
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.conditions import ParentView, compile_condition
+from shared.definition.conditions import ParentView, compile_condition
+from shared.definition.templating import parse_template, render_value
 from shared.errors import DefinitionError
 from shared.names import safe_name_problem
-from shared.templating import parse_template, render_value
 from tests.spec.helpers import compile_dict, task, workflow
 
 PROFILE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

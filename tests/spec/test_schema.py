@@ -7,20 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.schema import SCHEMA_PATH, render_schema, workflow_json_schema
+from shared.definition.schema import SCHEMA_PATH, render_schema, workflow_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_committed_schema_is_up_to_date() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema(), (
-        "shared/schema/workflow.schema.json is stale: run `python -m shared.schema`"
+        "shared/definition/schema/workflow.schema.json is stale:"
+        " run `python -m shared.definition.schema`"
     )
 
 
 def test_schema_check_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "shared.schema", "--check"],
+        [sys.executable, "-m", "shared.definition.schema", "--check"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.errors import TemplateSyntaxError
-from shared.templating import (
+from shared.definition.templating import (
     env_var_name,
     parse_command,
     parse_template,
     variable_env,
 )
+from shared.errors import TemplateSyntaxError
 from tests.spec.helpers import compile_dict, issues_of, one_issue, task, workflow
 
 SHELLS = sorted({os.path.realpath(sh) for sh in ("/bin/sh", shutil.which("bash")) if sh})

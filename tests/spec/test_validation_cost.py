@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-import shared.compile_dependencies as compile_dependencies
-import shared.compiler as compiler_module
-from shared.compiler import MAX_DEPENDENCIES, MAX_EXPANDED_BYTES
-from shared.conditions import MAX_GLOB_MATCHES
-from shared.suggestions import MAX_SUGGESTION_WORK, Suggester
+import shared.definition.compile_dependencies as compile_dependencies
+import shared.definition.compiler as compiler_module
+from shared.definition.compiler import MAX_DEPENDENCIES, MAX_EXPANDED_BYTES
+from shared.definition.suggestions import Suggester
+from shared.limits import MAX_GLOB_MATCHES, MAX_SUGGESTION_WORK
 from tests.spec.helpers import issues_of, task, workflow
 
 

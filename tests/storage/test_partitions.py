@@ -7,13 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared.deployment import partition_from_metadata, partition_metadata, partition_of
+from shared.limits import MAX_PARTITIONS
 from shared.names import ResourceNames
-from shared.partitions import (
-    MAX_PARTITIONS,
-    partition_from_metadata,
-    partition_metadata,
-    partition_of,
-)
 from shared.settings import Settings
 from shared.storage.ports import Storage
 

@@ -1,9 +1,9 @@
-"""Workflow ids that land in chosen partitions (``shared.partitions.partition_of``), for tests and
+"""Workflow ids that land in chosen partitions (``shared.deployment.partition_of``), for tests and
 benchmarks that need workflows in every partition."""
 
 from __future__ import annotations
 
-from shared.partitions import partition_of
+from shared.deployment import partition_of
 
 
 def ids_in_each_partition(partitions: int, per_partition: int, prefix: str) -> dict[int, list[str]]:

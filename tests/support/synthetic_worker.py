@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pydantic import JsonValue
 
 from shared.errors import MessageError, NotFoundError
+from shared.limits import ERROR_TAIL_CHARS
 from shared.messages import (
-    ERROR_TAIL_CHARS,
     INLINE_OUTPUT_BYTES,
     OutputRef,
     TaskCompletedEvent,

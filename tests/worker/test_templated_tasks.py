@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.compiler import load_workflow
+from shared.definition.compiler import compile_text
 from shared.errors import DefinitionError
 from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
@@ -33,7 +33,7 @@ async def test_values_reach_the_program_as_data(
     worker_settings: Callable[..., WorkerSettings],
     tmp_path: Path,
 ) -> None:
-    wf = load_workflow(
+    wf = compile_text(
         json.dumps(
             {
                 "name": "t",
@@ -58,7 +58,7 @@ async def test_values_reach_the_program_as_data(
 
 def test_the_reported_command_is_refused_before_it_reaches_a_worker() -> None:
     with pytest.raises(DefinitionError) as info:
-        load_workflow(
+        compile_text(
             json.dumps(
                 {
                     "name": "t",

@@ -1,0 +1,31 @@
+"""What a state blob's metadata says, readable without the codec or the engine.
+
+Workers HEAD a state blob to notice that its workflow was cancelled, and bulk purge judges a
+workflow by its state blob's metadata: both read it here, importing nothing heavier than the
+status enum. The coordinator writes these keys (``shared.codec.state.state_metadata``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from shared.states import WorkflowStatus
+
+STATUS_KEY = "status"
+"""The workflow's status (a ``WorkflowStatus`` value)."""
+
+RUN_KEY = "run"
+"""The workflow's run number (grows with every retry or rerun)."""
+
+CODEC_KEY = "codec"
+"""The version of the state blob's codec that wrote it."""
+
+
+def status_from_metadata(metadata: Mapping[str, str]) -> WorkflowStatus | None:
+    """The workflow status that ``state_metadata`` recorded; None when there is none this dagq
+    knows. Keys match in any case (the blob service does not keep the case of metadata names)."""
+    value = next((v for k, v in metadata.items() if k.lower() == STATUS_KEY), None)
+    try:
+        return None if value is None else WorkflowStatus(value.lower())
+    except ValueError:
+        return None

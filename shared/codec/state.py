@@ -1,0 +1,361 @@
+"""The state blob's compact, versioned codec (the definition blob's is ``shared.codec.definition``).
+
+State blob (``{id}.state``, rewritten by the coordinator): ``b"DQS" + version byte +
+zlib(body)``; the body is a fixed header followed by length-prefixed sections:
+
+- ``meta``: JSON of the rare fields — workflow id and error, per-task errors, outputs, log blobs,
+  retry bases, re-send times, unusual exit codes, and the table of worker names;
+- ``codes``: one byte per task (the state code, see ``shared.engine.state.TASK_STATES``);
+- ``attempt``: uint32 per task; ``worker``: uint32 per task (1 + index into the worker table, 0 =
+  none); ``ready``: uint32 per entry of the ready queue;
+- ``logs``: one byte per task, 1 = its log blob has the worker's conventional name (rebuilt from
+  workflow id, task name and attempt); other log blob names are in ``meta``;
+- ``queued``/``started``/``finished``: uint64 per task, integer milliseconds stored relative to a
+  reference (queued to the workflow's creation, started to queued, finished to started), zigzag
+  encoded, plus one (0 = no value).
+
+Integer columns are stored as byte planes (all lowest bytes, then all next bytes...) so that zlib
+sees long runs of zeros and repeats: a finished 1,000-task workflow fits in about 3 KB. Derived
+bookkeeping (per-state counts, parent counters) is not stored; decoding recomputes it.
+
+Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansions); a state
+without any is written as version 1, byte for byte as before. Every version stays readable. A blob
+with an unknown (newer) version, a bad magic or corrupt content raises CodecError.
+"""
+
+from __future__ import annotations
+
+__all__ = ["STATE_MAGIC", "STATE_VERSION", "decode_state", "encode_state", "state_metadata"]
+
+import json
+import struct
+import sys
+from array import array
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from shared.codec.framing import frame, open_blob
+from shared.codec.metadata import CODEC_KEY, RUN_KEY, STATUS_KEY
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.expansion import expanded
+from shared.engine.state import COMPLETED, READY, TASK_STATES, ItemList, RuntimeState, to_ms
+from shared.errors import CodecError
+from shared.messages import OutputRef
+from shared.names import ResourceNames
+from shared.states import WorkflowStatus
+
+STATE_MAGIC = b"DQS"
+STATE_VERSION = 2
+"""Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``); a state without
+any is still written as version 1, byte for byte what earlier releases wrote."""
+
+_STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
+_STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
+# n_tasks, status, flags, run, created_at, updated_at, finished_at, cancel_requested_at
+_HEADER = struct.Struct("<IBBIdddd")
+_FLAG_CANCEL = 1
+_FLAG_FINISHED = 2
+_FLAG_CANCEL_AT = 4
+_LEN = struct.Struct("<I")
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+# -- integer columns as byte planes --------------------------------------------------------------
+
+
+def _pack(typecode: str, values: Iterable[int]) -> bytes:
+    column = array(typecode, values)
+    if _BIG_ENDIAN:
+        column.byteswap()
+    raw = column.tobytes()
+    width = column.itemsize
+    return b"".join(raw[k::width] for k in range(width))
+
+
+def _unpack(typecode: str, data: bytes, n: int) -> array[int]:
+    column = array(typecode)
+    width = column.itemsize
+    if len(data) != n * width:
+        raise CodecError(
+            f"state blob is corrupt: a column holds {len(data)} bytes, expected {n * width}"
+        )
+    raw = bytearray(len(data))
+    for k in range(width):
+        raw[k::width] = data[k * n : (k + 1) * n]
+    column.frombytes(raw)
+    if _BIG_ENDIAN:
+        column.byteswap()
+    return column
+
+
+def _rel(values: list[int | None], refs: list[int]) -> list[int]:
+    """Each value minus its reference, zigzag-encoded (small magnitudes -> small numbers), plus
+    one; 0 stands for None. Inlined arithmetic: this runs over every task of every flush."""
+    return [
+        0 if v is None else ((v - r) << 1 if v >= r else ((r - v) << 1) - 1) + 1
+        for v, r in zip(values, refs, strict=True)
+    ]
+
+
+def _unrel(stored: array[int], refs: list[int]) -> list[int | None]:
+    """The inverse of ``_rel``."""
+    return [
+        None if z == 0 else (r + ((z - 1) >> 1) if z & 1 else r - (z >> 1))
+        for z, r in zip(stored, refs, strict=True)
+    ]
+
+
+def _refs(primary: list[int | None], fallback: list[int]) -> list[int]:
+    return [f if p is None else p for p, f in zip(primary, fallback, strict=True)]
+
+
+# -- state ---------------------------------------------------------------------------------------
+
+
+def _fast_log_blob(workflow_id: str, task: str, attempt: int) -> str:
+    return f"{workflow_id}/{task}/{attempt}/log.txt"
+
+
+# The worker's conventional log blob name, inlined when it has the expected shape (it is computed
+# for every task of every flush); ResourceNames stays the authority.
+_log_blob = (
+    _fast_log_blob
+    if ResourceNames.log_blob("w", "t", 1) == _fast_log_blob("w", "t", 1)
+    else ResourceNames.log_blob
+)
+
+
+def state_metadata(state: RuntimeState) -> dict[str, str]:
+    """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
+    version = STATE_VERSION if state.expansions or state.lists else 1
+    return {STATUS_KEY: state.status.value, RUN_KEY: str(state.run), CODEC_KEY: str(version)}
+
+
+def encode_state(state: RuntimeState) -> bytes:
+    """The state blob bytes of ``state`` (exactly what ``decode_state`` reads back)."""
+    n = len(state)
+    created = to_ms(state.created_at)
+    worker_names: list[str | None] = [None] * n
+    for task, name in state.workers.items():
+        worker_names[task] = name
+    worker_table: dict[str, int] = {}  # in order of first use by task number: canonical
+    worker_column = [
+        0 if name is None else worker_table.setdefault(name, len(worker_table) + 1)
+        for name in worker_names
+    ]
+    # A log blob under the worker's conventional name ({workflow}/{task}/{attempt}/log.txt) is one
+    # flag byte instead of a string: every task has one, and the names would dominate the blob.
+    log_flags = bytearray(n)
+    odd_logs: dict[int, str] = {}
+    names, attempt = state.names, state.attempt
+    for task, blob in state.log_blob.items():
+        if names and blob == _log_blob(state.workflow_id, names[task], attempt[task]):
+            log_flags[task] = 1
+        else:
+            odd_logs[task] = blob
+    codes = state.codes
+    odd_exits = {
+        str(t): code
+        for t, code in enumerate(state.exit_code)
+        if code != (0 if codes[t] == COMPLETED else None)
+    }
+    meta: dict[str, Any] = {"id": state.workflow_id}
+    if state.error is not None:
+        meta["error"] = state.error
+    sparse: dict[str, dict[int, Any]] = {
+        "errors": state.errors,
+        "logs": odd_logs,
+        "base": state.base_attempt,
+        "sent": state.sent_ms,
+    }
+    for key, mapping in sparse.items():
+        if mapping:
+            meta[key] = {str(t): v for t, v in sorted(mapping.items())}  # canonical order
+    if state.outputs:
+        meta["outputs"] = {
+            str(t): ref.model_dump(mode="json", exclude_defaults=True)
+            for t, ref in sorted(state.outputs.items())
+        }
+    if odd_exits:
+        meta["exits"] = odd_exits
+    if worker_table:
+        meta["workers"] = list(worker_table)
+    dynamic = _dynamic_to_json(state)
+    if dynamic:
+        meta["dyn"] = dynamic
+
+    base = [created] * n
+    queued_refs = _refs(state.queued_ms, base)
+    started_refs = _refs(state.started_ms, queued_refs)
+    ready = [t for t in state.ready if codes[t] == READY]  # stale entries are dropped
+    flags = (
+        (_FLAG_CANCEL if state.cancel_requested else 0)
+        | (_FLAG_FINISHED if state.finished_at is not None else 0)
+        | (_FLAG_CANCEL_AT if state.cancel_requested_at is not None else 0)
+    )
+    sections = [
+        json.dumps(meta, separators=(",", ":"), ensure_ascii=False).encode(),
+        bytes(codes),
+        _pack("I", state.attempt),
+        _pack("Q", _rel(state.queued_ms, base)),
+        _pack("Q", _rel(state.started_ms, queued_refs)),
+        _pack("Q", _rel(state.finished_ms, started_refs)),
+        _pack("I", worker_column),
+        _pack("I", ready),
+        bytes(log_flags),
+    ]
+    body = [
+        _HEADER.pack(
+            n,
+            _STATUS_CODE[state.status],
+            flags,
+            state.run,
+            state.created_at,
+            state.updated_at,
+            state.finished_at or 0.0,
+            state.cancel_requested_at or 0.0,
+        )
+    ]
+    for section in sections:
+        body.append(_LEN.pack(len(section)))
+        body.append(section)
+    version = STATE_VERSION if dynamic else 1
+    return frame(STATE_MAGIC, version, b"".join(body))
+
+
+def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
+    """The captured lists and the expansions (version 2), or None when there are none."""
+    if not state.lists and not state.expansions:
+        return None
+    lists: dict[str, list[Any]] = {}
+    for task, captured in sorted(state.lists.items()):
+        entry: list[Any] = [captured.attempt, list(captured.items)]
+        if captured.error is not None:
+            entry.append(captured.error)
+        lists[str(task)] = entry
+    return {"x": [list(e) for e in state.expansions], "l": lists}
+
+
+def _dynamic_from_json(raw: Any, st: RuntimeState) -> None:
+    """Restore the captured lists and the expansions into ``st``."""
+    if raw is None:
+        return
+    for key, entry in raw["l"].items():
+        attempt, items, *error = entry
+        st.lists[int(key)] = ItemList(int(attempt), tuple(items), str(error[0]) if error else None)
+    st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
+    if any(group not in st.lists or count < 0 for group, count in st.expansions):
+        raise CodecError("state blob is corrupt: an expansion without its list")
+
+
+def _sections(body: bytes, at: int, count: int) -> list[bytes]:
+    out: list[bytes] = []
+    for _ in range(count):
+        (size,) = _LEN.unpack_from(body, at)
+        at += _LEN.size
+        if at + size > len(body):
+            raise CodecError("state blob is corrupt: a section runs past the end")
+        out.append(body[at : at + size])
+        at += size
+    if at != len(body):
+        raise CodecError("state blob is corrupt: trailing bytes after the last section")
+    return out
+
+
+def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for key, value in mapping.items():
+        task = int(key)
+        if not 0 <= task < n:
+            raise CodecError(f"state blob is corrupt: {field} names task number {task} of {n}")
+        out[task] = value
+    return out
+
+
+def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
+    """Read a state blob written by ``encode_state`` for workflow ``wf``. Raises CodecError."""
+    body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
+    try:
+        return _decode_state_body(body, wf)
+    except CodecError:
+        raise
+    except (
+        struct.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        ValidationError,
+        RecursionError,
+    ) as exc:
+        raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
+
+
+def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
+    n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
+        body, 0
+    )
+    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = _sections(
+        body, _HEADER.size, 9
+    )
+    meta = json.loads(meta_raw)
+    if not isinstance(meta, dict):
+        raise CodecError("state blob is corrupt: meta is not an object")
+    dynamic = meta.get("dyn")
+    added = sum(int(count) for _, count in dynamic["x"]) if dynamic is not None else 0
+    if n != len(wf.tasks) + added:
+        raise CodecError(
+            f"state blob has {n} tasks but workflow {wf.name!r} defines {len(wf.tasks)}"
+            f" (and {added} expanded): the state does not belong to this definition"
+        )
+    if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
+        raise CodecError("state blob is corrupt: bad task state codes")
+    st = RuntimeState(str(meta["id"]), n, created_at)
+    _dynamic_from_json(dynamic, st)
+    wf = expanded(wf, st)
+    st.status = _STATUSES[status]
+    st.run = run
+    st.updated_at = updated_at
+    st.finished_at = finished_at if flags & _FLAG_FINISHED else None
+    st.cancel_requested = bool(flags & _FLAG_CANCEL)
+    st.cancel_requested_at = cancel_at if flags & _FLAG_CANCEL_AT else None
+    st.error = meta.get("error")
+    st.codes = bytearray(codes)
+    st.attempt = list(_unpack("I", attempt, n))
+
+    base = [to_ms(created_at)] * n
+    st.queued_ms = _unrel(_unpack("Q", queued, n), base)
+    queued_refs = _refs(st.queued_ms, base)
+    st.started_ms = _unrel(_unpack("Q", started, n), queued_refs)
+    st.finished_ms = _unrel(_unpack("Q", finished, n), _refs(st.started_ms, queued_refs))
+
+    st.exit_code = [0 if c == COMPLETED else None for c in codes]
+    for task, code in _task_keys(meta.get("exits", {}), n, "exits").items():
+        st.exit_code[task] = None if code is None else int(code)
+    st.errors = {t: str(v) for t, v in _task_keys(meta.get("errors", {}), n, "errors").items()}
+    if len(log_flags) != n:
+        raise CodecError("state blob is corrupt: bad log flags")
+    st.names = tuple(wf.index)
+    logs = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
+    wid, task_names, attempts = st.workflow_id, st.names, st.attempt
+    st.log_blob = {
+        t: _log_blob(wid, task_names[t], attempts[t]) for t, f in enumerate(log_flags) if f
+    }
+    st.log_blob.update(logs)
+    st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
+    st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
+    st.outputs = {
+        t: OutputRef.model_validate(v)
+        for t, v in _task_keys(meta.get("outputs", {}), n, "outputs").items()
+    }
+    names = [str(w) for w in meta.get("workers", [])]
+    st.workers = {t: names[w - 1] for t, w in enumerate(_unpack("I", worker_col, n)) if w}
+    ready_tasks = _unpack("I", ready, len(ready) // 4)
+    if any(t >= n for t in ready_tasks):
+        raise CodecError("state blob is corrupt: the ready queue names an unknown task")
+    st.ready = deque(ready_tasks)
+    st.rebuild_counters(wf)
+    return st

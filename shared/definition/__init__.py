@@ -1,0 +1,47 @@
+"""A workflow definition: text -> a validated, expanded ``CompiledWorkflow``.
+
+- ``parsing``: YAML or JSON text -> the user-facing models of ``spec`` (keys, types, ranges);
+- ``compiler``: ``WorkflowSpec`` -> ``CompiledWorkflow`` (``workflow``), every problem at once,
+  located, within a bounded amount of work (conditions, ``foreach``, ``foreach_from``, templating
+  and the shell lexer are its parts);
+- ``schema``: the definition's JSON Schema, generated from ``spec``.
+
+This package never imports the engine, the codecs or storage. Its names load on first use, so
+that importing ``shared.definition.workflow`` (the compiled model) costs no parser or compiler.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shared.definition.compiler import compile_text, compile_workflow, parse_definition
+    from shared.definition.spec import WorkflowSpec
+    from shared.definition.workflow import CompiledWorkflow, TaskDef
+
+__all__ = [
+    "CompiledWorkflow",
+    "TaskDef",
+    "WorkflowSpec",
+    "compile_text",
+    "compile_workflow",
+    "parse_definition",
+]
+
+_LAZY = {
+    "compile_text": "shared.definition.compiler",
+    "compile_workflow": "shared.definition.compiler",
+    "parse_definition": "shared.definition.compiler",
+    "WorkflowSpec": "shared.definition.spec",
+    "CompiledWorkflow": "shared.definition.workflow",
+    "TaskDef": "shared.definition.workflow",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The package's names, imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

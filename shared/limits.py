@@ -1,0 +1,144 @@
+"""Every limit dagq enforces on what it is given, defined once (the bottom floor).
+
+Definitions, task-computed lists, queue messages, states, index rows, the deployment's shape and
+HTTP requests are all bounded before they are used (docs/security.md); each bound is here, with
+what it protects, and every check imports it from here. Settings that a deployment may tune
+(``shared.settings``) take their defaults and ranges from these names. Pure constants: this module
+imports nothing.
+"""
+
+from __future__ import annotations
+
+# -- Definitions (checked at submit; shared.definition) --------------------------------------------
+
+MAX_DEFINITION_BYTES = 16 * 1024 * 1024
+"""Largest definition accepted, in bytes of UTF-8 (a 100,000-task JSON definition written out
+task by task is about 6 MiB; foreach keeps most definitions tiny)."""
+
+MAX_YAML_NODES = 2_000_000
+"""Most YAML nodes after alias expansion (stops "billion laughs" documents)."""
+
+MAX_TASKS = 100_000
+"""Most tasks in a workflow, after foreach expansion (and foreach_from's, at run time)."""
+
+MAX_CMD_BYTES = 16 * 1024
+"""Longest ``cmd`` of one task, in UTF-8 bytes after templating (at submit, or at expansion)."""
+
+MAX_EXPANSIONS = 10_000
+"""Most tasks one foreach may expand to."""
+
+MAX_DEPENDENCIES = 10_000
+"""Most dependencies of one task, after foreach fan-in is expanded."""
+
+MAX_EDGES = 2_000_000
+"""Most dependency edges in a workflow, after expansion."""
+
+MAX_ENV_BYTES = 16 * 1024
+"""Largest environment of one task (workflow env merged with the task's), as NAME=value bytes."""
+
+MAX_EXPANDED_BYTES = 64 * 1024 * 1024
+"""Most bytes of ``cmd`` and environment (workflow env included) of all tasks after expansion:
+what bounds the work and memory of a small definition that expands to much."""
+
+MAX_CWD_CHARS = 1024
+"""Longest ``cwd``."""
+
+MAX_WORKFLOW_NAME = 200
+"""Longest workflow name."""
+
+MAX_QUEUE_NAME = 40
+"""Longest queue name in a definition: ``{prefix}-q-{queue}`` must stay within Azure's 63."""
+
+MAX_CONDITION_CHARS = 2000
+"""Longest condition, in characters."""
+
+MAX_CONDITION_DEPTH = 32
+"""Deepest nesting of a condition's syntax tree."""
+
+MAX_GLOB_MATCHES = 2_000_000
+"""Most glob name tests (glob x dependency) of all the conditions of one workflow at submit."""
+
+MAX_CONDITION_STEPS = 200_000
+"""Most steps one evaluation may take (a value read, a JSON node compared, a KiB of string
+compared: ``shared.definition.condition_values``). Also the budget for matching its globs when it
+compiles."""
+
+MAX_SUGGESTION_WORK = 2_000_000
+"""Characters compared by all the hints of one validation (about a second in the worst case)."""
+
+
+# -- Lists that tasks output for foreach_from (checked when their source completes) ----------------
+
+MAX_ITEM_CHARS = 1024
+"""Longest item of a list, as JSON (an item is a parameter, not a payload)."""
+
+MAX_LIST_BYTES = 16 * 1024 * 1024
+"""Largest output (JSON bytes) the coordinator reads to find a list stored as a blob."""
+
+
+# -- Queue messages (checked at decode: shared.messages, shared.message_fields) --------------------
+
+MAX_MESSAGE_BYTES = 64 * 1024
+"""Azure's limit for one queue message: anything longer did not come from a queue (or a sender of
+ours) and is rejected before it is parsed."""
+
+MESSAGE_BUDGET_BYTES = 48 * 1024
+"""What dagq allows itself per message (Azure's hard limit is 64 KiB; XML escaping of JSON quotes by
+the SDK and headroom for future fields take the rest)."""
+
+MAX_VISIBILITY_S = 7 * 24 * 3600
+"""Azure's longest visibility timeout (and initial delay) of a queue message."""
+
+MAX_COUNTER = 2**32 - 1
+"""Largest attempt or run number: the state blob keeps them in unsigned 32-bit columns."""
+
+MAX_TIMESTAMP_S = 1e10
+"""Latest timestamp a message may carry (year 2286, where the index's inverted keys end)."""
+
+MAX_WORKER_CHARS = 256
+"""Longest worker name an event may carry."""
+
+MAX_EVENT_REASON_CHARS = 1000
+"""Longest cancel reason an event may carry."""
+
+MAX_OUTPUT_SIZE = 2**50
+"""Largest output size a ref may state (a sanity bound, far above anything real)."""
+
+ERROR_TAIL_CHARS = 2000
+"""How much of a failed task's error text (stderr tail) an event carries."""
+
+
+# -- Workflow state, index rows and the worker registry --------------------------------------------
+
+MAX_TASK_ERROR_CHARS = ERROR_TAIL_CHARS + 200
+"""Longest error text kept per task (the worker's tail plus dagq's own prefix)."""
+
+MAX_INDEX_ERROR_CHARS = 16_000
+"""Longest error text an index row keeps (a table string property holds at most 32K characters)."""
+
+MAX_RECORD_TASKS = 100
+"""Most current tasks a worker record lists (a record is one table entity of bounded size)."""
+
+
+# -- The deployment --------------------------------------------------------------------------------
+
+MAX_PARTITIONS = 64
+"""Most partitions a deployment may have (names stay well inside Azure's 63 characters)."""
+
+
+# -- HTTP requests (checked before any storage access; shared.api.request) -------------------------
+
+MAX_LIST_LIMIT = 1000
+"""Most workflows one ``GET /workflows`` page may ask for (``?limit=``)."""
+
+MAX_NAME_FILTER = 256
+"""Longest ``?name=`` prefix filter."""
+
+MAX_TOKEN_CHARS = 4096
+"""Longest continuation token (``?next=``)."""
+
+MAX_CANCEL_REASON_CHARS = 500
+"""Longest cancel reason the API keeps (the rest is cut)."""
+
+MAX_PURGE_PAGE = 1000
+"""Most workflows one ``POST /purge`` selects."""
