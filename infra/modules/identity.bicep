@@ -225,9 +225,13 @@ resource appQueueDataContributor 'Microsoft.Authorization/roleAssignments@2022-0
   }
 }
 
+// The account, not only the index table: the Functions host with identity-based storage writes
+// its diagnostic events to tables it names by month (AzureFunctionsDiagnosticEvents<yyyymm>),
+// which needs Storage Table Data Contributor on the account (Microsoft's
+// "functions-azurewebjobsstorage-permissions").
 resource appTableDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(indexTable.id, appIdentity.id, roleIds.storageTableDataContributor)
-  scope: indexTable
+  name: guid(storage.id, appIdentity.id, roleIds.storageTableDataContributor)
+  scope: storage
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageTableDataContributor)
     principalId: appIdentity.properties.principalId

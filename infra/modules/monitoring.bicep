@@ -10,6 +10,9 @@ param applicationInsightsName string
 @maxValue(730)
 param retentionInDays int = 30
 
+@description('Most GB of logs the workspace ingests a day (a cap, then ingestion stops until the next day: a runaway log cannot run up the bill); -1: no cap.')
+param dailyQuotaGb int = 1
+
 param tags object = {}
 
 resource logAnalytics 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
@@ -21,6 +24,9 @@ resource logAnalytics 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
       name: 'PerGB2018'
     }
     retentionInDays: retentionInDays
+    workspaceCapping: {
+      dailyQuotaGb: dailyQuotaGb
+    }
     features: {
       enableLogAccessUsingOnlyResourcePermissions: true
     }

@@ -61,6 +61,11 @@ param allowedSubnetIds array = []
 @description('Log Analytics workspace that receives the account\'s diagnostic logs and metrics; empty: none.')
 param logAnalyticsWorkspaceId string = ''
 
+@description('Days a deleted blob or container can be restored (blob and container soft delete).')
+@minValue(1)
+@maxValue(365)
+param softDeleteDays int = 7
+
 param tags object = {}
 
 // One place for the names (mirrors shared/names.py ResourceNames).
@@ -113,9 +118,21 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
 
 // Child resources are declared at the top level with `parent:` (one resource per declaration
 // keeps them easy to read and to check in tests/infra).
+// All of dagq's state lives in blobs: a deleted blob or container can be restored for
+// softDeleteDays (infra/README.md, "Recovering deleted state").
 resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
   parent: storage
   name: 'default'
+  properties: {
+    deleteRetentionPolicy: {
+      enabled: true
+      days: softDeleteDays
+    }
+    containerDeleteRetentionPolicy: {
+      enabled: true
+      days: softDeleteDays
+    }
+  }
 }
 
 resource workflowsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
@@ -219,13 +236,12 @@ resource taskQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-
   }
 ]
 
-// Diagnostic settings: every read, write and delete of blobs, queues and tables (who did what,
-// with which identity) and the transaction metrics, to the Log Analytics workspace.
+// Diagnostic settings: every write and delete of blobs, queues and tables (who changed what, with
+// which identity) and the transaction metrics, to the Log Analytics workspace. Not StorageRead:
+// idle workers and the sweep read all day (~170k receives per idle worker and queue at a 0.5 s
+// poll), and every read would be a billed log row (infra/README.md, "Idle cost"); the
+// Transaction metric still counts reads, free.
 var storageLogs = [
-  {
-    category: 'StorageRead'
-    enabled: true
-  }
   {
     category: 'StorageWrite'
     enabled: true

@@ -130,12 +130,19 @@ def test_looped_scopes_are_the_task_and_event_queues() -> None:
 def test_no_identity_holds_a_blob_role_on_the_whole_account_except_the_optional_user() -> None:
     for who, role, scope in bicep_roles():
         if who != "user":
-            assert scope != "storage account" or role == "Storage Queue Data Contributor", (
+            # The app's queue role (the host's queues) and table role (the host's diagnostic
+            # event tables, named by month) need the account; no blob role does.
+            account_wide = {"Storage Queue Data Contributor", "Storage Table Data Contributor"}
+            assert scope != "storage account" or (who == "app" and role in account_wide), (
                 who,
                 role,
             )
         if who == "worker":
             assert scope != "storage account"
+
+
+def test_the_functions_host_may_write_its_diagnostic_event_tables() -> None:
+    assert ("app", "Storage Table Data Contributor", "storage account") in bicep_roles()
 
 
 def test_workers_read_only_state_blobs_in_the_workflows_container() -> None:

@@ -134,9 +134,24 @@ def test_every_storage_service_logs_to_log_analytics() -> None:
         assert isinstance(body["properties"]["workspaceId"], Opaque), name
         logs = {log["category"] for log in body["properties"].get("logs", [])}
         if Template.body(res)["scope"] != "storage":
-            assert logs == {"StorageRead", "StorageWrite", "StorageDelete"}, name
-    main, _ = deployment()
+            # Writes and deletes only: every idle poll would be a billed StorageRead row.
+            assert logs == {"StorageWrite", "StorageDelete"}, name
+    main, modules = deployment()
     assert "logAnalyticsWorkspaceId" in Template.body(main.modules["storage"])["params"]
+    workspace = modules["monitoring"].resources_of_type(
+        "Microsoft.OperationalInsights/workspaces"
+    )
+    [body] = [modules["monitoring"].evaluate(Template.body(w)) for w in workspace.values()]
+    assert 0 < body["properties"]["workspaceCapping"]["dailyQuotaGb"] <= 5  # a daily cap
+
+
+def test_deleted_blobs_and_containers_can_be_restored() -> None:
+    storage = _storage()
+    [blob] = storage.resources_of_type("Microsoft.Storage/storageAccounts/blobServices").values()
+    properties = storage.evaluate(Template.body(blob))["properties"]
+    for policy in ("deleteRetentionPolicy", "containerDeleteRetentionPolicy"):
+        assert properties[policy]["enabled"] is True
+        assert properties[policy]["days"] >= 7
 
 
 def test_every_partition_gets_the_queues_the_code_names() -> None:
