@@ -138,9 +138,7 @@ def test_every_storage_service_logs_to_log_analytics() -> None:
             assert logs == {"StorageWrite", "StorageDelete"}, name
     main, modules = deployment()
     assert "logAnalyticsWorkspaceId" in Template.body(main.modules["storage"])["params"]
-    workspace = modules["monitoring"].resources_of_type(
-        "Microsoft.OperationalInsights/workspaces"
-    )
+    workspace = modules["monitoring"].resources_of_type("Microsoft.OperationalInsights/workspaces")
     [body] = [modules["monitoring"].evaluate(Template.body(w)) for w in workspace.values()]
     assert 0 < body["properties"]["workspaceCapping"]["dailyQuotaGb"] <= 5  # a daily cap
 
