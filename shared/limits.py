@@ -119,6 +119,43 @@ MAX_INDEX_ERROR_CHARS = 16_000
 MAX_RECORD_TASKS = 100
 """Most current tasks a worker record lists (a record is one table entity of bounded size)."""
 
+MAX_PROGRESS_CHARS = 16_000
+"""Most characters of progress and metrics a worker record carries (a table string property holds
+32K characters); the tasks past the budget are listed without their progress."""
+
+MAX_GPUS = 16
+"""Most GPUs a worker record describes."""
+
+KEPT_ATTEMPTS_PER_TASK = 8
+"""Most earlier attempts of one task the state keeps (the oldest is dropped first)."""
+
+KEPT_ATTEMPTS_PER_WORKFLOW = 2000
+"""Most earlier attempts the state of one workflow keeps in all."""
+
+KEPT_ATTEMPT_ERROR_CHARS = 300
+"""Characters of an earlier attempt's error the state keeps (its end: where the cause is)."""
+
+
+# -- What a running task reports about itself (shared.progress; worker_agent.live) ----------------
+
+MAX_METRICS = 8
+"""Most metrics kept per attempt (new names past that are ignored)."""
+
+MAX_METRIC_NAME = 32
+"""Longest metric name."""
+
+MAX_PROGRESS_LINE_BYTES = 4096
+"""Longest ``$DAGQ_PROGRESS`` line read; longer lines are skipped."""
+
+PROGRESS_READ_BYTES = 64 * 1024
+"""Most new bytes of ``$DAGQ_PROGRESS`` the worker reads per look (older lines are skipped)."""
+
+LOG_CHUNK_BYTES = 4 * 1024 * 1024
+"""Largest live log append (Azure's limit on one append block)."""
+
+MAX_LOG_READ_BYTES = 4 * 1024 * 1024
+"""Most bytes of a log one ``GET .../log`` answers (``offset`` reads on)."""
+
 
 # -- The deployment --------------------------------------------------------------------------------
 

@@ -75,7 +75,9 @@ class Agent:
             queues=[name for name, _ in self.queues],
             slots=self.slot_count,
             interval_s=settings.registry_s,
+            progress_s=settings.live_s,
         )
+        self.attempts.on_progress = self.presence.progressed
         self.shutdown_reason: str | None = None
         self._draining = asyncio.Event()
         self._running: dict[int, StopRequest] = {}

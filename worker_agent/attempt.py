@@ -52,6 +52,7 @@ from worker_agent.files import (
     write_json,
 )
 from worker_agent.heartbeat import Heartbeat
+from worker_agent.live import AttemptKey, LiveAttempt, ProgressSink
 from worker_agent.logfile import LogFile
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import Command, RunResult, StopRequest, run_command
@@ -81,6 +82,8 @@ class AttemptRunner:
     """Where each task gets its own cgroup (``cgroup.probe()``); None: process groups only."""
     task_user: TaskUser | None = None
     """The user tasks run as (task_user.py); None: the agent's own."""
+    on_progress: ProgressSink | None = None
+    """Where a running attempt's progress goes (the registry presence); None: nowhere."""
 
     async def process(
         self,
@@ -199,6 +202,7 @@ class AttemptRunner:
                 timeout_s=message.timeout_s, cgroup_parent=self.cgroup_parent,
                 user=None if self.task_user is None else (self.task_user.uid, self.task_user.gid),
             )  # fmt: skip
+            live = self._live(message, paths, task_log, heartbeat, log)
             try:
                 result = await self._run(message, command, stop, log)
             except StartError as exc:
@@ -207,12 +211,34 @@ class AttemptRunner:
                     message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
                 )
                 return
+            finally:
+                await live.stop()
             if result.stopped == "shutdown":
                 log.info("task stopped for shutdown; its message is released for another worker")
                 await self._release(heartbeat, log)
                 return
-            event = await self._result_event(message, result, paths, task_log, log)
+            event = await self._result_event(message, result, paths, task_log, live, log)
         await self._report(message, event, heartbeat, log)
+
+    def _live(
+        self,
+        message: TaskMessage,
+        paths: AttemptPaths,
+        task_log: LogFile,
+        heartbeat: Heartbeat,
+        log: TaskLogger,
+    ) -> LiveAttempt:
+        """Start shipping the log and reading the progress file of the attempt about to run."""
+        live = LiveAttempt(
+            AttemptKey(message.workflow_id, message.task, message.attempt),
+            paths, task_log, self.storage.outputs,
+            max_log_bytes=self.settings.max_log_bytes, interval_s=self.settings.live_s,
+            logger=log, lost=lambda: heartbeat.lost, on_progress=self.on_progress,
+        )  # fmt: skip
+        if self.task_user is not None:
+            self.task_user.give(paths.progress)
+        live.start()
+        return live
 
     async def _claim(self, message: TaskMessage, received: ReceivedMessage) -> bool:
         """True if this message may run the attempt (first claim, or a redelivery of it)."""
@@ -275,14 +301,11 @@ class AttemptRunner:
         result: RunResult,
         paths: AttemptPaths,
         task_log: LogFile,
+        live: LiveAttempt,
         log: TaskLogger,
     ) -> TaskEvent:
         """Upload the log (and a large output) and build the event that reports ``result``."""
-        log_blob = ResourceNames.log_blob(message.workflow_id, message.task, message.attempt)
-        data = await asyncio.to_thread(task_log.read, self.settings.max_log_bytes)
-        await self.reporter.upload(
-            log_blob, data, content_type="text/plain; charset=utf-8", logger=log
-        )
+        log_blob = await live.finish()
 
         def failed(reason: FailureReason, error: str) -> TaskFailedEvent:
             return self._failed(

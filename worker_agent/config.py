@@ -148,6 +148,12 @@ class WorkerSettings(BaseSettings):
         description="Largest log uploaded per attempt; a longer log keeps its first and last "
         "halves around a truncation marker.",
     )
+    live_s: float = Field(
+        default=5.0,
+        ge=0.05,
+        description="How often a running task's new log output is appended to its log blob (at "
+        "most one storage write per interval per task) and its $DAGQ_PROGRESS file is read.",
+    )
     task_env: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Worker environment variables tasks inherit besides PATH, HOME, LANG, LC_*, "

@@ -8,6 +8,7 @@ leave it)::
         output.json     $DAGQ_OUTPUT: the task may write its JSON output here
         upstream.json   $DAGQ_UPSTREAM: {parent: output value} of its parents
         log.txt         stdout and stderr
+        progress.jsonl  $DAGQ_PROGRESS: JSON lines of progress and metrics the task may append
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class AttemptPaths:
     output: Path
     upstream: Path
     log: Path
+    progress: Path
 
     @classmethod
     def create(cls, work_dir: Path, message: TaskMessage) -> AttemptPaths:
@@ -57,6 +59,7 @@ class AttemptPaths:
             output=root / "output.json",
             upstream=root / "upstream.json",
             log=root / "log.txt",
+            progress=root / "progress.jsonl",
         )
 
     def remove(self) -> None:

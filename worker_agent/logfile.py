@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-_TRUNCATED = b"\n\n[... dagq: %d bytes of log omitted ...]\n\n"
+TRUNCATED = b"\n\n[... dagq: %d bytes of log omitted ...]\n\n"
 
 
 class LogFile:
@@ -57,7 +57,11 @@ class LogFile:
         half = max_bytes // 2
         head = _pread(self.fd, half, 0)
         tail = _pread(self.fd, half, size - half)
-        return head + _TRUNCATED % (size - 2 * half) + tail
+        return head + TRUNCATED % (size - 2 * half) + tail
+
+    def pread(self, offset: int, count: int) -> bytes:
+        """Up to ``count`` bytes of the log at ``offset``."""
+        return _pread(self.fd, count, offset)
 
     def tail(self, chars: int) -> str:
         """The last ``chars`` characters of the log (for a failure without stderr)."""

@@ -22,8 +22,11 @@ from importlib import metadata
 from shared.errors import MessageError
 from shared.messages import decode_task_message
 from shared.names import safe_name_problem, workflow_id_problem
+from shared.progress import TaskProgress
 from shared.storage.ports import ReceivedMessage
-from shared.storage.registry import Registry, WorkerRecord, WorkerTask
+from shared.storage.registry import GpuUse, Registry, WorkerRecord, WorkerTask
+from worker_agent.gpu_use import GpuSampler
+from worker_agent.live import AttemptKey
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ class Presence:
         queues: list[str],
         slots: int,
         interval_s: float,
+        progress_s: float = 5.0,
+        gpus: GpuSampler | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.registry = registry
@@ -59,6 +64,12 @@ class Presence:
         self.host = socket.gethostname()
         self.version = dagq_version()
         self._tasks: dict[int, WorkerTask | None] = {}
+        self.progress_s = progress_s
+        """Soonest a changed progress is sent after the previous heartbeat."""
+        self.gpus = gpus or GpuSampler()
+        self._gpu_use: list[GpuUse] = []
+        self._progress: dict[AttemptKey, TaskProgress] = {}
+        self._changed = asyncio.Event()
 
     def took(self, slot: int, received: ReceivedMessage) -> None:
         """Slot ``slot`` holds this task message now (shown by its ids, if it decodes)."""
@@ -74,7 +85,21 @@ class Presence:
 
     def freed(self, slot: int) -> None:
         """Slot ``slot`` is free again."""
-        self._tasks.pop(slot, None)
+        task = self._tasks.pop(slot, None)
+        if task is not None:
+            self._progress.pop(AttemptKey(task.workflow_id, task.task, task.attempt), None)
+
+    def progressed(self, key: AttemptKey, progress: TaskProgress) -> None:
+        """A running attempt reported progress: send it with the next heartbeat, which comes
+        sooner (but at most one every ``progress_s``)."""
+        self._progress[key] = TaskProgress(progress.progress, dict(progress.metrics))
+        self._changed.set()
+
+    def _with_progress(self, task: WorkerTask) -> WorkerTask:
+        progress = self._progress.get(AttemptKey(task.workflow_id, task.task, task.attempt))
+        if progress is None:
+            return task
+        return WorkerTask(task.workflow_id, task.task, task.attempt, progress)
 
     def record(self) -> WorkerRecord:
         """The record as of now."""
@@ -84,25 +109,40 @@ class Presence:
             queues=self.queues,
             slots=self.slots,
             busy_slots=len(self._tasks),
-            tasks=[task for _, task in sorted(self._tasks.items()) if task is not None],
+            tasks=[
+                self._with_progress(task)
+                for _, task in sorted(self._tasks.items())
+                if task is not None
+            ],
             version=self.version,
             started_at=self.started_at,
             last_seen=self.clock(),
             interval_s=self.interval_s,
+            gpus=list(self._gpu_use),
         )
 
     async def run(self) -> None:
-        """Note the queues, then beat every ``interval_s`` until cancelled."""
+        """Note the queues, then beat every ``interval_s`` (sooner when a task's progress
+        changed, but not within ``progress_s`` of the previous beat) until cancelled."""
         noted = False
         while True:
+            self._changed.clear()
             try:
+                self._gpu_use = await self.gpus.sample()
                 if not noted:
                     await self.registry.note_queues(self.queues, self.clock())
                     noted = True
                 await self.registry.beat(self.record())
             except Exception as exc:  # advisory: the next beat tries again
                 log.warning("worker registry heartbeat failed: %s", exc)
-            await asyncio.sleep(self.interval_s)
+            await self._next_beat()
+
+    async def _next_beat(self) -> None:
+        """Wait for the next beat: ``interval_s``, or ``progress_s`` once progress changed."""
+        soonest = min(self.progress_s, self.interval_s)
+        await asyncio.sleep(soonest)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), self.interval_s - soonest)
 
     async def leave(self) -> None:
         """Remove this worker's record (a clean stop); a failure only leaves it to show lost."""

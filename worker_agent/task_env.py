@@ -98,6 +98,7 @@ def task_environment(
         DAGQ_ATTEMPT=str(message.attempt),
         DAGQ_OUTPUT=str(paths.output),
         DAGQ_UPSTREAM=str(paths.upstream),
+        DAGQ_PROGRESS=str(paths.progress),
     )
     if devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = devices  # the slot's GPUs win over the task env: no sharing

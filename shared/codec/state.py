@@ -18,8 +18,10 @@ Integer columns are stored as byte planes (all lowest bytes, then all next bytes
 sees long runs of zeros and repeats: a finished 1,000-task workflow fits in about 3 KB. Derived
 bookkeeping (per-state counts, parent counters) is not stored; decoding recomputes it.
 
-Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansions); a state
-without any is written as version 1, byte for byte as before. Every version stays readable. A blob
+Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansions); version 3
+adds the earlier attempts of tasks that ran more than once (meta ``hist``, see
+``shared.engine.attempt_history``). A state is written with the lowest version that holds it:
+one without either is version 1, byte for byte as before. Every version stays readable. A blob
 with an unknown (newer) version, a bad magic or corrupt content raises CodecError.
 """
 
@@ -40,6 +42,7 @@ from pydantic import ValidationError
 from shared.codec.framing import frame, open_blob
 from shared.codec.metadata import CODEC_KEY, RUN_KEY, STATUS_KEY
 from shared.definition.workflow import CompiledWorkflow
+from shared.engine.attempt_history import PastAttempt
 from shared.engine.expansion import expanded
 from shared.engine.state import COMPLETED, READY, TASK_STATES, ItemList, RuntimeState, to_ms
 from shared.errors import CodecError
@@ -48,9 +51,10 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 2
-"""Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``); a state without
-any is still written as version 1, byte for byte what earlier releases wrote."""
+STATE_VERSION = 3
+"""Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
+attempts (meta ``hist``); a state without either is still written as version 1, byte for byte
+what earlier releases wrote."""
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -130,8 +134,13 @@ _log_blob = (
 
 def state_metadata(state: RuntimeState) -> dict[str, str]:
     """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
-    version = STATE_VERSION if state.expansions or state.lists else 1
+    version = _version(state, dynamic=bool(state.expansions or state.lists))
     return {STATUS_KEY: state.status.value, RUN_KEY: str(state.run), CODEC_KEY: str(version)}
+
+
+def _version(state: RuntimeState, *, dynamic: bool) -> int:
+    """The lowest state format that holds ``state``."""
+    return 3 if state.history else 2 if dynamic else 1
 
 
 def encode_state(state: RuntimeState) -> bytes:
@@ -186,6 +195,10 @@ def encode_state(state: RuntimeState) -> bytes:
     dynamic = _dynamic_to_json(state)
     if dynamic:
         meta["dyn"] = dynamic
+    if state.history:
+        meta["hist"] = {
+            str(t): [past.to_json() for past in kept] for t, kept in sorted(state.history.items())
+        }
 
     base = [created] * n
     queued_refs = _refs(state.queued_ms, base)
@@ -222,7 +235,7 @@ def encode_state(state: RuntimeState) -> bytes:
     for section in sections:
         body.append(_LEN.pack(len(section)))
         body.append(section)
-    version = STATE_VERSION if dynamic else 1
+    version = _version(state, dynamic=bool(dynamic))
     return frame(STATE_MAGIC, version, b"".join(body))
 
 
@@ -353,6 +366,11 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     }
     names = [str(w) for w in meta.get("workers", [])]
     st.workers = {t: names[w - 1] for t, w in enumerate(_unpack("I", worker_col, n)) if w}
+    st.history = {
+        t: [PastAttempt.from_json(e) for e in v]
+        for t, v in _task_keys(meta.get("hist", {}), n, "hist").items()
+    }
+    st.n_history = sum(len(v) for v in st.history.values())
     ready_tasks = _unpack("I", ready, len(ready) // 4)
     if any(t >= n for t in ready_tasks):
         raise CodecError("state blob is corrupt: the ready queue names an unknown task")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.definition.workflow import CompiledWorkflow
+from shared.engine.attempt_history import PastAttempt, archive
 from shared.engine.task_moves import is_legal
 from shared.errors import IllegalMoveError
 from shared.limits import MAX_TASK_ERROR_CHARS
@@ -116,9 +117,11 @@ class RuntimeState:
         "expansions",
         "finished_at",
         "finished_ms",
+        "history",
         "lists",
         "log_blob",
         "n_bad",
+        "n_history",
         "n_ok",
         "n_terminal",
         "names",
@@ -170,6 +173,10 @@ class RuntimeState:
         by a rerun): the retry budget counts attempts since then."""
         self.sent_ms: dict[int, int] = {}
         """Queued task -> when its message was last re-sent by the lost-dispatch sweep."""
+        self.history: dict[int, list[PastAttempt]] = {}
+        """Task -> its earlier attempts, oldest first (bounded: see ``attempt_history``)."""
+        self.n_history = 0
+        """Earlier attempts kept in all (derived: not stored)."""
         self.lists: dict[int, ItemList] = {}
         """``foreach_from`` task -> the list captured for it (kept while the workflow lives)."""
         self.expansions: list[tuple[int, int]] = []
@@ -255,6 +262,8 @@ class RuntimeState:
 
     def begin_attempt(self, i: int, attempt: int, visible_ms: int) -> None:
         """Task ``i``'s attempt ``attempt`` was sent; its message is visible from ``visible_ms``."""
+        if attempt != self.attempt[i]:
+            archive(self, i, FAILED)
         self.attempt[i] = attempt
         self.move(i, QUEUED)
         self._reset_attempt(i)
@@ -263,6 +272,7 @@ class RuntimeState:
     def adopt_attempt(self, i: int, attempt: int, now_ms: int) -> None:
         """An event reports ``attempt``, ahead of the state: a pass that crashed before its flush
         dispatched it. Take it as the current attempt (queued now, unless already in flight)."""
+        archive(self, i, FAILED)
         self.attempt[i] = attempt
         self._reset_attempt(i)
         if self.codes[i] != QUEUED and self.codes[i] != RUNNING:
@@ -335,7 +345,9 @@ class RuntimeState:
 
     def reopen(self, i: int) -> None:
         """Rerun from failure: task ``i`` is PENDING again with nothing of its previous run left
-        but its attempt number (attempts only grow); its retry budget counts from here."""
+        but its attempt number (attempts only grow) and its earlier attempts; its retry budget
+        counts from here."""
+        archive(self, i, self.codes[i])
         self.move(i, PENDING)
         self.base_attempt[i] = self.attempt[i]
         self._reset_attempt(i)

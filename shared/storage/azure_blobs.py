@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+from contextlib import suppress
 from typing import NoReturn
 
 from azure.core import MatchConditions
@@ -20,7 +21,7 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
 )
 from azure.storage.blob import ContentSettings
-from azure.storage.blob.aio import ContainerClient
+from azure.storage.blob.aio import ContainerClient, StorageStreamDownloader
 
 from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
 from shared.names import ResourceNames
@@ -201,6 +202,13 @@ class AzureWorkflowBlobs:
         await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
 
 
+def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:
+    """The whole blob's size from a ranged download (its Content-Range header)."""
+    content_range = getattr(downloader.properties, "content_range", None) or ""
+    _, _, total = str(content_range).rpartition("/")
+    return int(total) if total.isdigit() else downloader.size
+
+
 class AzureOutputBlobs:
     """OutputBlobs in the ``{prefix}-outputs`` container."""
 
@@ -224,6 +232,35 @@ class AzureOutputBlobs:
         try:
             downloader = await self.container.download_blob(name)
             return await downloader.readall()
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"output blob {name!r}")
+
+    async def append(
+        self, name: str, data: bytes, *, at: int, content_type: str, create: bool = False
+    ) -> None:
+        blob = self.container.get_blob_client(name)
+        try:
+            if create:
+                await blob.create_append_blob(content_settings=ContentSettings(content_type))
+            if data:
+                await blob.append_block(data, appendpos_condition=at)
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"append blob {name!r}")
+        except HttpResponseError as error:
+            if getattr(error, "error_code", None) != "AppendPositionConditionNotMet":
+                raise
+            size = (await blob.get_blob_properties()).size
+            if size != at + len(data):  # not our own earlier try that landed
+                raise ConflictError(f"append blob {name!r} holds {size} bytes, not {at}") from None
+
+    async def read_range(self, name: str, start: int, max_bytes: int) -> tuple[bytes, int]:
+        blob = self.container.get_blob_client(name)
+        try:
+            if max_bytes > 0:
+                with suppress(HttpResponseError):  # 416: nothing at or after ``start``
+                    downloader = await blob.download_blob(offset=start, length=max_bytes)
+                    return await downloader.readall(), _total_size(downloader)
+            return b"", (await blob.get_blob_properties()).size
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
 

@@ -1,8 +1,9 @@
 """The registry on Azure Table storage, in the index table under partitions of its own.
 
 - ``worker`` / RowKey = the worker id, percent-quoted (a RowKey may not hold ``/ \\ # ?`` or
-  control characters): ``Host``, ``Queues`` (comma-joined), ``Slots``, ``Busy``, ``Tasks`` (compact
-  JSON), ``Version``, ``StartedAt``, ``LastSeen``, ``IntervalS``. The service's ``Timestamp`` of the
+  control characters): ``Host``, ``Queues`` (comma-joined), ``Slots``, ``Busy``, ``Tasks``,
+  ``Progress`` and ``Gpus`` (compact JSON, bounded: see ``shared.storage.registry``), ``Version``,
+  ``StartedAt``, ``LastSeen``, ``IntervalS``. The service's ``Timestamp`` of the
   entity is read back as ``server_seen``.
 - ``queue`` / RowKey = the queue name: ``NotedAt``.
 - ``mark`` / RowKey = the job name: ``At``.
@@ -25,7 +26,14 @@ from shared.errors import ConfigError
 from shared.limits import MAX_RECORD_TASKS
 from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure_index import odata_string
-from shared.storage.registry import WorkerRecord, WorkerTask
+from shared.storage.registry import (
+    WorkerRecord,
+    WorkerTask,
+    gpus_from_text,
+    gpus_text,
+    progress_text,
+    with_progress,
+)
 
 MAX_ROW_KEY = 1024
 """Azure's limit on a RowKey."""
@@ -57,6 +65,8 @@ def to_entity(record: WorkerRecord) -> dict[str, Any]:
         "StartedAt": float(record.started_at),
         "LastSeen": float(record.last_seen),
         "IntervalS": float(record.interval_s),
+        "Progress": progress_text(record.tasks),
+        "Gpus": gpus_text(record.gpus),
     }
 
 
@@ -70,10 +80,14 @@ def from_entity(entity: Any) -> WorkerRecord:
         queues=queues.split(",") if queues else [],
         slots=int(entity.get("Slots", 0)),
         busy_slots=int(entity.get("Busy", 0)),
-        tasks=[
-            WorkerTask(str(w), str(t), int(a))
-            for w, t, a in json.loads(entity.get("Tasks") or "[]")
-        ],
+        tasks=with_progress(
+            [
+                WorkerTask(str(w), str(t), int(a))
+                for w, t, a in json.loads(entity.get("Tasks") or "[]")
+            ],
+            str(entity.get("Progress") or "[]"),
+        ),
+        gpus=gpus_from_text(str(entity.get("Gpus") or "[]")),
         version=str(entity.get("Version") or ""),
         started_at=float(entity.get("StartedAt", 0.0)),
         last_seen=float(entity.get("LastSeen", 0.0)),

@@ -194,6 +194,25 @@ class MemoryOutputBlobs:
     async def get(self, name: str) -> bytes:
         return self.container.get(name, "output blob").data
 
+    async def append(
+        self, name: str, data: bytes, *, at: int, content_type: str, create: bool = False
+    ) -> None:
+        blob = self.container.blobs.get(name)
+        if create:
+            blob = self.container.put(name, b"", content_type=content_type)
+        elif blob is None:
+            raise NotFoundError(f"append blob {name!r} not found")
+        if len(blob.data) == at + len(data) and blob.data.endswith(data):
+            return  # a retried append that landed already
+        if len(blob.data) != at:
+            raise ConflictError(f"append blob {name!r} holds {len(blob.data)} bytes, not {at}")
+        blob.data += data
+        blob.etag = _new_etag()
+
+    async def read_range(self, name: str, start: int, max_bytes: int) -> tuple[bytes, int]:
+        data = self.container.get(name, "output blob").data
+        return data[start : start + max_bytes], len(data)
+
     async def delete_prefix(self, prefix: str) -> int:
         doomed = [name for name in self.container.blobs if name.startswith(prefix)]
         for name in doomed:

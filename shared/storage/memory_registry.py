@@ -8,7 +8,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from shared.limits import MAX_RECORD_TASKS
-from shared.storage.registry import WorkerRecord
+from shared.storage.registry import (
+    WorkerRecord,
+    WorkerTask,
+    gpus_from_text,
+    gpus_text,
+    progress_text,
+    with_progress,
+)
 
 
 class MemoryRegistry:
@@ -21,10 +28,16 @@ class MemoryRegistry:
         self.job_marks: dict[str, float] = {}
 
     async def beat(self, record: WorkerRecord) -> None:
+        # Through the Azure adapter's encodings, so that the same bounds apply.
+        tasks = [
+            WorkerTask(t.workflow_id, t.task, t.attempt) for t in record.tasks[:MAX_RECORD_TASKS]
+        ]
+        tasks = with_progress(tasks, progress_text(record.tasks))
         stored = replace(
             record,
             queues=list(record.queues),
-            tasks=list(record.tasks[:MAX_RECORD_TASKS]),
+            tasks=tasks,
+            gpus=gpus_from_text(gpus_text(record.gpus)),
             server_seen=self.clock(),
         )
         self.records[record.worker_id] = stored

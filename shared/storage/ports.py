@@ -97,6 +97,19 @@ class OutputBlobs(Protocol):
         many were deleted. Idempotent."""
         ...
 
+    async def append(
+        self, name: str, data: bytes, *, at: int, content_type: str, create: bool = False
+    ) -> None:
+        """Append ``data`` to the append blob ``name``, whose length is ``at``; ``create`` makes
+        (or empties) the blob first (``at`` is then 0). A retried call is harmless. Raises
+        ConflictError when the blob holds something else at ``at``."""
+        ...
+
+    async def read_range(self, name: str, start: int, max_bytes: int) -> tuple[bytes, int]:
+        """Up to ``max_bytes`` of a blob from byte ``start`` (none past its end), and its whole
+        size. Raises NotFoundError."""
+        ...
+
 
 class DeadLetters(Protocol):
     """Events that could not be applied, each kept with its reason (never dropped silently)."""

@@ -14,8 +14,13 @@ storage service's own time of the last write, so the two disagreeing shows a ske
 from __future__ import annotations
 
 import builtins
+import json
+import math
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from shared.limits import MAX_GPUS, MAX_PROGRESS_CHARS, MAX_RECORD_TASKS
+from shared.progress import TaskProgress
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,84 @@ class WorkerTask:
     workflow_id: str
     task: str
     attempt: int
+    progress: TaskProgress | None = None
+    """What the task last reported through ``$DAGQ_PROGRESS`` (None: nothing yet)."""
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """One GPU of a worker machine at its latest sample (``nvidia-smi``)."""
+
+    index: int
+    utilization: float
+    """Percent of the last sample period the GPU was busy (0-100)."""
+    memory_used_mib: float
+    memory_total_mib: float
+
+
+def progress_text(tasks: builtins.list[WorkerTask]) -> str:
+    """The tasks' progress as compact JSON ``[[task index, {p, m}], ...]``, within
+    ``MAX_PROGRESS_CHARS``."""
+    parts: builtins.list[str] = []
+    used = 2
+    for i, task in enumerate(tasks[:MAX_RECORD_TASKS]):
+        if task.progress is None or task.progress.empty:
+            continue
+        part = json.dumps([i, task.progress.to_json()], separators=(",", ":"))
+        if used + len(part) + 1 > MAX_PROGRESS_CHARS:
+            break
+        parts.append(part)
+        used += len(part) + 1
+    return "[" + ",".join(parts) + "]"
+
+
+def with_progress(tasks: builtins.list[WorkerTask], text: str) -> builtins.list[WorkerTask]:
+    """``tasks`` with the progress of ``progress_text`` put back (bounds re-applied)."""
+    out = list(tasks)
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError:
+        return out
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int):
+            i = entry[0]
+            if 0 <= i < len(out):
+                t = out[i]
+                out[i] = WorkerTask(
+                    t.workflow_id, t.task, t.attempt, TaskProgress.from_json(entry[1])
+                )
+    return out
+
+
+def _finite(value: Any, high: float) -> float:
+    number = float(value)
+    if not math.isfinite(number) or not 0 <= number <= high:
+        raise ValueError(f"{value!r} is out of range")
+    return number
+
+
+def gpus_text(gpus: builtins.list[GpuUse]) -> str:
+    """GPU samples as compact JSON ``[[index, utilization, used MiB, total MiB], ...]``."""
+    rows = [[g.index, g.utilization, g.memory_used_mib, g.memory_total_mib] for g in gpus]
+    return json.dumps(rows[:MAX_GPUS], separators=(",", ":"))
+
+
+def gpus_from_text(text: str) -> builtins.list[GpuUse]:
+    """``gpus_text`` read back; malformed rows are left out."""
+    try:
+        rows = json.loads(text or "[]")
+    except ValueError:
+        return []
+    out: builtins.list[GpuUse] = []
+    for row in rows[:MAX_GPUS] if isinstance(rows, list) else []:
+        try:
+            index, util, used, total = row
+            out.append(
+                GpuUse(int(index), _finite(util, 100), _finite(used, 1e9), _finite(total, 1e9))
+            )
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 @dataclass(frozen=True)
@@ -43,6 +126,8 @@ class WorkerRecord:
     """The worker's own clock at its latest heartbeat."""
     interval_s: float
     """How often this worker writes its heartbeat."""
+    gpus: list[GpuUse] = field(default_factory=list)
+    """Its GPUs' use at the latest heartbeat (empty where ``nvidia-smi`` is absent)."""
     server_seen: float | None = field(default=None, compare=False)
     """The storage service's time of the latest heartbeat (read back, never written)."""
 
