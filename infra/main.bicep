@@ -111,9 +111,24 @@ param gpuAdminSshPublicKey string = ''
 
 param gpuVmSku string = 'Standard_NC4as_T4_v3'
 
+@description('Fewest GPU VMs (autoscale on the GPU queues removes idle VMs down to this; 0: no cost while idle).')
 @minValue(0)
 @maxValue(1000)
-param gpuCapacity int = 1
+param gpuMinCapacity int = 0
+
+@description('Most GPU VMs autoscale starts when tasks wait.')
+@minValue(1)
+@maxValue(1000)
+param gpuMaxCapacity int = 4
+
+@description('Custom VM image id (Compute Gallery image version or managed image) with your environment baked in; empty: Ubuntu 24.04 from the marketplace.')
+param gpuImageId string = ''
+
+@description('Install NVIDIA\'s driver on first boot (false for an image that has it).')
+param gpuInstallNvidiaDriver bool = true
+
+@description('Shell script run as root on each GPU VM\'s first boot before the workers start: your task environment (docs/azure-gpu-quickstart.md).')
+param gpuSetupScript string = ''
 
 @allowed([
   'Spot'
@@ -299,7 +314,11 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     name: names.gpuPool
     tags: tags
     vmSku: gpuVmSku
-    capacity: gpuCapacity
+    minCapacity: gpuMinCapacity
+    maxCapacity: gpuMaxCapacity
+    imageId: gpuImageId
+    installNvidiaDriver: gpuInstallNvidiaDriver
+    setupScript: gpuSetupScript
     priority: gpuPriority
     evictionPolicy: gpuEvictionPolicy
     maxPrice: gpuMaxPrice

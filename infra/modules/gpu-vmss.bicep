@@ -9,10 +9,23 @@ param tags object = {}
 @description('VM size, e.g. Standard_NC4as_T4_v3 (1x T4), Standard_NC24ads_A100_v4 (1x A100).')
 param vmSku string = 'Standard_NC4as_T4_v3'
 
-@description('Number of VMs. Scale later with: az vmss scale --new-capacity N.')
+@description('Fewest VMs: autoscale removes idle VMs down to this (0: the pool costs nothing while its queues are empty).')
 @minValue(0)
 @maxValue(1000)
-param capacity int = 1
+param minCapacity int = 0
+
+@description('Most VMs autoscale starts (and what Spot restore refills up to).')
+@minValue(1)
+@maxValue(1000)
+param maxCapacity int = 4
+
+@description('Queued tasks per VM before autoscale adds one: the agents\' task slots on one VM (DAGQ_WORKER_CONCURRENCY, or its GPUs / gpus per task).')
+@minValue(1)
+param tasksPerVm int = 1
+
+@description('Minutes without a queued or running task before autoscale removes a VM. A running task keeps its message in the queue (invisible), so a busy pool does not look idle.')
+@minValue(5)
+param scaleInIdleMinutes int = 15
 
 @description('Spot VMs are much cheaper and can be evicted at any time (the agent hands its tasks back).')
 @allowed([
@@ -44,6 +57,16 @@ param adminSshPublicKey string
 param imagePublisher string = 'Canonical'
 param imageOffer string = 'ubuntu-24_04-lts'
 param imageSku string = 'server'
+
+@description('Resource id of a custom image (Azure Compute Gallery image version or managed image) with your environment baked in (CUDA, conda, your code); replaces the marketplace image above. With the driver in the image, set installNvidiaDriver false.')
+param imageId string = ''
+
+@description('Shell script run as root on first boot, after the agent is installed and before the workers start: set up the task environment (e.g. a conda environment, git clone of your code). docs/azure-gpu-quickstart.md has an example; empty: none.')
+param setupScript string = ''
+
+@description('Longest wait between polls of empty queues (DAGQ_WORKER_MAX_POLL_S): one receive per queue and agent every this many seconds while idle.')
+@minValue(1)
+param idlePollSeconds int = 5
 
 @description('Install NVIDIA\'s data-center driver from Ubuntu\'s archive on first boot.')
 param installNvidiaDriver bool = true
@@ -106,7 +129,15 @@ var cloudInit10 = replace(cloudInit9, '{{queues}}', join(queues, ' '))
 var cloudInit11 = replace(cloudInit10, '{{taskUser}}', taskUser)
 // The constraints go into an indented YAML block: every line gets the block's indentation.
 var cloudInit12 = replace(cloudInit11, '{{workerConstraints}}', replace(trim(workerConstraints), '\n', '\n      '))
-var cloudInit = cloudInit12
+// The setup script reaches the VM base64-encoded (write_files encoding b64): any text is safe in
+// the YAML, whatever quotes or indentation it has.
+var cloudInit13 = replace(cloudInit12, '{{setupScriptBase64}}', base64(setupScript))
+var cloudInit14 = replace(cloudInit13, '{{idlePollSeconds}}', string(idlePollSeconds))
+var cloudInit = cloudInit14
+
+// The Azure queue of each pool queue, as shared/names.py names it (ResourceNames.task_queue).
+var queueResourceNames = [for queue in queues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
+var spot = priority == 'Spot'
 
 resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
   name: applicationInsightsName
@@ -159,7 +190,8 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
   sku: {
     name: vmSku
     tier: 'Standard'
-    capacity: capacity
+    // Autoscale (below) owns the count from here on.
+    capacity: minCapacity
   }
   identity: {
     type: 'UserAssigned'
@@ -175,10 +207,23 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
     upgradePolicy: {
       mode: 'Manual'
     }
+    // Spot VMs evicted with policy Delete are gone for good: "try & restore" asks for them again
+    // when capacity returns, up to the count autoscale set.
+    spotRestorePolicy: spot ? {
+      enabled: true
+      restoreTimeout: 'PT1H'
+    } : null
+    // Scale-in removes the newest VMs first (the oldest have warm caches); the agent of a removed
+    // VM hands its tasks back on the Terminate event and acknowledges it (worker_agent/preemption.py).
+    scaleInPolicy: {
+      rules: [
+        'NewestVM'
+      ]
+    }
     virtualMachineProfile: {
       priority: priority
-      evictionPolicy: priority == 'Spot' ? evictionPolicy : null
-      billingProfile: priority == 'Spot' ? {
+      evictionPolicy: spot ? evictionPolicy : null
+      billingProfile: spot ? {
         maxPrice: json(maxPrice)
       } : null
       scheduledEventsProfile: {
@@ -205,11 +250,13 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
         }
       }
       storageProfile: {
-        imageReference: {
+        imageReference: empty(imageId) ? {
           publisher: imagePublisher
           offer: imageOffer
           sku: imageSku
           version: 'latest'
+        } : {
+          id: imageId
         }
         osDisk: {
           createOption: 'FromImage'
@@ -259,5 +306,78 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
   }
 }
 
+resource storageAccount 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+// The pool follows its queues (Azure Monitor autoscale on a Storage queue's message count, a
+// metric autoscale reads per instance: "threshold is the number of messages per instance").
+// Scale out: any queue holds more than tasksPerVm tasks per VM. Scale in: only when every queue
+// has been empty for scaleInIdleMinutes (autoscale scales in only when all scale-in rules agree).
+// The count includes messages being processed (invisible), so a running task keeps a pool from
+// scaling to zero; with more VMs than tasks, scale-in may pick a busy VM (NewestVM first): its agent
+// hands the task back on the Terminate event and another VM runs it again.
+var scaleOutRules = [for queue in queueResourceNames: {
+  metricTrigger: {
+    metricName: 'ApproximateMessageCount'
+    metricNamespace: ''
+    metricResourceUri: '${storageAccount.id}/services/queue/queues/${queue}'
+    timeGrain: 'PT1M'
+    statistic: 'Average'
+    timeWindow: 'PT5M'
+    timeAggregation: 'Average'
+    operator: 'GreaterThanOrEqual'
+    threshold: tasksPerVm
+  }
+  scaleAction: {
+    direction: 'Increase'
+    type: 'ChangeCount'
+    value: '1'
+    cooldown: 'PT5M'
+  }
+}]
+var scaleInRules = [for queue in queueResourceNames: {
+  metricTrigger: {
+    metricName: 'ApproximateMessageCount'
+    metricNamespace: ''
+    metricResourceUri: '${storageAccount.id}/services/queue/queues/${queue}'
+    timeGrain: 'PT1M'
+    statistic: 'Max'
+    timeWindow: 'PT${scaleInIdleMinutes}M'
+    timeAggregation: 'Maximum'
+    operator: 'LessThan'
+    threshold: 1
+  }
+  scaleAction: {
+    direction: 'Decrease'
+    type: 'ChangeCount'
+    value: '1'
+    cooldown: 'PT${scaleInIdleMinutes}M'
+  }
+}]
+
+resource autoscale 'Microsoft.Insights/autoscalesettings@2022-10-01' = {
+  name: '${name}-autoscale'
+  location: location
+  tags: tags
+  properties: {
+    enabled: true
+    targetResourceUri: vmss.id
+    profiles: [
+      {
+        name: 'follow-the-queues'
+        capacity: {
+          minimum: string(minCapacity)
+          maximum: string(maxCapacity)
+          default: string(minCapacity)
+        }
+        rules: concat(scaleOutRules, scaleInRules)
+      }
+    ]
+  }
+}
+
 output name string = vmss.name
+output id string = vmss.id
+output autoscaleName string = autoscale.name
 output subnetId string = vnet.properties.subnets[0].id

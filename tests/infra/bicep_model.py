@@ -174,9 +174,11 @@ class _Evaluator:
         if isinstance(node, list):
             return [self.value(item) for item in node]
         if isinstance(node, dict):
-            if "function" in node:
+            # An object property may be called "operator" too (autoscale rules): an expression
+            # node holds a dict with a "type" there.
+            if isinstance(node.get("function"), dict) and "type" in node["function"]:
                 return self.function(node["function"])
-            if "operator" in node:
+            if isinstance(node.get("operator"), dict) and "type" in node["operator"]:
                 return self.operator(node["operator"])
             if "loop_type" in node:
                 detail = node["loop_type"]["detail"]

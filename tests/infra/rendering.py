@@ -82,9 +82,9 @@ def write_file(cloud_init: dict[str, Any], path: str) -> str:
     return content
 
 
-def vmss_body() -> dict[str, Any]:
-    """The scale set resource's body, evaluated with SAMPLE_PARAMS."""
-    pool = gpu_pool()
+def vmss_body(**overrides: Any) -> dict[str, Any]:
+    """The scale set resource's body, evaluated with SAMPLE_PARAMS (and ``overrides``)."""
+    pool = gpu_pool(**overrides)
     [vmss] = pool.resources_of_type("Microsoft.Compute/virtualMachineScaleSets").values()
     body: dict[str, Any] = pool.evaluate(Template.body(vmss))
     return body

@@ -41,9 +41,19 @@ def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
     assert pool.default("vmSku") == "Standard_NC4as_T4_v3"
     profile = vmss_body()["properties"]["virtualMachineProfile"]
     assert profile["priority"] == "Spot"
-    text = (MODULES / "gpu-vmss.bicep").read_text()
-    assert "evictionPolicy: priority == 'Spot' ? evictionPolicy : null" in text
-    assert "maxPrice: json(maxPrice)" in text
+    assert profile["evictionPolicy"] == "Delete"
+    assert profile["billingProfile"] == {"maxPrice": -1}
+    regular = vmss_body(priority="Regular")["properties"]
+    assert regular["virtualMachineProfile"]["evictionPolicy"] is None
+    assert regular["virtualMachineProfile"]["billingProfile"] is None
+    assert regular["spotRestorePolicy"] is None
+
+
+def test_evicted_spot_vms_are_restored() -> None:
+    # Eviction policy Delete removes a VM for good: without restore a Spot pool shrinks to zero.
+    restore = vmss_body()["properties"]["spotRestorePolicy"]
+    assert restore["enabled"] is True
+    assert re.fullmatch(r"PT\d+[HM]", restore["restoreTimeout"])
 
 
 def test_terminate_notification_is_enabled() -> None:
