@@ -27,7 +27,13 @@ from worker_agent import cgroup
 from worker_agent.attempt import AttemptRunner
 from worker_agent.config import WorkerSettings
 from worker_agent.gpu import slot_plan
-from worker_agent.preemption import Notice, PreemptionWatcher, seconds_left
+from worker_agent.preemption import (
+    Notice,
+    PeerLock,
+    PreemptionWatcher,
+    acknowledge,
+    seconds_left,
+)
 from worker_agent.registry import Presence
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import StopRequest
@@ -79,6 +85,9 @@ class Agent:
         )
         self.attempts.on_progress = self.presence.progressed
         self.shutdown_reason: str | None = None
+        self.notice: Notice | None = None
+        """The Scheduled Events notice that stopped this agent, acknowledged after the hand-back."""
+        self.peers = PeerLock(settings.work_dir / ".agents", settings.worker_id)
         self._draining = asyncio.Event()
         self._running: dict[int, StopRequest] = {}
         self._last_active = time.monotonic()
@@ -101,6 +110,8 @@ class Agent:
         if handle_signals:
             self._install_signal_handlers()
         await self._use_cgroups()
+        if self.settings.scheduled_events:
+            await asyncio.to_thread(self.peers.hold)
         watcher = asyncio.create_task(
             PreemptionWatcher(
                 self.settings.metadata_url if self.settings.scheduled_events else "",
@@ -132,6 +143,7 @@ class Agent:
             with suppress(asyncio.CancelledError):
                 await asyncio.gather(watcher, presence, *slots, return_exceptions=True)
             await self.presence.leave()
+            await self._acknowledge()
             if handle_signals:
                 self._remove_signal_handlers()
         self.log.info("worker stopped (%s)", self.shutdown_reason or "done")
@@ -176,7 +188,19 @@ class Agent:
         for stop in list(self._running.values()):
             stop.request("shutdown")
 
+    async def _acknowledge(self) -> None:
+        """After the hand-back, let Azure act on the notice now rather than at NotBefore, unless
+        another agent of this VM is still handing back (the last one acknowledges)."""
+        self.peers.release()
+        if self.notice is None:
+            return
+        if await asyncio.to_thread(self.peers.others_running):
+            self.log.info("another agent on this VM is still stopping: it acknowledges the event")
+            return
+        await asyncio.to_thread(acknowledge, self.settings.metadata_url, self.notice)
+
     def _on_notice(self, notice: Notice) -> None:
+        self.notice = notice
         grace = self.settings.shutdown_grace_s
         left = seconds_left(notice)
         if left is not None:

@@ -177,7 +177,8 @@ class WorkerSettings(BaseSettings):
     scheduled_events: bool = Field(
         default=False,
         description="Watch Azure Scheduled Events (--metadata-url) for Preempt/Terminate notices "
-        "and hand running tasks back before the VM goes. Off by default so that nothing probes "
+        "and hand running tasks back before the VM goes, then acknowledge the event so Azure "
+        "proceeds at once. Off by default so that nothing probes "
         "the metadata address off Azure; the VM Scale Set and AKS deployments turn it on.",
     )
     metadata_url: str = Field(

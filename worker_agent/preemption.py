@@ -2,8 +2,11 @@
 
 The instance metadata service lists upcoming events for a VM (Spot evictions get at least 30 s of
 notice, Terminate 5-15 min when enabled). On a notice for this VM the agent stops taking work and
-hands its running tasks back (see ``agent.Agent.shutdown``). Acknowledging events is not needed:
-the platform proceeds at NotBefore anyway.
+hands its running tasks back (see ``agent.Agent.shutdown``), then acknowledges the event (POST
+``StartRequests`` with its EventId) so that Azure proceeds at once instead of waiting for NotBefore:
+without it every scale-in kept its VM, billed, for the whole Terminate notice (5-15 min). When
+several agents run on one VM (one per queue), only the last one to finish acknowledges
+(:class:`PeerLock`), so no agent is cut off while it hands its tasks back.
 
 The watcher is opt-in (``--scheduled-events``): nothing probes 169.254.169.254 unless the
 deployment says it runs on Azure (the VM Scale Set's cloud-init and the AKS manifests turn it on).
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import json
 import logging
 import socket
@@ -26,7 +30,8 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
@@ -179,3 +184,69 @@ def seconds_left(notice: Notice, now: float | None = None) -> float | None:
     if notice.not_before is None:
         return None
     return notice.not_before - (time.time() if now is None else now)
+
+
+def _post(url: str, body: bytes, timeout_s: float) -> None:
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ValueError(f"metadata URL must be http(s): {url!r}")
+    request = urllib.request.Request(  # noqa: S310 - scheme checked
+        url, data=body, method="POST", headers={"Metadata": "true"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+        response.read(1024)
+
+
+Post = Callable[[str, bytes, float], None]
+"""``post(url, body, timeout_s)``: POST with the Metadata header (``_post``; tests may pass their
+own)."""
+
+
+def acknowledge(url: str, notice: Notice, post: Post = _post) -> bool:
+    """Tell Azure it may go ahead with ``notice`` now ("Scheduled Events for Linux VMs": POST
+    ``{"StartRequests": [{"EventId": ...}]}``). Returns whether the request succeeded; a failure
+    only costs the wait until NotBefore, so it is logged, never raised."""
+    body = json.dumps({"StartRequests": [{"EventId": notice.event_id}]}).encode()
+    try:
+        post(url, body, POLL_TIMEOUT_S)
+    except (OSError, ValueError, urllib.error.URLError) as exc:
+        log.warning("could not acknowledge scheduled event %s: %s", notice.event_id, exc)
+        return False
+    log.info("acknowledged scheduled event %s %s", notice.event_type, notice.event_id)
+    return True
+
+
+class PeerLock:
+    """Which agents of this VM are still running: each holds a lock on its own file in a shared
+    directory (the work dir's ``.agents``) for as long as it runs.
+
+    The lock is released when its process ends, however it ends, so a crashed agent never
+    counts as running."""
+
+    def __init__(self, directory: Path, worker_id: str) -> None:
+        self.directory = directory
+        self.path = directory / f"{worker_id.replace('/', '_')}.lock"
+        self._file: IO[bytes] | None = None
+
+    def hold(self) -> None:
+        """Mark this agent as running (until :meth:`release` or the process ends)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("wb")
+        fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def release(self) -> None:
+        """This agent is done (its tasks are handed back)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def others_running(self) -> bool:
+        """Whether another agent of this VM still holds its lock."""
+        for path in self.directory.glob("*.lock"):
+            if path == self.path:
+                continue
+            with path.open("rb") as other:
+                try:
+                    fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return True
+        return False

@@ -9,13 +9,14 @@ import errno
 import json
 import urllib.error
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.worker.test_stopping import FakeMetadata, preempt
 from worker_agent import preemption
 from worker_agent.config import WorkerSettings
-from worker_agent.preemption import Notice, PreemptionWatcher
+from worker_agent.preemption import Notice, PeerLock, PreemptionWatcher, acknowledge
 
 
 @pytest.fixture
@@ -113,3 +114,36 @@ def test_the_watcher_is_off_unless_configured(monkeypatch: pytest.MonkeyPatch) -
     assert WorkerSettings(queues=["gpu"]).scheduled_events is False
     monkeypatch.setenv("DAGQ_WORKER_SCHEDULED_EVENTS", "true")
     assert WorkerSettings(queues=["gpu"]).scheduled_events is True
+
+
+def test_acknowledging_posts_start_requests_with_the_event_id() -> None:
+    fake = FakeMetadata()
+    try:
+        notice = Notice(event_id="evt-42", event_type="Terminate", not_before=None)
+        assert acknowledge(fake.url, notice) is True
+    finally:
+        fake.close()
+    assert fake.acks == [{"StartRequests": [{"EventId": "evt-42"}]}]
+    assert fake.requests[-1]["metadata"] == "true"
+
+
+def test_a_failed_acknowledgement_is_logged_not_raised() -> None:
+    def post(url: str, body: bytes, timeout_s: float) -> None:
+        raise urllib.error.URLError("down")
+
+    notice = Notice(event_id="evt-1", event_type="Preempt", not_before=None)
+    assert acknowledge("http://metadata", notice, post) is False
+
+
+def test_only_the_last_agent_of_a_vm_to_stop_acknowledges(tmp_path: Path) -> None:
+    gpu, cpu = PeerLock(tmp_path, "vm-7-gpu"), PeerLock(tmp_path, "vm-7-cpu")
+    gpu.hold()
+    cpu.hold()
+    gpu.release()
+    assert gpu.others_running()  # cpu is still handing back: it will acknowledge
+    cpu.release()
+    assert not cpu.others_running()
+    crashed = PeerLock(tmp_path, "vm-7-crashed")
+    crashed.hold()
+    crashed.release()  # as when its process died: its file stays, its lock does not
+    assert not gpu.others_running()

@@ -109,6 +109,10 @@ class FakeMetadata:
         the service is being enabled); ``failures``: the first requests answer 503."""
         self.events: list[dict[str, Any]] = []
         self.requests: list[dict[str, str]] = []
+        self.acks: list[Any] = []
+        """Bodies POSTed to the Scheduled Events endpoint (acknowledgements)."""
+        self.on_ack: Callable[[], None] = lambda: None
+        """Called as an acknowledgement arrives (a test checks what has happened by then)."""
         self.first_delay = threading.Event()
         fake = self
 
@@ -126,6 +130,16 @@ class FakeMetadata:
                     return
                 body = json.dumps({"DocumentIncarnation": 1, "Events": fake.events}).encode()
                 self._answer(200, body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                fake.requests.append({"path": self.path, "metadata": self.headers["Metadata"]})
+                if "scheduledevents" not in self.path:
+                    self._answer(404, b"")
+                    return
+                fake.on_ack()
+                fake.acks.append(json.loads(self.rfile.read(length)))
+                self._answer(200, b"")
 
             def _answer(self, status: int, body: bytes) -> None:
                 self.send_response(status)
@@ -190,6 +204,8 @@ async def test_preemption_notice_releases_the_running_task_without_reporting(
     try:
         await wait_for(started.exists)
         grandchild = int(pid_file.read_text())
+        task_alive_at_ack: list[bool] = []
+        metadata.on_ack = lambda: task_alive_at_ack.append(alive(grandchild))
         metadata.events.append(preempt("another-vm"))  # not ours: ignored
         await asyncio.sleep(0.5)
         assert agent.returncode is None
@@ -201,6 +217,10 @@ async def test_preemption_notice_releases_the_running_task_without_reporting(
             await agent.wait()
     assert not alive(grandchild)
     assert all(r["metadata"] == "true" for r in metadata.requests)
+    # The event was acknowledged once, after the task was stopped and handed back: Azure may
+    # take the VM now instead of at NotBefore.
+    assert metadata.acks == [{"StartRequests": [{"EventId": "evt-vm-7"}]}]
+    assert task_alive_at_ack == [False]
     # Not a failed attempt: nothing reported, and the message is visible again at once (its
     # 60 s visibility timeout was cut short), ready for another worker.
     assert await drain_events(storage) == []
