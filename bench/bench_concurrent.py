@@ -8,7 +8,9 @@ task queues, everything on ``shared.storage.modelled`` at real speed (docs/capac
 no task completes for 60 s (a stall).
 
 Ends with ONE line of key=value pairs: concurrent_10k_workflows_s (first submit -> last workflow
-completed), tasks_per_s, submit_s, and the storage requests per task the model counted.
+completed), tasks_per_s, submit_s, the storage requests per task the model counted
+(requests_per_task) and their breakdown by operation (requests_breakdown: ``port.method`` or
+``events|tasks.method`` for the event and task queues, requests per task each, largest first).
 Usage: python bench/bench_concurrent.py [--workflows 10000]
 """
 
@@ -19,6 +21,7 @@ import asyncio
 import logging
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -49,7 +52,7 @@ async def main(workflows: int, width: int, partitions: int) -> None:
     logging.getLogger("dagq.coordinator").setLevel(
         logging.INFO if "-v" in sys.argv else logging.ERROR
     )
-    model = StorageModel(AzureModel())
+    model = StorageModel(AzureModel(), queue_kind=NAMES.queue_kind)
     storage = modelled(memory_storage("bench"), model)
     options = CoordinatorOptions(lease_s=60)
     sets = [PartitionSet(storage, NAMES, options, range(partitions)) for _ in range(2)]
@@ -96,11 +99,20 @@ async def main(workflows: int, width: int, partitions: int) -> None:
     rate = total_tasks / elapsed
     print(f"{workflows} workflows ({total_tasks} tasks) completed in {elapsed:.1f} s: "
           f"{rate:.0f} tasks/s, {requests:.1f} storage requests per task")  # fmt: skip
+    breakdown = requests_breakdown(model.stats.calls, total_tasks)
+    for label, per_task in breakdown:
+        print(f"  {label:32} {per_task:6.2f} requests per task")
     print(
         f"concurrent_10k_workflows_s={elapsed:.1f} workflows={workflows} tasks={total_tasks} "
-        f"tasks_per_s={rate:.0f} submit_s={submit_s:.1f} requests_per_task={requests:.1f} "
-        f"partitions={partitions} max_runs_per_attempt={duplicates}"
+        f"tasks_per_s={rate:.0f} submit_s={submit_s:.1f} requests_per_task={requests:.2f} "
+        f"partitions={partitions} max_runs_per_attempt={duplicates} requests_breakdown="
+        + ",".join(f"{label}:{per_task:.2f}" for label, per_task in breakdown)
     )
+
+
+def requests_breakdown(calls: Counter[str], tasks: int) -> list[tuple[str, float]]:
+    """(operation, requests per task), largest first: where the storage requests go."""
+    return [(label, count / tasks) for label, count in calls.most_common() if count]
 
 
 if __name__ == "__main__":

@@ -158,6 +158,13 @@ class ResourceNames:
             raise ValueError(problem)
         return f"{self.prefix}-q-{queue.lower().replace('_', '-')}"
 
+    def queue_kind(self, azure_name: str) -> str:
+        """What an Azure queue of this deployment is for: ``events``, ``poison``, ``tasks`` or
+        ``other`` (benchmarks count storage requests by it)."""
+        if azure_name.startswith(f"{self.prefix}-events"):
+            return "poison" if azure_name.endswith("-poison") else "events"
+        return "tasks" if azure_name.startswith(f"{self.prefix}-q-") else "other"
+
     def all_containers(self) -> tuple[str, ...]:
         return (self.workflows_container, self.outputs_container, self.deadletter_container)
 

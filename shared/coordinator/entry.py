@@ -83,6 +83,9 @@ class Coordinator:
             Acknowledger(storage.deadletters, clock, opts),
             clock,
         )
+        updater.leadership.before_release = lambda: updater.projector.flush(
+            PassStats(partition=storage.partition)
+        )
         self._passes = PassRunner(updater, Receiver(opts), hold_lease or keep_lease)
         self._keeper = LeaseKeeper(self._passes, opts.keep_lease_idle_s) if keep_lease else None
         self.leadership = updater.leadership

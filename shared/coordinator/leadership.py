@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from shared.coordinator.options import CoordinatorOptions
 from shared.storage.ports import Lease
@@ -34,6 +34,9 @@ class Leadership:
         """Set when a renewal during a pass found the lease gone."""
         self.acquisitions = 0
         """How often this coordinator acquired the lease (a hand-over each time but the first)."""
+        self.before_release: Callable[[], Awaitable[None]] | None = None
+        """Run before the lease is given up while it is still safe to write (the projector writes
+        the index rows it was holding back)."""
 
     async def take(self) -> bool:
         """Hold the lease: keep it (renewing when due) or acquire it. False if another holds it."""
@@ -74,6 +77,11 @@ class Leadership:
 
     async def release(self) -> None:
         """Give the lease up (no error if it was lost: it expires on its own)."""
+        if self.before_release is not None and self.ok():
+            try:
+                await self.before_release()
+            except Exception as exc:  # derived data only: the index-repair sweep mends it
+                log.warning("writing held-back index rows failed: %r", exc)
         lease_id, self._lease_id = self._lease_id, None
         if lease_id is not None:
             try:

@@ -104,8 +104,8 @@ class PassRunner:
         if sweep and ok():
             self.last_sweep = time.monotonic()
             await run_sweeps(self.updater, self.receiver, result.stats)
-        if ok():
-            await self.updater.projector.flush(result.stats)
+        if ok():  # a lease kept for the next pass: that pass (or the release) writes the rest
+            await self.updater.projector.flush(result.stats, due_only=self.hold_lease)
 
     async def _end_lease(self, stats: PassStats) -> None:
         leadership = self.updater.leadership

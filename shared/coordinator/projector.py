@@ -1,7 +1,9 @@
 """Write-behind of index rows: the index is a projection of the state blobs (docs/storage.md,
 "The index table"), so a busy workflow's row is written at most every ``project_every_s`` (and at
-once when its status changes); a pass writes whatever is left before it ends. A failed write is
-kept for the next flush: the row is derived data, never the source of truth."""
+once when its status changes). A coordinator that keeps its lease between passes writes, at the
+end of each pass, only the rows that are due, so a workflow whose events arrive in many small
+passes is not projected once per pass; one that gives its lease up writes everything left first.
+A failed write is kept for the next flush: the row is derived data, never the source of truth."""
 
 from __future__ import annotations
 
@@ -52,7 +54,21 @@ class Projector:
         if len(self._written) > _REMEMBERED:
             self._written.clear()
 
-    async def flush(self, stats: PassStats) -> None:
-        """Write every pending row."""
-        rows, self._pending = list(self._pending.values()), {}
+    async def flush(self, stats: PassStats, *, due_only: bool = False) -> None:
+        """Write every pending row (``due_only``: those last written ``project_every_s`` ago or
+        more; the others stay pending for a later flush)."""
+        now = time.monotonic()
+        rows = [
+            row
+            for row in self._pending.values()
+            if not due_only
+            or now - self._written.get(row.workflow_id, (None, -1e18))[1] >= self._every_s
+        ]
+        for row in rows:
+            del self._pending[row.workflow_id]
         await asyncio.gather(*(self.write(row, stats) for row in rows))
+
+    @property
+    def pending(self) -> int:
+        """Rows waiting to be written."""
+        return len(self._pending)

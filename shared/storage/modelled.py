@@ -105,8 +105,13 @@ class ModelStats:
 class StorageModel:
     """The shared latency and rate-limit state of one modelled storage account."""
 
-    def __init__(self, model: AzureModel | None = None) -> None:
+    def __init__(
+        self, model: AzureModel | None = None, queue_kind: Callable[[str], str] | None = None
+    ) -> None:
         self.model = model or AzureModel()
+        self.queue_kind = queue_kind or (lambda _name: "queue")
+        """Azure queue name -> the label its calls are counted under (``ResourceNames.queue_kind``
+        tells event queues from task queues)."""
         self.stats = ModelStats()
         self._limits: dict[str, RateLimit] = {}
 
@@ -152,11 +157,19 @@ def _scopes(
 class _Modelled:
     """A port whose coroutine methods go through the model first."""
 
-    def __init__(self, target: Any, model: StorageModel, port: str, scope: str | None = None):
+    def __init__(
+        self,
+        target: Any,
+        model: StorageModel,
+        port: str,
+        scope: str | None = None,
+        label: str | None = None,
+    ):
         self._target = target
         self._model = model
         self._port = port
         self._scope = scope
+        self._label = label or port
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
@@ -167,7 +180,7 @@ class _Modelled:
         kind = _KIND.get(name, "blob.read")
         if self._port in ("lease", "registry"):
             kind = "lease" if self._port == "lease" else "table.point"
-        label = f"{self._port}.{name}"
+        label = f"{self._label}.{name}"
         return _wrap(self, attr, label, kind)
 
 
@@ -195,7 +208,9 @@ def _wrap(
 
 
 def _queue(target: Any, model: StorageModel) -> _Modelled:
-    return _Modelled(target, model, "queue", scope=f"queue:{target.name}")
+    return _Modelled(
+        target, model, "queue", scope=f"queue:{target.name}", label=model.queue_kind(target.name)
+    )
 
 
 @dataclass(frozen=True)
