@@ -163,6 +163,14 @@ param outputsRetentionDays int = 90
 @minValue(1)
 param deadletterRetentionDays int = 30
 
+// -- alerts (infra/modules/alerts.bicep; infra/README.md, "Alerts") -------------------------------
+
+@description('Email address that receives dagq\'s alerts (failed functions, dead letters, poison queues, work waiting with no worker, workers lost or crash-looping); empty: alerts show in the portal only.')
+param alertEmail string = ''
+
+@description('Resource id of an existing action group that also receives the alerts; empty: none.')
+param alertActionGroupId string = ''
+
 // -- AKS workers, optional -----------------------------------------------------------------------
 
 @description('OIDC issuer URL of an AKS cluster (az aks show --query oidcIssuerProfile.issuerUrl): federates the worker identity with the pods in infra/aks/ and with KEDA. Empty: no AKS.')
@@ -252,6 +260,19 @@ module monitoring 'modules/monitoring.bicep' = {
     logAnalyticsName: names.logAnalytics
     applicationInsightsName: names.applicationInsights
     tags: tags
+  }
+}
+
+module alerts 'modules/alerts.bicep' = {
+  name: 'alerts'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
+    prefix: prefix
+    alertEmail: alertEmail
+    actionGroupId: alertActionGroupId
   }
 }
 

@@ -192,7 +192,7 @@ class _Evaluator:
     def interpolate(self, text: str) -> Any:
         parts: list[Any] = []
         for literal, expression in _split_interpolation(text):
-            parts.append(literal)
+            parts.append(_unescape(literal))
             if expression is not None:
                 parts.append(self.value(_parse_expression(expression)))
         if any(isinstance(part, Opaque) for part in parts):

@@ -35,6 +35,10 @@ def test_interpolation_formats_values_like_string() -> None:
     assert arm("'n=${n} q=${q}'", n=3, q=["gpu"]) == 'n=3 q=["gpu"]'
 
 
+def test_escapes_in_interpolated_strings_are_decoded() -> None:
+    assert arm("'it\\'s ${n}\\n'", n=1) == "it's 1\n"
+
+
 def test_a_conditional_gives_the_lowercase_text_a_shell_compares() -> None:
     assert arm("flag ? 'true' : 'false'", flag=True) == "true"
     assert arm("flag ? 'true' : 'false'", flag=False) == "false"

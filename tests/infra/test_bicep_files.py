@@ -22,6 +22,7 @@ EXPECTED_FILES = {
     "modules/gpu-vmss.bicep",
     "modules/retention.bicep",
     "modules/storage-private-endpoints.bicep",
+    "modules/alerts.bicep",
 }
 
 
