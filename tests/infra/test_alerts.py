@@ -48,7 +48,8 @@ def test_queries_use_the_names_the_code_uses() -> None:
     for queue in ("gpu", "A100_80GB", "cpu-large"):
         url = f"https://st.queue.core.windows.net/{names.task_queue(queue)}/messages"
         found = re.search(pattern.group(1), url)
-        assert found is not None and found.group(1) == names.task_queue(queue)
+        assert found is not None
+        assert found.group(1) == names.task_queue(queue)
     assert f"{WORKER_PARTITION}(%27|')" in rules["workers-lost"]["query"]
     # A bad definition (4xx) is the caller's problem, not an alert.
     assert ">= 500" in rules["function-failures"]["query"]
