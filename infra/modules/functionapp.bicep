@@ -245,8 +245,12 @@ resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@
 }
 
 // Optional Entra ID in front of the API (App Service authentication): a request without a valid
-// token for apiAuthClientId gets 401 before it reaches a function; the function key is still
-// checked behind it. /api/health stays open for probes.
+// token or session for apiAuthClientId is sent to Microsoft's sign-in page before it reaches a
+// function (a browser opening /api/ui signs in there, and the session cookie then rides along with
+// the dashboard's calls); the function key is still checked behind it. /api/health (probes) and
+// /api/openapi.json (the API's schema: no data) stay open. The app registration needs the redirect
+// URI https://<app>/.auth/login/aad/callback, ID tokens, and v2 access tokens
+// (requestedAccessTokenVersion 2: the issuer below is the v2.0 one); infra/README.md lists the steps.
 resource authSettings 'Microsoft.Web/sites/config@2023-12-01' = if (!empty(apiAuthClientId)) {
   parent: functionApp
   name: 'authsettingsV2'
@@ -256,9 +260,11 @@ resource authSettings 'Microsoft.Web/sites/config@2023-12-01' = if (!empty(apiAu
     }
     globalValidation: {
       requireAuthentication: true
-      unauthenticatedClientAction: 'Return401'
+      unauthenticatedClientAction: 'RedirectToLoginPage'
+      redirectToProvider: 'azureactivedirectory'
       excludedPaths: [
         '/api/health'
+        '/api/openapi.json'
       ]
     }
     identityProviders: {

@@ -150,7 +150,7 @@ def test_telemetry_is_sent_with_the_app_identity_and_no_connection_string_travel
     assert monitoring.evaluate(Template.body(component))["properties"]["DisableLocalAuth"] is True
 
 
-def test_entra_id_in_front_of_the_api_is_an_option_that_keeps_health_open() -> None:
+def test_entra_id_in_front_of_the_api_signs_browsers_in_and_keeps_health_open() -> None:
     app, _ = _app()
     auth = app.resources["authSettings"]
     assert app.evaluate(Template.condition(auth)) is False  # off by default: function keys only
@@ -159,8 +159,13 @@ def test_entra_id_in_front_of_the_api_is_an_option_that_keeps_health_open() -> N
     body = on.evaluate(Template.body(on.resources["authSettings"]))
     validation = body["properties"]["globalValidation"]
     assert validation["requireAuthentication"] is True
-    assert validation["unauthenticatedClientAction"] == "Return401"
-    assert validation["excludedPaths"] == ["/api/health"]
+    # A browser opening the dashboard is sent to sign in (a 401 left the page blank); the API's
+    # schema and health hold no data and stay open; the dashboard's page is not excluded, so
+    # opening it is what signs the user in for its data calls.
+    assert validation["unauthenticatedClientAction"] == "RedirectToLoginPage"
+    assert validation["redirectToProvider"] == "azureactivedirectory"
+    assert validation["excludedPaths"] == ["/api/health", "/api/openapi.json"]
+    assert not [path for path in validation["excludedPaths"] if path.startswith("/api/ui")]
     aad = body["properties"]["identityProviders"]["azureActiveDirectory"]
     assert aad["registration"]["clientId"] == "11111111-2222-3333-4444-555555555555"
     assert "api://11111111-2222-3333-4444-555555555555" in aad["validation"]["allowedAudiences"]
