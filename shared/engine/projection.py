@@ -6,37 +6,13 @@ first row with the same function, so the two can never disagree about what a row
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shared.definition.workflow import CompiledWorkflow
-from shared.states import WorkflowStatus
+from shared.index_row import IndexRow
 
 if TYPE_CHECKING:  # the runtime state module is the engine's; only its attributes are read here
     from shared.engine.state import RuntimeState
-
-
-@dataclass
-class IndexRow:
-    """One workflow's row in the index table: a derived summary, never the source of truth."""
-
-    workflow_id: str
-    name: str
-    status: WorkflowStatus
-    created_at: float
-    updated_at: float
-    partition: int = 0
-    """The partition the workflow was given at submit (``shared.deployment``)."""
-    total: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    """Task state -> number of tasks in it."""
-    queues: list[str] = field(default_factory=list)
-    run: int = 1
-    """The current run: 1 at submit, +1 for each rerun from failure."""
-    cancel_requested: bool = False
-    """The durable cancel flag. Written only by the API's cancel; projections never clear it."""
-    error: str | None = None
-    finished_at: float | None = None
 
 
 def index_row(

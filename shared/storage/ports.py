@@ -16,7 +16,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from shared.engine.projection import IndexRow
+from shared.index_row import IndexRow
 from shared.states import WorkflowStatus
 from shared.storage.registry import Registry
 
