@@ -1,6 +1,6 @@
 # dagq — the single entry point for developers and CI.
 #   make test    install everything (virtualenv, pip packages, Azurite from npm) and run the whole suite
-#   make lint    ruff + mypy
+#   make lint    ruff + mypy + the import contracts (lint-imports; docs/architecture.md)
 #   make demo    the whole stack on this machine, running examples/pipeline.yaml (KEEP=1: stay up)
 #   make screenshots  the dashboard's screenshots in docs/screenshots/
 #   make bench   benchmarks under bench/ (each prints one key=value line)
@@ -57,6 +57,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .
@@ -68,7 +69,7 @@ bench: install
 	done
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .run
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .run
 
 # The local stack in the background (Azurite + the Functions app + cpu/gpu workers); see
 # docs/local-development.md. `make up` twice is harmless; `make down` stops what it started.
