@@ -60,7 +60,7 @@ MAX_GLOB_MATCHES = 2_000_000
 
 MAX_CONDITION_STEPS = 200_000
 """Most steps one evaluation may take (a value read, a JSON node compared, a KiB of string
-compared: ``shared.definition.condition_values``). Also the budget for matching its globs when it
+compared: ``shared.definition.conditions.values``). Also the budget for matching its globs when it
 compiles."""
 
 MAX_SUGGESTION_WORK = 2_000_000

@@ -10,22 +10,22 @@ syntax,
 
 Every check is linear in the size of the definition: the API runs this on each submit.
 
-The steps of ``compile_workflow`` live by job in ``shared.definition.compile_state`` (limits,
+The steps of ``compile_workflow`` live by job in ``shared.definition.compilation`` (limits,
 issues,
-tables), ``shared.definition.compile_values``, ``shared.definition.compile_expansion``,
-``shared.definition.compile_dependencies`` and ``shared.definition.compile_foreach_from``; this
+tables), ``shared.definition.passes.values``, ``shared.definition.passes.expansion``,
+``shared.definition.passes.dependencies`` and ``shared.definition.passes.foreach_from``; this
 module puts them
 together and keeps the public names.
 """
 
 from __future__ import annotations
 
-from shared.definition.compile_dependencies import DependencyResolution
-from shared.definition.compile_expansion import TaskExpansion
-from shared.definition.compile_foreach_from import ForeachFromChecks
-from shared.definition.compile_state import Written
+from shared.definition.compilation import Written
 from shared.definition.gc_pause import paused_gc
 from shared.definition.parsing import Format, parse_definition, parse_for_validation
+from shared.definition.passes.dependencies import DependencyResolution
+from shared.definition.passes.expansion import TaskExpansion
+from shared.definition.passes.foreach_from import ForeachFromChecks
 from shared.definition.spec import RetrySpec, WorkflowSpec
 from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 from shared.errors import DefinitionError

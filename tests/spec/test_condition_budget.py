@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.definition.condition_reads import OUTPUT_SIZE
 from shared.definition.conditions import ParentView, compile_condition
+from shared.definition.conditions.reads import OUTPUT_SIZE
 from shared.errors import ConditionBudgetError, ConditionError
 from shared.limits import MAX_CONDITION_STEPS
 from shared.messages import INLINE_OUTPUT_BYTES

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import shared.definition.compile_dependencies as compile_dependencies
 import shared.definition.compiler as compiler_module
+import shared.definition.passes.dependencies as compile_dependencies
 from shared.definition.compiler import MAX_DEPENDENCIES, MAX_EXPANDED_BYTES
 from shared.definition.suggestions import Suggester
 from shared.limits import MAX_GLOB_MATCHES, MAX_SUGGESTION_WORK

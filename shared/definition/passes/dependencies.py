@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-from shared.definition.compile_state import CompilerState, Written
+from shared.definition.compilation import CompilerState, Written
 from shared.definition.conditions import compile_condition
 from shared.errors import ConditionError
 from shared.limits import MAX_DEPENDENCIES, MAX_EDGES

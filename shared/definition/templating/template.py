@@ -5,7 +5,8 @@ command from values (a dynamic fan-out's ``{{ item }}`` / ``{{ item.key }}``):
 
 - ``parse_template(text)`` splits a template once; ``parse_command(text)`` does the same for a
   shell command and also refuses placeholders the shell would not read as a plain word
-  (``shared.definition.shell_lexer``), so a rendered command can never run a value as shell code.
+  (``shared.definition.templating.shell_lexer``), so a rendered command can never run a value as
+  shell code.
 - ``Template.render(values, quote=True)`` fills a command: each value becomes one shell word
   (``shlex.quote``); ``quote=False`` fills text that is not shell (env values, cwd, queue).
 - ``variable_env(values)`` is the environment every templated task also gets: one
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.definition.shell_lexer import placement_problems
+from shared.definition.templating.shell_lexer import placement_problems
 from shared.errors import TemplateSyntaxError
 
 Value = str | int | float | bool | None | list[Any] | dict[str, Any]

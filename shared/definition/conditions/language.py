@@ -24,8 +24,8 @@ Evaluation cost is bounded (``MAX_CONDITION_STEPS``, counted in steps, never tim
 whose cost bound is over the budget for its dependencies is refused when it is compiled, and an
 evaluation that spends the budget anyway (outputs larger than the inline limit) stops with
 ``ConditionBudgetError`` (the engine then fails the task). The modules behind it:
-``shared.definition.condition_compiler`` (syntax tree -> closures and cost bounds) and
-``shared.definition.condition_values`` (the operations and their cost).
+``shared.definition.conditions.compile`` (syntax tree -> closures and cost bounds) and
+``shared.definition.conditions.values`` (the operations and their cost).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from shared.definition.condition_compiler import AGGREGATES, FUNCTIONS, ConditionCompiler, Fn
-from shared.definition.condition_reads import MatchBudget
-from shared.definition.condition_values import Evaluation, Inputs, ParentView, show
+from shared.definition.conditions.compile import AGGREGATES, FUNCTIONS, ConditionCompiler, Fn
+from shared.definition.conditions.reads import MatchBudget
+from shared.definition.conditions.values import Evaluation, Inputs, ParentView, show
 from shared.errors import ConditionBudgetError, ConditionError
 from shared.limits import (
     MAX_CONDITION_CHARS,

@@ -1,8 +1,8 @@
 """The state of one compilation: the limits, the issues found so far, and the tables of tasks.
 
-``CompilerState`` is the base the checking steps (``shared.definition.compile_values``,
-``shared.definition.compile_expansion``, ``shared.definition.compile_dependencies``,
-``shared.definition.compile_foreach_from``)
+``CompilerState`` is the base the checking steps (``shared.definition.passes.values``,
+``shared.definition.passes.expansion``, ``shared.definition.passes.dependencies``,
+``shared.definition.passes.foreach_from``)
 build on; ``shared.definition.compiler`` puts them together.
 """
 

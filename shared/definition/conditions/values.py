@@ -4,7 +4,7 @@ Evaluation cost is counted, not timed, so the bound is deterministic: one **step
 read (a parent's output or state, a field, a glob member), one JSON node compared, one list item
 tested, or one KiB of string compared (strings compare in C). An ``Evaluation`` holds the steps
 left and raises ``ConditionBudgetError`` when they run out.
-``shared.definition.condition_compiler`` bounds
+``shared.definition.conditions.compile`` bounds
 the same costs statically, before a condition ever runs (``size`` below is that bound's unit).
 """
 

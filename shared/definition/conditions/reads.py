@@ -1,6 +1,6 @@
 """Conditions reading their parents: ``inputs.<task>``, ``inputs["<glob>"]``, ``state(...)``,
 ``.field`` and ``[index]``, with the cost bounds of each
-(``shared.definition.condition_compiler``)."""
+(``shared.definition.conditions.compile``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from shared.definition import condition_values as cv
-from shared.definition.condition_values import Evaluation, Many
+from shared.definition.conditions import values as cv
+from shared.definition.conditions.values import Evaluation, Many
 from shared.errors import ConditionBudgetError, ConditionError
 from shared.messages import INLINE_OUTPUT_BYTES
 

@@ -1,12 +1,11 @@
 """An allowlisted condition syntax tree -> a tree of small closures, with a static cost bound.
 
 Each node compiles to a ``Code``: the closure, whether it gives one value per glob member, and
-upper bounds of its evaluation cost in steps (``shared.definition.condition_values``) and of the
-size of the
-values it gives. A parent output is at most ``INLINE_OUTPUT_BYTES`` of JSON, so its size is known
-before anything runs; ``shared.definition.conditions`` refuses a condition whose bound is over the
-budget.
-Reading parents (outputs, states, globs, fields) is in ``shared.definition.condition_reads``.
+upper bounds of its evaluation cost in steps (``shared.definition.conditions.values``) and of the
+size of the values it gives. A parent output is at most ``INLINE_OUTPUT_BYTES`` of JSON, so its
+size is known before anything runs; ``shared.definition.conditions.language`` refuses a condition
+whose bound is over the budget. Reading parents (outputs, states, globs, fields) is in
+``shared.definition.conditions.reads``.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ import ast
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shared.definition import condition_values as cv
-from shared.definition.condition_reads import Code, Fn, MatchBudget, Reads
-from shared.definition.condition_values import COMPARISONS, Evaluation, Many
+from shared.definition.conditions import values as cv
+from shared.definition.conditions.reads import Code, Fn, MatchBudget, Reads
+from shared.definition.conditions.values import COMPARISONS, Evaluation, Many
 from shared.errors import ConditionError
 
 __all__ = ["AGGREGATES", "FUNCTIONS", "Code", "ConditionCompiler", "Fn", "not_allowed"]

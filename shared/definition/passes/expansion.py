@@ -7,9 +7,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
-from shared.definition.compile_state import Expansion, Written, environment_bytes
-from shared.definition.compile_values import ValueChecks
+from shared.definition.compilation import Expansion, Written, environment_bytes
 from shared.definition.foreach import Params, expand, expansion_count, expansion_name
+from shared.definition.passes.values import ValueChecks
 from shared.definition.suggestions import Suggester
 from shared.definition.templating import Template, parse_command, parse_template, variable_env
 from shared.errors import TemplateSyntaxError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared.definition.compile_state import (
+from shared.definition.compilation import (
     CONTROL_RE,
     ENV_NAME_RE,
     CompilerState,

@@ -1,11 +1,11 @@
 """Checks of ``foreach_from`` tasks: the reference to one plain parent's output, and templates
 of ``{{ item }}`` / ``{{ item.<key> }}`` in cmd and env only (see
-``shared.definition.foreach_from``)."""
+``shared.definition.foreach.dynamic``)."""
 
 from __future__ import annotations
 
-from shared.definition.compile_state import CompilerState, Written
-from shared.definition.foreach_from import parse_reference, template_problems
+from shared.definition.compilation import CompilerState, Written
+from shared.definition.foreach.dynamic import parse_reference, template_problems
 from shared.definition.templating import Template, parse_command, parse_template
 from shared.definition.workflow import ExpandFrom
 from shared.errors import TemplateSyntaxError
@@ -18,7 +18,7 @@ class ForeachFromChecks(CompilerState):
     def check_dynamic(self) -> None:
         """Resolve each ``foreach_from``: a direct dependency that is one plain task, a path, and
         templates of ``{{ item }}`` / ``{{ item.<key> }}`` only (see
-        ``shared.definition.foreach_from``)."""
+        ``shared.definition.foreach.dynamic``)."""
         for w in self.written:
             task = w.spec
             if task.foreach_from is None:

@@ -1,0 +1,39 @@
+"""Task conditions: a small, safe expression language over the parents' states and outputs.
+
+- ``language``: ``compile_condition`` (text -> ``Condition``), the allowlist's entry point and
+  the language's reference in its docstring;
+- ``compile``: an allowlisted syntax tree -> small closures, with a static cost bound;
+- ``reads``: reading the parents (``inputs.<task>``, globs, ``state(...)``, fields, indexes);
+- ``values``: what a condition does with JSON values at run time, each operation paid in steps.
+
+The compiler (``shared.definition.passes.dependencies``) checks each condition at submit; the
+engine (``shared.engine.policy``) evaluates it when the task is ready.
+"""
+
+from __future__ import annotations
+
+from shared.definition.conditions.language import (
+    AGGREGATES,
+    FUNCTIONS,
+    MAX_CONDITION_CHARS,
+    MAX_CONDITION_DEPTH,
+    MAX_CONDITION_STEPS,
+    MAX_GLOB_MATCHES,
+    Condition,
+    MatchBudget,
+    ParentView,
+    compile_condition,
+)
+
+__all__ = [
+    "AGGREGATES",
+    "FUNCTIONS",
+    "MAX_CONDITION_CHARS",
+    "MAX_CONDITION_DEPTH",
+    "MAX_CONDITION_STEPS",
+    "MAX_GLOB_MATCHES",
+    "Condition",
+    "MatchBudget",
+    "ParentView",
+    "compile_condition",
+]

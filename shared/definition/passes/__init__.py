@@ -1,0 +1,1 @@
+"""The compiler's passes, one module each, run in the order ``shared.definition.compiler`` lists."""
