@@ -38,8 +38,10 @@ constraints: $(STAMP)
 	  echo "# Regenerate with: make constraints (see Makefile)."; \
 	  $(PY) -m pip freeze --exclude-editable | grep -v '^-e '; } > $(CONSTRAINTS)
 
+# The suite runs in a network namespace with only loopback where the machine allows it (installs
+# are done by then); elsewhere it runs as it is and the in-process guard watches (tests/support/netns.py).
 test: install browser
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m tests.support.netns $(PY) -m pytest $(PYTEST_ARGS)
 
 # The dashboard's browser tests drive Debian's chromium (never a browser Playwright downloads):
 # installed here where it is missing (CI runs as root on a fresh Debian). Where it cannot be, those

@@ -1,9 +1,11 @@
 """The suite's network guard works (tests/support/netguard.py), and with it the worker's default
-configuration contacts nothing but loopback: no probe of the instance metadata address."""
+configuration contacts nothing but loopback: no probe of the instance metadata address. Where the
+machine allows it, ``make test`` runs everything in a namespace with only loopback (netns.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import netns
 from tests.support.netguard import Offences
 from tests.worker.conftest import start_agent
 from worker_agent.config import DEFAULT_METADATA_URL
@@ -28,6 +31,25 @@ def test_a_connection_outside_loopback_is_refused_and_recorded(netguard: Offence
     assert (connect["event"], connect["host"]) == ("socket.connect", "192.0.2.1")
     assert (lookup["event"], lookup["host"]) == ("socket.getaddrinfo", "example.com")
     assert any("test_network_guard.py" in frame for frame in connect["stack"])
+
+
+def test_sendmsg_and_reverse_lookups_are_watched_too(netguard: Offences) -> None:
+    # Before: socket.sendmsg and gethostbyaddr/getnameinfo were not watched and went out.
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock,
+        pytest.raises(PermissionError, match="network guard"),
+    ):
+        sock.sendmsg([b"x"], [], 0, ("192.0.2.1", 9))
+    with pytest.raises(PermissionError, match="network guard"):
+        socket.gethostbyaddr("192.0.2.1")
+    with pytest.raises(PermissionError, match="network guard"):
+        socket.getnameinfo(("192.0.2.1", 80), 0)
+    offences = [(o["event"], o["host"]) for o in netguard.take()]
+    assert offences == [
+        ("socket.sendmsg", "192.0.2.1"),
+        ("socket.gethostbyaddr", "192.0.2.1"),
+        ("socket.getnameinfo", "192.0.2.1"),
+    ]
 
 
 def test_loopback_is_allowed(netguard: Offences) -> None:
@@ -74,3 +96,32 @@ async def test_a_default_worker_never_probes_the_metadata_address(
         await agent.wait()
     hosts = {offence["host"] for offence in netguard.take()}
     assert hosts == ({"169.254.169.254"} if scheduled_events else set()), log.read_text()
+
+
+def _launch(*argv: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": path if path is not None else os.environ["PATH"]}
+    command = [sys.executable, "-m", "tests.support.netns", *argv]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+
+NON_PYTHON_PROBE = ("/bin/sh", "-c", 'echo "$DAGQ_TEST_NETNS"; /bin/cat /proc/net/dev')
+
+
+@pytest.mark.skipif(netns.unshare_command() is None, reason="no network namespaces here")
+def test_the_namespace_leaves_every_process_only_loopback() -> None:
+    # Non-Python processes (a shell here, Azurite, a task's binaries) escape the audit hook; in
+    # the namespace make test uses they have no interface but loopback, which is up.
+    result = _launch(*NON_PYTHON_PROBE)
+    assert result.returncode == 0, result.stderr
+    flag, _, _, *interfaces = result.stdout.splitlines()
+    assert flag == "1"
+    assert [line.split(":")[0].strip() for line in interfaces] == ["lo"]
+    code = "import socket; s = socket.create_server(('127.0.0.1', 0)); print(s.getsockname()[1])"
+    assert _launch(sys.executable, "-c", code).returncode == 0
+
+
+def test_without_unshare_the_suite_runs_as_it_is_and_says_so(tmp_path: Path) -> None:
+    result = _launch(*NON_PYTHON_PROBE, path=str(tmp_path))  # no unshare on this PATH
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "0"
+    assert "running without one" in result.stderr

@@ -2,8 +2,10 @@
 
 The guard itself is ``netguard_site/sitecustomize.py`` (an audit hook that refuses and records
 non-loopback connections and lookups); this plugin installs it in the test process, makes every
-Python subprocess install it too, and fails the test during which an offence was recorded, naming
-the process, the address and where the call came from.
+Python subprocess (and every Python task of a worker) install it too, and fails the test during
+which an offence was recorded, naming the process, the address and where the call came from.
+``make test`` also runs the whole session in a network namespace with only loopback where the
+machine allows it (``netns.py``): then no process at all, Python or not, can reach another address.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 
 SITE_DIR = Path(__file__).resolve().parent / "netguard_site"
+TASK_ENV = "DAGQ_WORKER_TASK_ENV"
 
 
 def _load_guard() -> Any:
@@ -59,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[guard.ENV] = str(directory)
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = str(SITE_DIR) + (os.pathsep + path if path else "")
+    # A worker hands its tasks only allowlisted variables: every worker the session starts
+    # (in-process or not) passes the guard's on, so its Python tasks are guarded too.
+    task_env = os.environ.get(TASK_ENV, "")
+    os.environ[TASK_ENV] = " ".join(filter(None, (task_env, "PYTHONPATH", guard.ENV)))
     guard.install(str(directory))
     _OFFENCES = Offences(directory)
 

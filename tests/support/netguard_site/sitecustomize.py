@@ -8,8 +8,12 @@ lookup for anything but loopback (``PermissionError``: nothing leaves the machin
 offender — process, command line, address, the innermost frames — as a JSON line in that
 directory; the session's ``tests/support/netguard.py`` fails the test during which it happened.
 
-Not covered: non-Python processes (Azurite runs with ``--disableTelemetry`` and binds 127.0.0.1)
-and Python started with ``-I``/``-S`` or with an environment that drops ``PYTHONPATH``.
+This hook is the fallback. ``make test`` runs the suite in a network namespace of its own that
+has only loopback (``tests/support/netns.py``, where ``unshare`` is allowed), which covers every
+process, Python or not; without it, not covered are: non-Python processes (Azurite runs with
+``--disableTelemetry`` and binds 127.0.0.1) and Python started with ``-I``/``-S`` or with an
+environment that drops ``PYTHONPATH`` (the session adds the guard's variables to the workers'
+``DAGQ_WORKER_TASK_ENV``, so the Python tasks of the workers it starts are guarded too).
 """
 
 from __future__ import annotations
@@ -23,8 +27,17 @@ from typing import Any
 
 ENV = "DAGQ_TEST_NETGUARD_DIR"
 _WATCHED = frozenset(
-    {"socket.connect", "socket.sendto", "socket.getaddrinfo", "socket.gethostbyname"}
+    {
+        "socket.connect",
+        "socket.sendto",
+        "socket.sendmsg",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.getnameinfo",
+    }
 )
+_SENDS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
 _LOCAL_NAMES = frozenset({"", "localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -46,12 +59,15 @@ def _is_loopback(host: Any) -> bool:
 
 def _host_of(event: str, args: tuple[Any, ...]) -> Any:
     """The host an audited call is about, or None when it cannot leave the machine."""
-    if event in ("socket.connect", "socket.sendto"):
+    if event in _SENDS:
         address = args[1]
         if isinstance(address, tuple) and address:
             return address[0]
         return None  # AF_UNIX path (str/bytes) or another local family
-    return args[0]  # getaddrinfo(host, ...), gethostbyname(host)
+    if event == "socket.getnameinfo":
+        address = args[0]
+        return address[0] if isinstance(address, tuple) and address else None
+    return args[0]  # getaddrinfo(host, ...), gethostbyname(host), gethostbyaddr(ip)
 
 
 def install(report_dir: str) -> None:
