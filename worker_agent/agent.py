@@ -37,7 +37,7 @@ from worker_agent.preemption import (
 from worker_agent.registry import Presence
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import StopRequest
-from worker_agent.task_user import TaskUser
+from worker_agent.task_user import TaskUser, describe_isolation
 from worker_agent.telemetry import TaskLogger, task_logger
 
 PREEMPT_MARGIN_S = 5.0
@@ -53,8 +53,12 @@ class Agent:
         storage: Storage,
         names: ResourceNames,
         devices: list[str | None] | None = None,
+        *,
+        shielded: bool = False,
     ) -> None:
-        """``devices``: each slot's CUDA_VISIBLE_DEVICES, if already planned (see gpu.slot_plan)."""
+        """``devices``: each slot's CUDA_VISIBLE_DEVICES, if already planned (see gpu.slot_plan);
+        ``shielded``: this process was made not dumpable (task_user.shield_agent)."""
+        self.shielded = shielded
         self.settings = settings
         self.storage = storage
         self.queues: list[tuple[str, Queue]] = [
@@ -75,6 +79,7 @@ class Agent:
             log=self.log,
             task_user=None if settings.task_user is None else TaskUser.lookup(settings.task_user),
         )
+        self.isolated, self.isolation = describe_isolation(self.attempts.task_user, shielded)
         self.presence = Presence(
             storage.registry,
             worker_id=settings.worker_id,
@@ -126,6 +131,7 @@ class Agent:
             "" if self.devices[0] is None else f", GPUs {' | '.join(map(str, self.devices))}",
             self.settings.work_dir,
         )
+        (self.log.info if self.isolated else self.log.warning)(self.isolation)
         slots = [
             asyncio.create_task(self._slot(index, devices), name=f"slot {index}")
             for index, devices in enumerate(self.devices)

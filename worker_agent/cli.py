@@ -120,9 +120,11 @@ async def serve(settings: Settings, worker: WorkerSettings, devices: list[str | 
     """Open storage and run one agent until it shuts down."""
     from shared.storage.factory import open_storage
     from worker_agent.agent import Agent
+    from worker_agent.task_user import shield_agent
 
+    shielded = shield_agent()  # our tasks may run as our own user: hide /proc/<us> from them
     async with open_storage(settings) as storage:
-        agent = Agent(worker, storage, settings.names, devices)
+        agent = Agent(worker, storage, settings.names, devices, shielded=shielded)
         return await agent.run(handle_signals=True)
 
 

@@ -165,7 +165,7 @@ class WorkerSettings(BaseSettings):
         default=None,
         description="Run tasks as this user instead of the agent's own, so they can read neither "
         "the agent's environment nor its settings file (the agent must run as root; each "
-        "attempt's directory is handed to the user). The VM Scale Set sets 'dagq-task'.",
+        "attempt's directory is handed to the user). The VM Scale Set and AKS set 'dagq-task'.",
     )
     cgroups: Literal["auto", "off"] = Field(
         default="auto",

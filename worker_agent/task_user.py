@@ -5,17 +5,26 @@ A task that runs as the agent's user can read what the agent can: its environmen
 caches. As another, unprivileged user it can read none of them, and the VM's firewall can tell its
 packets apart (the Scale Set keeps the task user off the instance metadata service, where managed
 identity tokens are handed out). Starting a process as another user needs root: the agent runs as
-root on the VMs (systemd), and each attempt's directory is handed to the task user.
+root on the VMs (systemd) and in the AKS pods (with only the capabilities it needs), and each
+attempt's directory is handed to the task user.
+
+Where the agent is not root (``dagq-worker`` run by a developer, ``make up``), its tasks run as its
+own user. Then the agent makes itself not dumpable (:func:`shield_agent`), so that those tasks
+cannot read its environment or memory through ``/proc`` or ptrace; files the user can read stay
+readable to its tasks (docs/security.md).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import ConfigError
+
+_PR_SET_DUMPABLE = 4
 
 
 @dataclass(frozen=True)
@@ -53,3 +62,32 @@ class TaskUser:
     def environment(self) -> dict[str, str]:
         """The variables that name the user, replacing the agent's own."""
         return {"HOME": self.home, "USER": self.name, "LOGNAME": self.name}
+
+
+def shield_agent() -> bool:
+    """Make this process not dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``): a process of the same
+    user (a task) can then read neither ``/proc/<agent>/environ`` nor its memory, nor ptrace it.
+    ``execve`` resets the flag, so the tasks themselves are unaffected. False where the platform
+    has no such call."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def describe_isolation(user: TaskUser | None, shielded: bool) -> tuple[bool, str]:
+    """Whether tasks are isolated from the agent, and the start-up log line that says how."""
+    if user is not None:
+        return True, f"tasks run as user {user.name} (uid {user.uid}), not as the agent's user"
+    uid = os.geteuid()
+    if uid == 0:
+        return False, (
+            "tasks run as root, like the agent: they can read its settings and credentials; "
+            "set --task-user (DAGQ_WORKER_TASK_USER) to an unprivileged user"
+        )
+    hidden = "its environment and memory are hidden from them" if shielded else "nothing is hidden"
+    return False, (
+        f"tasks run as the agent's user (uid {uid}): {hidden}, but files that user can read "
+        "are readable to them; run the agent as root with --task-user to separate them"
+    )

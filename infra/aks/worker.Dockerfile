@@ -21,8 +21,9 @@ COPY shared /src/shared
 COPY worker_agent /src/worker_agent
 RUN pip install --no-cache-dir -c /src/constraints.txt '/src[worker]' && rm -rf /src
 
-# The manifests run the agent as this non-root user (runAsNonRoot).
-RUN useradd --create-home --uid 10001 dagq
-USER 10001
-WORKDIR /home/dagq
+# Tasks run as this unprivileged user (DAGQ_WORKER_TASK_USER); the agent runs as root with only
+# the capabilities the manifests add, so tasks cannot read its environment or identity token.
+RUN useradd --create-home --uid 10001 dagq-task
+USER 0
+WORKDIR /home/dagq-task
 CMD ["dagq-worker", "--help"]

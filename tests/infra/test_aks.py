@@ -179,18 +179,28 @@ def test_manifest_files_are_the_documented_ones() -> None:
     assert documented == {Path(p).name for p in AKS.glob("*.yaml")}
 
 
-def test_workers_run_unprivileged() -> None:
+TASK_USER_CAPABILITIES = {"SETUID", "SETGID", "CHOWN", "FOWNER", "DAC_OVERRIDE", "KILL"}
+"""What an agent needs to run tasks as another user and clean up after them: nothing more."""
+
+
+def test_tasks_run_as_another_user_than_the_agent() -> None:
+    # Before: agent and tasks shared uid 10001, and a task read the agent's environment and the
+    # workload identity token. Now the agent (root, few capabilities) runs tasks as dagq-task.
+    dockerfile = (AKS / "worker.Dockerfile").read_text()
     for template, _ in pod_specs():
-        assert template["spec"]["securityContext"]["runAsNonRoot"] is True
+        assert template["spec"]["securityContext"]["runAsUser"] == 0
         [container] = template["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert re.search(rf"useradd .*{env['DAGQ_WORKER_TASK_USER']}$", dockerfile, re.MULTILINE)
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+        assert set(container["securityContext"]["capabilities"]["add"]) == TASK_USER_CAPABILITIES
 
 
 def test_example_image_runs_as_the_user_the_pods_expect() -> None:
     dockerfile = (AKS / "worker.Dockerfile").read_text()
     users = {t["spec"]["securityContext"]["runAsUser"] for t, _ in pod_specs()}
-    assert users == {int(re.findall(r"^USER (\d+)$", dockerfile, re.MULTILINE)[-1])}
+    assert users == {int(re.findall(r"^USER (\d+)$", dockerfile, re.MULTILINE)[-1])} == {0}
     assert "'/src[worker]'" in dockerfile  # the agent with its Application Insights exporter
 
 

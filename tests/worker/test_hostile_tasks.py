@@ -311,3 +311,42 @@ def test_an_unknown_task_user_is_a_configuration_error(worker_settings: Make) ->
 
     with pytest.raises(ConfigError, match="does not exist on this machine"):
         TaskUser.lookup("no-such-dagq-user")
+
+
+# -- tasks of the agent's own user ----------------------------------------------------------------
+
+DUMPABLE = """
+import ctypes, subprocess, sys
+{shield}
+libc = ctypes.CDLL(None)
+child = "import ctypes; print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"
+print(libc.prctl(3, 0, 0, 0, 0), subprocess.run([sys.executable, "-c", child],
+      capture_output=True, text=True).stdout.strip())
+"""
+
+
+def test_the_agent_hides_its_environment_from_tasks_of_its_own_user() -> None:
+    # Where tasks run as the agent's user (no task user: the CLI default, make up), the agent is
+    # not dumpable: /proc/<agent>/environ and its memory are then root's, not the user's. Its
+    # children re-become dumpable at exec, so tasks keep working as before.
+    import subprocess
+    import sys
+
+    shielded = DUMPABLE.format(shield="from worker_agent.task_user import shield_agent\n"
+                               "assert shield_agent()")  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", shielded], capture_output=True, text=True)
+    assert result.stdout.split() == ["0", "1"], result.stderr
+
+
+async def test_the_worker_says_at_start_how_its_tasks_are_isolated(
+    storage_env: dict[str, str], tmp_path: Path
+) -> None:
+    log = tmp_path / "agent.log"
+    agent = await start_agent(storage_env, tmp_path / "w", "cpu", log=log)
+    try:
+        await wait_for(lambda: "tasks run as" in log.read_text(), timeout_s=20)
+    finally:
+        agent.terminate()
+        await agent.wait()
+    expected = "tasks run as root" if os.geteuid() == 0 else "tasks run as the agent's user"
+    assert expected in log.read_text()
