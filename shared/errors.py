@@ -143,6 +143,18 @@ class ApplyError(DagqError):
         self.envelope = envelope
 
 
+class WrongPartitionError(DagqError):
+    """An event reached the queue of a partition its workflow does not belong to (a workflow
+    keeps the partition recorded at submit): refused, never applied there."""
+
+    def __init__(self, workflow_id: str, owner: int, here: int) -> None:
+        super().__init__(
+            f"workflow {workflow_id} belongs to partition {owner}, not {here}: an event for it "
+            "on this partition's queue is refused (its state and index row keep their partition)"
+        )
+        self.owner = owner
+
+
 class DispatchError(DagqError):
     """A task message could not be sent (or the lease was no longer safe to send under)."""
 

@@ -28,7 +28,7 @@ from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.stats import PassStats
 from shared.definition.workflow import CompiledWorkflow
-from shared.deployment import partition_metadata
+from shared.deployment import partition_from_metadata, partition_metadata
 from shared.engine.projection import index_row
 from shared.engine.state import RuntimeState
 from shared.errors import (
@@ -38,6 +38,7 @@ from shared.errors import (
     DispatchError,
     LeaseError,
     NotFoundError,
+    WrongPartitionError,
 )
 from shared.storage.ports import IndexRow, Storage
 from shared.storage.workflow_reads import cached_definition
@@ -166,8 +167,11 @@ class WorkflowUpdater:
             return UpdateResult()
         except NotFoundError:
             return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
-        except CodecError as exc:
-            reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
+        except (CodecError, WrongPartitionError) as exc:
+            reason = str(exc)
+            if isinstance(exc, CodecError):
+                reason = f"workflow {workflow_id}: stored definition or state cannot be decoded"
+                reason += f": {exc}"
             log.error(reason)
             done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
             return UpdateResult(done=done)
@@ -283,7 +287,15 @@ class WorkflowUpdater:
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:
         cached = self.cache.take_state(workflow_id)
         if cached is None:
-            data, etag = await self.storage.workflows.read_state(workflow_id)
+            # The partition never changes after submit, so checking it on each read from storage
+            # (concurrently: no added latency) covers every state this coordinator caches.
+            (data, etag), metadata = await asyncio.gather(
+                self.storage.workflows.read_state(workflow_id),
+                self.storage.workflows.state_metadata(workflow_id),
+            )
+            owner = partition_from_metadata(metadata)
+            if owner != self.storage.partition:
+                raise WrongPartitionError(workflow_id, owner, self.storage.partition)
             cached = CachedState(codec.decode_state(data, wf), etag, data)
         return cached
 

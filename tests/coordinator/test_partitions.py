@@ -7,7 +7,7 @@ from shared.api import service
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_of
-from shared.messages import decode_task_message
+from shared.messages import CancelEvent, decode_task_message, encode
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
@@ -133,3 +133,27 @@ async def test_raising_the_partition_count_moves_nothing_in_flight() -> None:
     for wid in old[1:] + new:
         assert (await load(storage, wf, wid)).status is WorkflowStatus.COMPLETED
     assert max(worker.executions.values()) == 1
+
+
+async def test_an_event_sent_to_another_partition_is_refused_and_moves_nothing() -> None:
+    # Before: partition 0's coordinator applied an event for a partition-1 workflow and rewrote
+    # its state metadata and index row to partition 0.
+    clock = FakeClock()
+    storage = memory_storage("mem", clock=clock)
+    wf = diamond()
+    [wid] = ids_in_each_partition(2, 1, "w")[1]
+    await service.submit(storage, wf, now=clock(), workflow_id=wid, partitions=2)
+    await coordinators(storage, clock, 2)[1].run_once()  # activated in its own partition
+    before, _ = await storage.workflows.read_state(wid)
+    stray = CancelEvent(workflow_id=wid, reason="sent to the wrong queue")
+    await storage.for_partition(0).event_queue.send(encode(stray))
+    zero = Coordinator(storage.for_partition(0), NAMES, OPTIONS, clock=clock)
+    result = await zero.run_once(sweep=True)
+    assert result.stats.events_applied == 0
+    (letter,) = await storage.deadletters.list()
+    assert "belongs to partition 1, not 0" in letter.reason
+    assert storage.for_partition(0).event_queue.peek_texts() == []
+    assert (await storage.workflows.read_state(wid))[0] == before
+    assert partition_from_metadata(await storage.workflows.state_metadata(wid)) == 1
+    (row,) = (await storage.index.list(limit=10)).rows
+    assert (row.partition, row.status) == (1, "running")
