@@ -38,6 +38,10 @@ class WorkflowCache:
         """Remove and return the cached state (the caller puts it back after a good flush)."""
         return self._states.pop(workflow_id)
 
+    def peek(self, workflow_id: str) -> CachedState | None:
+        """The cached state, left in place (to compare, never to mutate)."""
+        return self._states.get(workflow_id)
+
     def put_state(self, workflow_id: str, cached: CachedState) -> None:
         self._states.put(workflow_id, cached)
 

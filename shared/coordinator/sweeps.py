@@ -69,8 +69,9 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
             stats.bump_sweep("activate_repair")
         async with slots:
             result = await updater.update(
-                row.workflow_id, [_synthetic(e) for e in events], stats, sent, sweep=True
-            )
+                row.workflow_id, [_synthetic(e) for e in events], stats, sent, sweep=True,
+                created_at=row.created_at,
+            )  # fmt: skip
         stats.bump_sweep("engine")
         if result.row is not None and _differs(result.row, row):
             await updater.projector.write(result.row, stats)

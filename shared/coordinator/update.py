@@ -41,7 +41,7 @@ from shared.errors import (
     WrongPartitionError,
 )
 from shared.storage.ports import IndexRow, Storage
-from shared.storage.workflow_reads import cached_definition
+from shared.storage.workflow_reads import cached_definition, forget_definition
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -113,12 +113,14 @@ class WorkflowUpdater:
         sent: set[SentKey],
         *,
         sweep: bool = False,
+        created_at: float | None = None,
     ) -> UpdateResult:
         """Apply ``envelopes`` (and with ``sweep`` the engine's sweep) to one workflow, dispatch,
-        flush once, project. Never raises: a failure leaves the events unacknowledged, except
-        that an event whose own application keeps failing is dead-lettered (``acks.failed``)."""
+        flush once, project. ``created_at``: the creation time the index row gives (a sweep).
+        Never raises: a failure leaves the events unacknowledged, except that an event whose own
+        application keeps failing is dead-lettered (``acks.failed``)."""
         try:
-            return await self._update(workflow_id, envelopes, stats, sent, sweep)
+            return await self._update(workflow_id, envelopes, stats, sent, sweep, created_at)
         except ApplyError as exc:
             self.cache.forget(workflow_id)
             if len(envelopes) > 1:  # find the culprit: the others must not be held back
@@ -155,8 +157,10 @@ class WorkflowUpdater:
         stats: PassStats,
         sent: set[SentKey],
         sweep: bool,
+        created_at: float | None = None,
     ) -> UpdateResult:
         deadline = time.monotonic() + self.options.workflow_slice_s
+        self._drop_other_incarnation(workflow_id, envelopes, created_at)
         try:
             wf, cached = await asyncio.wait_for(
                 self._load(workflow_id), timeout=self.options.workflow_slice_s
@@ -279,6 +283,23 @@ class WorkflowUpdater:
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)
         return UpdateResult(done=done, row=row)
+
+    def _drop_other_incarnation(
+        self, workflow_id: str, envelopes: list[Envelope], created_at: float | None
+    ) -> None:
+        """Forget what this process cached of ``workflow_id`` when it may be an earlier workflow
+        of the same id (purged, then submitted again): on an activation (the first event of
+        every workflow), or when the index row's creation time is not the cached state's."""
+        cached = self.cache.peek(workflow_id)
+        activating = any(
+            env.event is not None and env.event.kind == "activate" for env in envelopes
+        )
+        other = (
+            cached is not None and created_at is not None and cached.state.created_at != created_at
+        )
+        if activating or other:
+            self.cache.forget(workflow_id)
+            forget_definition(self.storage, workflow_id)
 
     async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
         wf = await cached_definition(self.storage, workflow_id)

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import pytest
 
+from shared.api import service
 from shared.api.reads import get_workflow
 from shared.codec.definition import encode_definition
+from shared.coordinator import Coordinator
+from shared.definition.workflow import CompiledWorkflow
 from shared.errors import ConflictError, NotFoundError
 from shared.ops.purge import purge_many, purge_workflow
 from shared.states import WorkflowStatus
+from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import Storage
 from tests.coordinator.faults import Crash, FaultPlan, faulty
-from tests.coordinator.helpers import FakeClock, diamond, submit
+from tests.coordinator.helpers import FakeClock, diamond, drive, fan, load, submit
 from tests.ops.conftest import finished_workflow
+from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 DAY = 86400.0
 
@@ -163,3 +168,91 @@ async def test_bulk_purge_trusts_the_state_not_a_stale_row(storage: Storage) -> 
     report = await purge_many(storage, now=clock.now, older_than_s=30 * DAY)
     assert report.workflows == []
     await get_workflow(storage, "wf-live")
+
+
+async def test_a_purged_id_submitted_again_runs_its_new_definition() -> None:
+    # Before: the coordinator kept the purged run's state (and its definition) in its caches;
+    # the new activation was applied to the cached completed state as a duplicate, the new run
+    # stayed pending and index repair wrote the purged run's "completed" over its row.
+    clock = FakeClock()
+    storage = memory_storage("mem", clock=clock)
+    names = storage.names
+    worker = SyntheticWorker(storage, names, ["cpu"], clock=clock)
+    await submit(storage, diamond(), "wf-again", clock.now)
+
+    async def finished(wf: CompiledWorkflow) -> bool:
+        return (await load(storage, wf, "wf-again")).status.is_terminal
+
+    coordinator = await drive(storage, names, worker, lambda: finished(diamond()), clock=clock)
+    await purge_workflow(storage, "wf-again")
+    clock.advance(60)
+    second = fan(3)
+    await submit(storage, second, "wf-again", clock.now)
+    await drive(storage, names, worker, lambda: finished(second), clock=clock,
+                coordinator=coordinator)  # fmt: skip
+    state = await load(storage, second, "wf-again")
+    assert state.status is WorkflowStatus.COMPLETED
+    assert "wf-again/root/1" in worker.executions
+    (row,) = (await storage.index.list(limit=10)).rows
+    assert (row.status, row.name, row.created_at) == ("completed", "fan", state.created_at)
+
+
+async def _failed_workflow(clock: FakeClock) -> tuple[MemoryStorage, Coordinator]:
+    storage = memory_storage("mem", clock=clock)
+    names = storage.names
+    worker = SyntheticWorker(
+        storage, names, ["cpu"], {"a": Behavior(always_fail=True)}, clock=clock
+    )
+    await submit(storage, diamond(), "wf-race", clock.now)
+
+    async def failed() -> bool:
+        return (await load(storage, diamond(), "wf-race")).status is WorkflowStatus.FAILED
+
+    return storage, await drive(storage, names, worker, failed, clock=clock)
+
+
+async def _retried(storage: MemoryStorage, coordinator: Coordinator) -> None:
+    await service.retry(storage, "wf-race")
+    await coordinator.run_once()
+    assert (await load(storage, diamond(), "wf-race")).status is WorkflowStatus.RUNNING
+
+
+async def _intact_and_running(storage: MemoryStorage) -> None:
+    assert (await load(storage, diamond(), "wf-race")).status is WorkflowStatus.RUNNING
+    assert [(r.workflow_id, r.status) for r in (await storage.index.list()).rows] == [
+        ("wf-race", "running")
+    ]
+    assert await storage.workflows.purge_marks() == {}
+
+
+async def test_a_retry_applied_after_the_status_check_is_never_purged() -> None:
+    # Before: DELETE checked the status (failed), the retry was applied (running), and the
+    # unconditional deletes removed the running workflow.
+    clock = FakeClock()
+    storage, coordinator = await _failed_workflow(clock)
+    mark = storage.workflows.mark_purge
+
+    async def retry_first(workflow_id: str, created_at: float) -> None:
+        await _retried(storage, coordinator)
+        await mark(workflow_id, created_at)
+
+    storage.workflows.mark_purge = retry_first  # type: ignore[method-assign]
+    with pytest.raises(ConflictError, match="changed while it was being purged"):
+        await purge_workflow(storage, "wf-race")
+    storage.workflows.mark_purge = mark  # type: ignore[method-assign]
+    await _intact_and_running(storage)
+
+
+async def test_a_marked_purge_never_finishes_a_workflow_retried_since() -> None:
+    # Before: a DELETE interrupted after its marker, then a retry: any later bulk purge, even
+    # one selecting nothing, finished the marked purge without looking at the status.
+    clock = FakeClock()
+    storage, coordinator = await _failed_workflow(clock)
+    plan = FaultPlan(crash_at=2, only={"workflows.mark_purge", "index.delete"})
+    with pytest.raises(Crash):
+        await purge_workflow(faulty(storage, plan), "wf-race")
+    assert list(await storage.workflows.purge_marks()) == ["wf-race"]
+    await _retried(storage, coordinator)
+    report = await purge_many(storage, now=clock.now, older_than_s=10 * DAY)
+    assert report.workflows == []
+    await _intact_and_running(storage)
