@@ -5,26 +5,32 @@ One workflow is purged in this order, each step idempotent:
 
 1. write its purge marker (``_purging/{id}`` in the workflows container, holding its creation time);
 2. delete its index row: from here on it is no longer listed, so it is never *listed but broken*;
-3. delete its outputs-container blobs (``{id}/``: outputs, logs, upstream bundles, claims);
-4. delete its state blob, then its definition blob;
+3. delete its state blob *only if it is still the version whose terminal status was checked*
+   (If-Match on the ETag read with that status), then its definition blob;
+4. delete its outputs-container blobs (``{id}/``: outputs, logs, upstream bundles, claims);
 5. delete the index row again (a write-behind projection may have landed after step 2);
 6. delete the marker.
 
 A purge interrupted anywhere leaves the marker, and every later purge (the same DELETE, or any
 ``dagq purge``) finishes the marked workflows first. Only terminal workflows (completed, failed,
-cancelled, as their state blob says) are purged: 409 otherwise.
+cancelled, as their state blob says) are purged: 409 otherwise. A workflow that stops being
+terminal meanwhile (a retry applied after the check, or after an interrupted purge) is never
+deleted: step 3's condition fails, or a marked workflow's state is found running again; then the
+purge gives up on it, puts its index row back and removes the marker. Nothing of a running
+workflow is deleted before step 3, so it loses nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from shared.errors import ConflictError, NotFoundError
+from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
-from shared.storage.workflow_reads import forget_definition
+from shared.storage.workflow_reads import cached_definition, forget_definition
 from shared.views import PurgedItem, PurgedView, PurgeReport
 
 if TYPE_CHECKING:
@@ -35,15 +41,69 @@ PURGE_CONCURRENCY = 16
 """Workflows one bulk purge request deletes at once."""
 
 
-async def finish_purge(storage: Storage, workflow_id: str, created_at: float) -> int:
-    """Steps 1-6 above for one workflow; returns how many output blobs were deleted."""
+async def finish_purge(
+    storage: Storage, workflow_id: str, created_at: float, etag: str | None
+) -> int:
+    """Steps 1-6 above for one workflow whose state blob was terminal at ``etag`` (None: it is
+    gone already); returns how many output blobs were deleted. ConflictError (the workflow and
+    its row restored, the marker removed) if the state changed since."""
     await storage.workflows.mark_purge(workflow_id, created_at)
     await storage.index.delete(workflow_id, created_at)
+    try:
+        await storage.workflows.delete(workflow_id, etag)
+    except StaleStateError:
+        await _give_up(storage, workflow_id)
+        raise ConflictError(
+            f"workflow {workflow_id!r} changed while it was being purged (retried?): it was "
+            "left as it is; purge it again once it has finished"
+        ) from None
     deleted = await storage.outputs.delete_prefix(ResourceNames.outputs_prefix(workflow_id))
-    await storage.workflows.delete(workflow_id)
     await storage.index.delete(workflow_id, created_at)
     await storage.workflows.unmark_purge(workflow_id)
     return deleted
+
+
+async def _give_up(storage: Storage, workflow_id: str) -> None:
+    """Leave a workflow that is no longer terminal as it is: its index row back, no marker."""
+    from shared.codec.state import decode_state
+    from shared.deployment import partition_from_metadata
+    from shared.engine.projection import index_row
+
+    wf = await cached_definition(storage, workflow_id)
+    data, _ = await storage.workflows.read_state(workflow_id)
+    metadata = await storage.workflows.state_metadata(workflow_id)
+    row = replace(
+        index_row(wf, decode_state(data, wf)), partition=partition_from_metadata(metadata)
+    )
+    await storage.index.project(row)
+    await storage.workflows.unmark_purge(workflow_id)
+
+
+async def _terminal_etag(storage: Storage, workflow_id: str) -> tuple[WorkflowStatus | None, str]:
+    """The state blob's status and the ETag of that same version (one HEAD)."""
+    from shared.codec.metadata import status_from_metadata
+
+    metadata, etag = await storage.workflows.state_properties(workflow_id)
+    return status_from_metadata(metadata), etag
+
+
+async def resume_purge(storage: Storage, workflow_id: str, created_at: float) -> bool:
+    """Finish an interrupted purge, unless its workflow is not terminal any more (retried after
+    the interruption): then it is left as it is and the marker removed. True if purged."""
+    try:
+        status, etag = await _terminal_etag(storage, workflow_id)
+    except NotFoundError:
+        await finish_purge(storage, workflow_id, created_at, None)  # past step 3 already
+        return True
+    if status not in TERMINAL:
+        await _give_up(storage, workflow_id)
+        return False
+    try:
+        await finish_purge(storage, workflow_id, created_at, etag)
+    except ConflictError:
+        return False
+    forget_definition(storage, workflow_id)
+    return True
 
 
 async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
@@ -57,15 +117,16 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
 
     check_workflow_id(workflow_id)
     try:
-        _wf, state = await read_workflow(storage, workflow_id)
+        status, etag = await _terminal_etag(storage, workflow_id)
+        _wf, state = await read_workflow(storage, workflow_id)  # its creation time never changes
     except NotFoundError:
         return await _purge_without_state(storage, workflow_id)
-    if state.status not in TERMINAL:
+    if status not in TERMINAL:
         raise ConflictError(
-            f"workflow {workflow_id!r} is {state.status}: only completed, failed or cancelled"
+            f"workflow {workflow_id!r} is {status}: only completed, failed or cancelled"
             " workflows can be purged (cancel it first)"
         )
-    deleted = await finish_purge(storage, workflow_id, state.created_at)
+    deleted = await finish_purge(storage, workflow_id, state.created_at, etag)
     forget_definition(storage, workflow_id)
     return PurgedView(id=workflow_id, status=str(state.status), blobs_deleted=deleted)
 
@@ -73,7 +134,7 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
 async def _purge_without_state(storage: Storage, workflow_id: str) -> PurgedView:
     marks = await storage.workflows.purge_marks()
     if workflow_id in marks:
-        deleted = await finish_purge(storage, workflow_id, marks[workflow_id])
+        deleted = await finish_purge(storage, workflow_id, marks[workflow_id], None)
         return PurgedView(id=workflow_id, status="purging", blobs_deleted=deleted)
     try:
         await storage.workflows.read_definition(workflow_id)
@@ -114,7 +175,7 @@ async def purge_many(
     marks = await storage.workflows.purge_marks(limit)
     if not dry_run:
         for workflow_id, created_at in marks.items():
-            await finish_purge(storage, workflow_id, created_at)
+            await resume_purge(storage, workflow_id, created_at)
     cutoff = now - older_than_s
     page = await storage.index.created_before(cutoff, limit=limit, continuation=continuation)
     chosen = [row for row in page.rows if is_candidate(row, cutoff, statuses)]
@@ -132,8 +193,6 @@ async def purge_many(
 async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
     """Purge each row's workflow; the rows whose workflows were purged (a workflow whose state
     says it is not finished after all is left alone)."""
-    from shared.codec.metadata import status_from_metadata
-
     slots = asyncio.Semaphore(PURGE_CONCURRENCY)
 
     async def one(row: IndexRow) -> bool:
@@ -141,14 +200,17 @@ async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
             # The state blob's metadata says its status in one HEAD (no download, no decode);
             # the row gives the creation time the purge marker keeps.
             try:
-                metadata = await storage.workflows.state_metadata(row.workflow_id)
+                status, etag = await _terminal_etag(storage, row.workflow_id)
             except NotFoundError:
                 # A row whose workflow is gone: listed but broken. Remove it.
                 await storage.index.delete(row.workflow_id, row.created_at)
                 return True
-            if status_from_metadata(metadata) not in TERMINAL:
+            if status not in TERMINAL:
                 return False
-            await finish_purge(storage, row.workflow_id, row.created_at)
+            try:
+                await finish_purge(storage, row.workflow_id, row.created_at, etag)
+            except ConflictError:
+                return False  # retried meanwhile: left as it is
             forget_definition(storage, row.workflow_id)
             return True
 

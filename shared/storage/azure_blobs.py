@@ -157,19 +157,36 @@ class AzureWorkflowBlobs:
         return str(result["etag"])
 
     async def state_metadata(self, workflow_id: str) -> dict[str, str]:
+        return (await self.state_properties(workflow_id))[0]
+
+    async def state_properties(self, workflow_id: str) -> tuple[dict[str, str], str]:
         name = ResourceNames.state_blob(workflow_id)
         try:
             properties = await self.container.get_blob_client(name).get_blob_properties()
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
-        return dict(properties.metadata)
+        return dict(properties.metadata), str(properties.etag)
 
-    async def delete(self, workflow_id: str) -> None:
-        for name in (
-            ResourceNames.state_blob(workflow_id),
-            ResourceNames.definition_blob(workflow_id),
-        ):
-            await delete_if_present(self.container, name)
+    async def delete(self, workflow_id: str, etag: str | None = None) -> None:
+        state = ResourceNames.state_blob(workflow_id)
+        if etag is None:
+            await delete_if_present(self.container, state)
+        else:
+            try:
+                await self.container.delete_blob(
+                    state, etag=etag, match_condition=MatchConditions.IfNotModified
+                )
+            except ResourceModifiedError:
+                # If-Match on a deleted blob is a 412 too: gone already is no error.
+                if await self.container.get_blob_client(state).exists():
+                    raise StaleStateError(
+                        f"the state of workflow {workflow_id!r} changed since it was read "
+                        f"(ETag {etag}): it was not deleted"
+                    ) from None
+            except ResourceNotFoundError as error:
+                if getattr(error, "error_code", None) == "ContainerNotFound":
+                    raise_missing(error, self.container.container_name, f"blob {state!r}")
+        await delete_if_present(self.container, ResourceNames.definition_blob(workflow_id))
 
     async def mark_purge(self, workflow_id: str, created_at: float) -> None:
         name = ResourceNames.purge_marker_blob(workflow_id)

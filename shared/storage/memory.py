@@ -156,10 +156,20 @@ class MemoryWorkflowBlobs:
         return self.container.put(name, data, metadata=metadata).etag
 
     async def state_metadata(self, workflow_id: str) -> dict[str, str]:
-        name = ResourceNames.state_blob(workflow_id)
-        return dict(self.container.get(name, f"state of workflow {workflow_id!r}:").metadata)
+        return (await self.state_properties(workflow_id))[0]
 
-    async def delete(self, workflow_id: str) -> None:
+    async def state_properties(self, workflow_id: str) -> tuple[dict[str, str], str]:
+        name = ResourceNames.state_blob(workflow_id)
+        blob = self.container.get(name, f"state of workflow {workflow_id!r}:")
+        return dict(blob.metadata), blob.etag
+
+    async def delete(self, workflow_id: str, etag: str | None = None) -> None:
+        state = self.container.blobs.get(ResourceNames.state_blob(workflow_id))
+        if state is not None and etag is not None and state.etag != etag:
+            raise StaleStateError(
+                f"the state of workflow {workflow_id!r} changed since it was read "
+                f"(ETag {etag} is now {state.etag}): it was not deleted"
+            )
         self.container.blobs.pop(ResourceNames.state_blob(workflow_id), None)
         self.container.blobs.pop(ResourceNames.definition_blob(workflow_id), None)
 

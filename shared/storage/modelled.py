@@ -64,6 +64,7 @@ _KIND = {
     "create_definition": "blob.write", "create_state": "blob.write", "write_state": "blob.write",
     "put": "blob.write", "create_if_absent": "blob.write", "state_metadata": "blob.head",
     "append": "blob.write",
+    "state_properties": "blob.head",
     "acquire": "lease", "renew": "lease", "release": "lease", "break_lease": "lease",
     "is_held": "lease", "send": "queue.send", "receive": "queue.receive",
     "delete": "queue.delete", "extend": "queue.extend",

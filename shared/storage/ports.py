@@ -58,8 +58,15 @@ class WorkflowBlobs(Protocol):
         cancelled workflow. Raises NotFoundError."""
         ...
 
-    async def delete(self, workflow_id: str) -> None:
-        """Delete the state blob, then the definition blob (purge); missing ones are no error."""
+    async def state_properties(self, workflow_id: str) -> tuple[dict[str, str], str]:
+        """The state blob's metadata and its ETag, from one HEAD (so that the status they say and
+        the ETag belong to the same version). Raises NotFoundError."""
+        ...
+
+    async def delete(self, workflow_id: str, etag: str | None = None) -> None:
+        """Delete the state blob, then the definition blob (purge); missing ones are no error.
+        With ``etag``, the state blob only while it is still at that ETag (If-Match): if it
+        changed, StaleStateError and nothing is deleted."""
         ...
 
     async def mark_purge(self, workflow_id: str, created_at: float) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.errors import NotFoundError
+from shared.errors import NotFoundError, StaleStateError
 from shared.states import WorkflowStatus
 from shared.storage.ports import IndexRow, Storage
 
@@ -22,6 +22,22 @@ async def test_deleting_a_workflows_blobs_is_idempotent(storage: Storage) -> Non
     with pytest.raises(NotFoundError):
         await storage.workflows.read_definition("wf1")
     assert await storage.workflows.read_definition("wf2") == b"other"
+
+
+async def test_a_conditional_delete_spares_a_state_that_changed(storage: Storage) -> None:
+    await storage.workflows.create_definition("wf1", b"def")
+    first = await storage.workflows.create_state("wf1", b"state", {"status": "failed"})
+    assert await storage.workflows.state_properties("wf1") == ({"status": "failed"}, first)
+    await storage.workflows.write_state("wf1", b"again", first, {"status": "running"})
+    with pytest.raises(StaleStateError):
+        await storage.workflows.delete("wf1", first)
+    assert (await storage.workflows.read_state("wf1"))[0] == b"again"
+    assert await storage.workflows.read_definition("wf1") == b"def"
+    _, current = await storage.workflows.state_properties("wf1")
+    await storage.workflows.delete("wf1", current)
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_state("wf1")
+    await storage.workflows.delete("wf1", current)  # gone: no error
 
 
 async def test_purge_marks_round_trip(storage: Storage) -> None:
