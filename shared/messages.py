@@ -23,13 +23,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    JsonValue,
     TypeAdapter,
     ValidationError,
     model_validator,
 )
 
 from shared.errors import MessageError
+from shared.json_values import FiniteJson
 from shared.limits import (
     ERROR_TAIL_CHARS,
     MAX_COUNTER,
@@ -64,8 +64,8 @@ class _Message(BaseModel):
 class OutputRef(_Message):
     """A task attempt's JSON output: the value itself when small, else where it is stored."""
 
-    inline: JsonValue = None
-    """The output value, when stored inline (``blob`` is then None)."""
+    inline: FiniteJson = None
+    """The output value, when stored inline (``blob`` is then None); finite numbers only."""
     blob: str | None = None
     """Blob name in the outputs container, when the output is too large to inline."""
     size: int = Field(default=0, ge=0, le=MAX_OUTPUT_SIZE)

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import JsonValue, ValidationError
 
 from shared.errors import AttemptError, MessageError, NotFoundError
+from shared.json_values import loads_finite
 from shared.message_fields import parent_output_blob
 from shared.messages import OutputRef, TaskMessage
 from shared.names import ResourceNames
@@ -93,10 +94,6 @@ def resolve_cwd(work_dir: Path, default: Path, cwd: str | None) -> Path:
     return target
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     """The task's output value and its bytes, or None when it wrote none (no file, or empty).
 
@@ -126,7 +123,7 @@ def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     if not raw.strip():
         return None
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        value = loads_finite(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise AttemptError(f"output file $DAGQ_OUTPUT is not valid JSON: {exc}") from None
     return value, raw

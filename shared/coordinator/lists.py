@@ -10,13 +10,13 @@ blob that is missing, too large or not JSON is left unread: the engine then fail
 
 from __future__ import annotations
 
-import json
 import logging
 
 from shared import engine
 from shared.coordinator.envelope import Envelope
 from shared.definition.workflow import CompiledWorkflow
 from shared.errors import NotFoundError
+from shared.json_values import loads_finite
 from shared.messages import TaskCompletedEvent
 from shared.storage.ports import OutputBlobs
 
@@ -64,7 +64,7 @@ async def _read(
     if len(data) > engine.MAX_LIST_BYTES:
         return None
     try:
-        value: object = json.loads(data)
+        value: object = loads_finite(data)
     except (ValueError, RecursionError):
         return None
     return value

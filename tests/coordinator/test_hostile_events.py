@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from shared import codec, engine
+from shared.api.reads import get_workflow
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.state import RuntimeState
@@ -88,6 +89,22 @@ async def test_non_finite_numbers_are_refused(storage: MemoryStorage, clock: Fak
     await passes(storage, clock, coord, 2)
     assert (await reasons(storage)).count("Input should be a finite number") == 2
     assert task_messages(storage) == ["wf1/a/1"]
+
+
+@pytest.mark.parametrize("value", ["NaN", "-Infinity", '[1, {"x": 1e999}]'])
+async def test_a_non_finite_inline_output_is_refused_and_every_answer_stays_json(
+    storage: MemoryStorage, clock: FakeClock, value: str
+) -> None:
+    # Before: the output was accepted, conditions compared it, and the API answered
+    # {"inline":NaN}, which no JSON client (the task panel) can parse.
+    coord = await started_diamond(storage, clock)
+    await storage.event_queue.send(completion(output={"size": 3}).replace(
+        '"size": 3', f'"size": 3, "inline": {value}'))  # fmt: skip
+    await passes(storage, clock, coord, 1)
+    assert "JSON numbers must be finite" in await reasons(storage)
+    assert (await load(storage, diamond(), "wf1")).task(0).state is TaskState.QUEUED
+    body = (await get_workflow(storage, "wf1")).model_dump_json()
+    json.loads(body, parse_constant=lambda name: pytest.fail(f"{name} in an API body"))
 
 
 @pytest.mark.parametrize(

@@ -104,9 +104,10 @@ def test_read_output(tmp_path: Path) -> None:
     assert read_output(path, 100) is None
     path.write_text('{"a": [1, 2.5, null]}')
     assert read_output(path, 100) == ({"a": [1, 2.5, None]}, b'{"a": [1, 2.5, null]}')
-    path.write_text("[NaN]")
-    with pytest.raises(AttemptError, match="not valid JSON"):
-        read_output(path, 100)
+    for bad in ("[NaN]", "[1e999]", '{"a": -1e400}'):  # before: 1e999 was read as infinity
+        path.write_text(bad)
+        with pytest.raises(AttemptError, match="not valid JSON"):
+            read_output(path, 100)
     path.write_text(json.dumps("x" * 200))
     with pytest.raises(AttemptError, match="over the worker's limit of 100 bytes"):
         read_output(path, 100)
