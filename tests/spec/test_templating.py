@@ -114,6 +114,24 @@ def test_every_foreach_parameter_is_an_environment_variable(workdir: Path) -> No
         ("[[ {{ v }} -eq 1 ]]", "[["),
         ('echo "$(echo {{ v }})"', "inside double quotes"),
         ("echo {{ v }})", "unbalanced ')'"),
+        # Before: words were matched as text, so a spelled-out eval or trap went through.
+        ("\\eval echo {{ v }}", "eval"),
+        ("e\\val echo {{ v }}", "eval"),
+        ('"eval" echo {{ v }}', "eval"),
+        ("'eval' echo {{ v }}", "eval"),
+        ("ev''al echo {{ v }}", "eval"),
+        ("trap {{ v }} EXIT", "trap"),
+        ("true; trap -- {{ v }} EXIT", "trap"),
+        (". {{ v }}", ". (it runs a file"),
+        ("source {{ v }}", "source"),
+        ("command eval {{ v }}", "eval"),
+        ("builtin eval {{ v }}", "eval"),
+        ("exec env -i X=1 eval {{ v }}", "eval"),
+        ("X=1 /usr/bin/env eval {{ v }}", "eval"),
+        ("if true; then eval {{ v }}; fi", "eval"),
+        ("sh -c {{ v }}", "sh -c"),
+        ("bash -ec 'echo '{{ v }}", "bash -c"),
+        ("echo x | /bin/sh -x -c {{ v }} name", "sh -c"),
     ],
 )
 def test_unsafe_placements_are_refused(cmd: str, where: str) -> None:
@@ -131,6 +149,9 @@ def test_unsafe_placements_are_refused(cmd: str, where: str) -> None:
         'python3 "${DAGQ_EXAMPLES_DIR:?set it}/train.py" --lr {{ v }}',
         "echo a#{{ v }} 'quoted text' \"$HOME\" \\\n  --next {{ v }}",
         "docker run img --name {{ v }} # a comment after it is fine",
+        "find . -name {{ v }} > . 2>/dev/null; ls . {{ v }}",
+        "echo trap source . {{ v }}",  # words that are arguments, not commands
+        "sh -c 'echo \"$1\"' name {{ v }}",  # the value is an argument of the code, not code
     ],
 )
 def test_plain_word_placements_are_accepted_and_stay_one_word(cmd: str, workdir: Path) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from shared.shell_words import code_runner_problem
+
 _CODE_LEVELS = frozenset({"(", "$("})
 """Levels whose text the shell reads as code: a quoted word there stays one word."""
 _WORD_BREAKS = frozenset(" \t\n;&|()<>")
@@ -186,6 +188,8 @@ def placement_problems(parts: Sequence[str]) -> list[str | None]:
             lexer.feed(part)
         else:
             problems.append(lexer.placeholder_problem())
+    if lexer.untrusted is None and problems:
+        lexer.untrusted = code_runner_problem(parts)  # \eval, "eval", trap, sh -c {{ v }} ...
     if lexer.untrusted is not None:
         # A construct dagq does not follow makes every placeholder suspect, before it as well:
         # `x={{ v }}; eval "$x"` runs the value as code.
