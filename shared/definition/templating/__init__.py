@@ -3,7 +3,9 @@
 - ``template``: parsing, shell-safe rendering and the ``DAGQ_VAR_*`` variables (used by
   ``foreach`` at submit and by ``foreach_from`` when the engine expands it);
 - ``shell_lexer``: a conservative POSIX shell tokenizer that refuses every placeholder the shell
-  would not read as one plain word.
+  would not read as one plain word;
+- ``shell_words``: commands that run their arguments as code (``eval``, ``trap``, ``sh -c``...),
+  recognised by the words' values after shell unquoting.
 """
 
 from __future__ import annotations

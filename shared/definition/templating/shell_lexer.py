@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from shared.shell_words import code_runner_problem
+from shared.definition.templating.shell_words import code_runner_problem
 
 _CODE_LEVELS = frozenset({"(", "$("})
 """Levels whose text the shell reads as code: a quoted word there stays one word."""
