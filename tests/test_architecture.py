@@ -146,11 +146,17 @@ def test_every_module_of_shared_is_on_a_floor() -> None:
     named = [name.strip() for layer in layers for name in re.split(r"[|:]", layer)]
     packages = {p.parent.name for p in (ROOT / "shared").glob("*/__init__.py")}
     modules = {p.stem for p in (ROOT / "shared").glob("*.py")} - {"__init__"}
-    assert sorted(named) == sorted(packages | modules)
+    where = "pyproject.toml's [tool.importlinter] contracts (see docs/architecture.md)"
+    assert sorted(named) == sorted(packages | modules), (
+        f"a package or top-level module of shared/ is missing from the floors of {where}: put a "
+        "new top-level module on the kernel floor (and in pure-core's source_modules)"
+    )
     kernel = {name.strip() for name in layers[-1].split(":")}
     assert kernel == modules, "the bottom floor (the kernel) is shared's top-level modules"
     core = {"definition", "engine", "codec", "views"} | kernel
-    assert set(CONTRACTS["pure-core"]["source_modules"]) == {f"shared.{m}" for m in core}
+    assert set(CONTRACTS["pure-core"]["source_modules"]) == {f"shared.{m}" for m in core}, (
+        f"pure-core's source_modules in {where} are the core packages and the kernel"
+    )
 
 
 def test_make_lint_runs_the_contracts() -> None:
