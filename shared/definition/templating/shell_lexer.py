@@ -135,24 +135,34 @@ class _Lexer:
             self._distrust("backticks (`...`; write $(...) instead)")
         elif c == "$":
             return self._dollar(text, i, quoted=False)
-        elif c == "(" and text[i + 1 : i + 2] == "(":
-            self._distrust(_ARITHMETIC)
-        elif c == "(":
-            self.stack.append("(")
-        elif c == ")":
+        elif c in "()":
+            self._paren(text, i, top)
+        elif c == "<" and text[i + 1 : i + 2] == "<":
+            self._distrust("a here-document (<<)")
+        elif prev_break:
+            self._word_start(text, i)
+        return i + 1
+
+    def _paren(self, text: str, i: int, top: str) -> None:
+        """``(`` opens a subshell (``((`` is arithmetic), ``)`` closes one."""
+        if text[i] == ")":
             if top in _CODE_LEVELS:
                 self.stack.pop()
             else:
                 self._distrust("an unbalanced ')'")
-        elif c == "<" and text[i + 1 : i + 2] == "<":
-            self._distrust("a here-document (<<)")
-        elif c == "#" and prev_break:
+        elif text[i + 1 : i + 2] == "(":
+            self._distrust(_ARITHMETIC)
+        else:
+            self.stack.append("(")
+
+    def _word_start(self, text: str, i: int) -> None:
+        """The first character of a word: a comment, a distrusted word, ``case`` in parentheses."""
+        if text[i] == "#":
             self.stack.append("#")
-        elif prev_break and (word := _distrusted_word(text, i)) is not None:
+        elif (word := _distrusted_word(text, i)) is not None:
             self._distrust(word)
-        elif c == "c" and prev_break and self.stack and _is_word(text, i, "case"):
+        elif text[i] == "c" and self.stack and _is_word(text, i, "case"):
             self._distrust("'case' inside parentheses")
-        return i + 1
 
     def _dollar(self, text: str, i: int, *, quoted: bool) -> int:
         after = text[i + 1 : i + 3]
