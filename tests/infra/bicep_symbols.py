@@ -159,13 +159,7 @@ def _references(node: Node, scope: set[str], found: Symbols) -> None:
         _references(node.named_children[0], scope, found)
         return
     if kind == "for_statement":
-        first = node.named_children[0]
-        if first.type == "identifier":
-            loop_scope = scope | {_text(first)}
-        elif first.type == "for_loop_parameters":  # (item, index)
-            loop_scope = scope | {_text(n) for n in first.named_children}
-        else:
-            loop_scope = None
+        loop_scope = _loop_scope(node.named_children[0], scope)
         if loop_scope is not None:
             for child in node.named_children[1:]:
                 _references(child, loop_scope, found)
@@ -174,6 +168,16 @@ def _references(node: Node, scope: set[str], found: Symbols) -> None:
         _module_output(node, found)
     for child in node.named_children:
         _references(child, scope, found)
+
+
+def _loop_scope(first: Node, scope: set[str]) -> set[str] | None:
+    """The names a for loop whose first child is ``first`` adds to ``scope`` (None: not a loop
+    variable)."""
+    if first.type == "identifier":
+        return scope | {_text(first)}
+    if first.type == "for_loop_parameters":  # (item, index)
+        return scope | {_text(n) for n in first.named_children}
+    return None
 
 
 def _module_output(node: Node, found: Symbols) -> None:
