@@ -198,7 +198,7 @@ class Agent:
         """After the hand-back, let Azure act on the notice now rather than at NotBefore, unless
         another agent of this VM is still handing back (the last one acknowledges)."""
         self.peers.release()
-        if self.notice is None:
+        if self.notice is None or not self.settings.scheduled_events_ack:
             return
         if await asyncio.to_thread(self.peers.others_running):
             self.log.info("another agent on this VM is still stopping: it acknowledges the event")

@@ -181,6 +181,13 @@ class WorkerSettings(BaseSettings):
         "proceeds at once. Off by default so that nothing probes "
         "the metadata address off Azure; the VM Scale Set and AKS deployments turn it on.",
     )
+    scheduled_events_ack: bool = Field(
+        default=True,
+        description="After handing tasks back on a Scheduled Events notice, acknowledge it so Azure "
+        "proceeds at once (the last agent sharing --work-dir acknowledges). Turn it off where "
+        "agents on one machine share no work dir (AKS pods): one pod's acknowledgement would end "
+        "the node under the others.",
+    )
     metadata_url: str = Field(
         default=DEFAULT_METADATA_URL,
         description="Scheduled Events endpoint (with --scheduled-events). The first request may "

@@ -209,6 +209,8 @@ def test_every_pod_watches_scheduled_events_and_sends_telemetry_with_its_identit
         [container] = template["spec"]["containers"]
         env = {e["name"]: e["value"] for e in container["env"]}
         assert env["DAGQ_WORKER_SCHEDULED_EVENTS"] == "true"
+        # ... but never acknowledge: another pod on the node may still be handing back.
+        assert env["DAGQ_WORKER_SCHEDULED_EVENTS_ACK"] == "false"
         assert env["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == (
             f"ClientId={VALUES['WORKER_CLIENT_ID']};Authorization=AAD"
         )

@@ -109,6 +109,14 @@ async def test_other_errors_keep_the_watcher_on(error: OSError) -> None:
         await task
 
 
+def test_acknowledging_is_on_by_default_and_can_be_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert WorkerSettings(queues=["gpu"]).scheduled_events_ack is True
+    monkeypatch.setenv("DAGQ_WORKER_SCHEDULED_EVENTS_ACK", "false")
+    assert WorkerSettings(queues=["gpu"]).scheduled_events_ack is False
+
+
 def test_the_watcher_is_off_unless_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DAGQ_WORKER_SCHEDULED_EVENTS", raising=False)
     assert WorkerSettings(queues=["gpu"]).scheduled_events is False
