@@ -183,10 +183,10 @@ class WorkerSettings(BaseSettings):
     )
     scheduled_events_ack: bool = Field(
         default=True,
-        description="After handing tasks back on a Scheduled Events notice, acknowledge it so Azure "
-        "proceeds at once (the last agent sharing --work-dir acknowledges). Turn it off where "
-        "agents on one machine share no work dir (AKS pods): one pod's acknowledgement would end "
-        "the node under the others.",
+        description="After handing tasks back on a Scheduled Events notice, acknowledge it "
+        "so Azure proceeds at once (the last agent sharing --work-dir acknowledges). Turn it "
+        "off where agents on one machine share no work dir (AKS pods): one pod's "
+        "acknowledgement would end the node under the others.",
     )
     metadata_url: str = Field(
         default=DEFAULT_METADATA_URL,
