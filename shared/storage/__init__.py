@@ -1,5 +1,111 @@
-"""The storage shell: adapters over Azure Storage (and in-memory fakes of the same interfaces).
+"""The storage shell: the interfaces dagq's logic is written against, and their adapters.
 
-``ports`` defines the interfaces; ``azure_*`` modules implement them with the async Azure SDKs;
-``memory`` implements them in memory for fast tests. The same contract tests run against both.
+- ``shared.storage.ports`` (and ``registry``, the workers' registry): the interfaces, one method per
+  storage operation; ``encoding``: how the adapters store what is not a codec's business;
+- ``shared.storage.azure``: the adapters over Azure Storage (async Azure SDKs; Azurite locally);
+  ``shared.storage.factory.open_storage`` opens them from Settings;
+- ``shared.storage.memory``: the same interfaces in memory, for fast tests (the contract tests in
+  ``tests/storage/`` run against both);
+- ``shared.storage.modelled``: any Storage slowed to Azure's modelled latencies and limits (bench);
+- ``shared.storage.workflow_reads``: a workflow's definition and state read back and decoded.
+
+Every name here is imported on first use (PEP 562): the worker reads the ports without paying for
+an adapter, and the Functions app starts without the Azure storage SDKs (its cold-start budget).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shared.storage.factory import AzureStorage, azure_storage, ensure_resources, open_storage
+    from shared.storage.memory import MemoryStorage, memory_storage
+    from shared.storage.modelled import AzureModel, ModelledStorage, StorageModel, modelled
+    from shared.storage.ports import (
+        DeadLetter,
+        DeadLetters,
+        Index,
+        IndexPage,
+        IndexRow,
+        Lease,
+        OutputBlobs,
+        Queue,
+        Queues,
+        ReceivedMessage,
+        Storage,
+        WorkflowBlobs,
+    )
+    from shared.storage.registry import Registry, WorkerRecord, WorkerTask
+    from shared.storage.workflow_reads import cached_definition, read_definition, read_workflow
+
+_LAZY = {
+    **dict.fromkeys(
+        [
+            "DeadLetter",
+            "DeadLetters",
+            "Index",
+            "IndexPage",
+            "IndexRow",
+            "Lease",
+            "OutputBlobs",
+            "Queue",
+            "Queues",
+            "ReceivedMessage",
+            "Storage",
+            "WorkflowBlobs",
+        ],
+        "shared.storage.ports",
+    ),
+    **dict.fromkeys(["Registry", "WorkerRecord", "WorkerTask"], "shared.storage.registry"),
+    **dict.fromkeys(
+        ["AzureStorage", "azure_storage", "ensure_resources", "open_storage"],
+        "shared.storage.factory",
+    ),
+    **dict.fromkeys(["MemoryStorage", "memory_storage"], "shared.storage.memory"),
+    **dict.fromkeys(
+        ["AzureModel", "ModelledStorage", "StorageModel", "modelled"], "shared.storage.modelled"
+    ),
+    **dict.fromkeys(
+        ["cached_definition", "read_definition", "read_workflow"], "shared.storage.workflow_reads"
+    ),
+}
+
+__all__ = [
+    "AzureModel",
+    "AzureStorage",
+    "DeadLetter",
+    "DeadLetters",
+    "Index",
+    "IndexPage",
+    "IndexRow",
+    "Lease",
+    "MemoryStorage",
+    "ModelledStorage",
+    "OutputBlobs",
+    "Queue",
+    "Queues",
+    "ReceivedMessage",
+    "Registry",
+    "Storage",
+    "StorageModel",
+    "WorkerRecord",
+    "WorkerTask",
+    "WorkflowBlobs",
+    "azure_storage",
+    "cached_definition",
+    "ensure_resources",
+    "memory_storage",
+    "modelled",
+    "open_storage",
+    "read_definition",
+    "read_workflow",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The storage's public names, imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

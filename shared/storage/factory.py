@@ -1,4 +1,4 @@
-"""Build a Storage: on Azure (or Azurite) from Settings, or in memory for tests.
+"""Open the deployment's Storage on Azure (or Azurite) from Settings, and create its resources.
 
 ```python
 async with open_storage(settings) as storage:
@@ -18,13 +18,12 @@ from azure.core.exceptions import ResourceExistsError
 
 from shared.names import ResourceNames
 from shared.settings import Settings
-from shared.storage.azure_blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
-from shared.storage.azure_clients import AzureClients
-from shared.storage.azure_index import AzureIndex
-from shared.storage.azure_lease import AzureLease
-from shared.storage.azure_queues import AzureQueue, AzureQueues
-from shared.storage.azure_registry import AzureRegistry
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.azure.blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
+from shared.storage.azure.clients import AzureClients
+from shared.storage.azure.index import AzureIndex
+from shared.storage.azure.lease import AzureLease
+from shared.storage.azure.queues import AzureQueue, AzureQueues
+from shared.storage.azure.registry import AzureRegistry
 from shared.storage.ports import Storage
 
 
@@ -119,9 +118,7 @@ async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
 
 __all__ = [
     "AzureStorage",
-    "MemoryStorage",
     "azure_storage",
     "ensure_resources",
-    "memory_storage",
     "open_storage",
 ]

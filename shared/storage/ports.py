@@ -1,7 +1,7 @@
 """The interfaces between dagq's logic and its storage, one method per storage operation.
 
 The coordinator, the API service layer and the worker are written against these Protocols only.
-``shared.storage.azure_*`` implement them with the async Azure SDKs (Azurite locally; built by
+``shared.storage.azure`` implement them with the async Azure SDKs (Azurite locally; built by
 ``shared.storage.factory.open_storage``); ``shared.storage.memory`` implements them in memory.
 ``tests/storage/test_contract.py`` runs the same tests against both, so the fake cannot drift from
 the real thing.

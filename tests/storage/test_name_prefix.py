@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from shared.states import WorkflowStatus
-from shared.storage.azure_index import prefix_upper_bound
+from shared.storage.azure.index import prefix_upper_bound
 from shared.storage.ports import IndexRow, Storage
 
 # Any text a workflow name or a filter can hold: no control characters, no lone surrogates.

@@ -42,7 +42,7 @@ from shared.storage.encoding import (
     purge_marker_created_at,
     purge_marker_json,
 )
-from shared.storage.memory_registry import MemoryRegistry
+from shared.storage.memory.registry import MemoryRegistry
 from shared.storage.ports import (
     DeadLetter,
     IndexPage,

@@ -25,7 +25,7 @@ from azure.data.tables.aio import TableClient
 from shared.errors import ConfigError
 from shared.limits import MAX_RECORD_TASKS
 from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
-from shared.storage.azure_index import odata_string
+from shared.storage.azure.index import odata_string
 from shared.storage.registry import (
     WorkerRecord,
     WorkerTask,

@@ -17,7 +17,7 @@ from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient, QueueServiceClient
 
 from shared.limits import MAX_VISIBILITY_S
-from shared.storage.memory import too_large
+from shared.storage.memory.storage import too_large
 from shared.storage.ports import ReceivedMessage
 
 RECEIVE_BATCH = 32

@@ -1,0 +1,26 @@
+"""The storage ports on Azure Storage (the async Azure SDKs; Azurite locally).
+
+One module per service and job: ``clients`` (the account's service clients), ``blobs`` (workflow
+definitions and states, outputs, dead letters), ``lease`` (a partition's coordinator lease),
+``queues``, ``index`` (the workflow index table) and ``registry`` (the workers' registry, in the
+index table). ``shared.storage.factory.open_storage`` builds them all from Settings.
+"""
+
+from shared.storage.azure.blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
+from shared.storage.azure.clients import AzureClients
+from shared.storage.azure.index import AzureIndex
+from shared.storage.azure.lease import AzureLease
+from shared.storage.azure.queues import AzureQueue, AzureQueues
+from shared.storage.azure.registry import AzureRegistry
+
+__all__ = [
+    "AzureClients",
+    "AzureDeadLetters",
+    "AzureIndex",
+    "AzureLease",
+    "AzureOutputBlobs",
+    "AzureQueue",
+    "AzureQueues",
+    "AzureRegistry",
+    "AzureWorkflowBlobs",
+]
