@@ -31,7 +31,7 @@ from shared.messages import ActivateEvent, CancelEvent
 from shared.ops.doctor import doctor
 from shared.ops.purge import purge_many
 from shared.settings import Settings
-from shared.storage.factory import AzureStorage, ensure_resources, open_storage
+from shared.storage import AzureStorage, ensure_resources, open_storage
 
 DAY = 86400.0
 BLOBS_EACH = 3

@@ -32,7 +32,7 @@ from devtools.azurite import Azurite
 from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.settings import Settings
-from shared.storage.factory import AzureStorage, ensure_resources, open_storage
+from shared.storage import AzureStorage, ensure_resources, open_storage
 from worker_agent.agent import Agent
 from worker_agent.config import WorkerSettings
 from worker_agent.runner import Command, StopRequest, run_command

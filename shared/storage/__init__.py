@@ -19,7 +19,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shared.storage.factory import AzureStorage, azure_storage, ensure_resources, open_storage
+    from shared.storage.azure import AzureStorage, azure_storage
+    from shared.storage.factory import ensure_resources, open_storage
     from shared.storage.memory import MemoryStorage, memory_storage
     from shared.storage.modelled import AzureModel, ModelledStorage, StorageModel, modelled
     from shared.storage.ports import (
@@ -58,10 +59,8 @@ _LAZY = {
         "shared.storage.ports",
     ),
     **dict.fromkeys(["Registry", "WorkerRecord", "WorkerTask"], "shared.storage.registry"),
-    **dict.fromkeys(
-        ["AzureStorage", "azure_storage", "ensure_resources", "open_storage"],
-        "shared.storage.factory",
-    ),
+    **dict.fromkeys(["AzureStorage", "azure_storage"], "shared.storage.azure"),
+    **dict.fromkeys(["ensure_resources", "open_storage"], "shared.storage.factory"),
     **dict.fromkeys(["MemoryStorage", "memory_storage"], "shared.storage.memory"),
     **dict.fromkeys(
         ["AzureModel", "ModelledStorage", "StorageModel", "modelled"], "shared.storage.modelled"

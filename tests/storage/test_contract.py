@@ -21,7 +21,7 @@ from shared.errors import (
     StaleStateError,
 )
 from shared.states import WorkflowStatus
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from shared.storage.memory import MemoryStorage
 from shared.storage.ports import IndexRow, Queue, ReceivedMessage, Storage
 

@@ -6,7 +6,7 @@ import pytest
 
 from shared.errors import ConfigError
 from shared.settings import Settings
-from shared.storage.factory import AzureStorage, ensure_resources, open_storage
+from shared.storage import AzureStorage, ensure_resources, open_storage
 
 
 async def test_open_storage_from_environment(

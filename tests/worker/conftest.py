@@ -17,7 +17,7 @@ import pytest
 from shared.messages import Event, TaskMessage, decode_event, encode
 from shared.names import ResourceNames
 from shared.settings import Settings
-from shared.storage.factory import AzureStorage, ensure_resources, open_storage
+from shared.storage import AzureStorage, ensure_resources, open_storage
 from worker_agent.agent import Agent
 from worker_agent.config import WorkerSettings
 

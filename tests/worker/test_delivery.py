@@ -12,7 +12,7 @@ import pytest
 
 from shared.messages import TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from tests.worker.conftest import (
     create_workflow,
     drain_events,

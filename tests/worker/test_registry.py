@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from shared.names import ResourceNames
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from shared.storage.memory import memory_storage
 from shared.storage.registry import WorkerRecord, WorkerTask
 from tests.worker.conftest import create_workflow, read_events, running_agent, send_task

@@ -11,7 +11,7 @@ import pytest
 
 from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from tests.worker.conftest import REPO_ROOT, create_workflow, read_events, running_agent, send_task
 from worker_agent.agent import Agent
 from worker_agent.cli import main

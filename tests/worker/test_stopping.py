@@ -16,7 +16,7 @@ import pytest
 
 from shared.messages import TaskCompletedEvent, TaskFailedEvent, decode_task_message
 from shared.names import ResourceNames
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from tests.support.processes import alive
 from tests.worker.conftest import (
     create_workflow,

@@ -17,7 +17,7 @@ from shared.messages import (
     TaskStartedEvent,
 )
 from shared.names import ResourceNames
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from tests.worker.conftest import (
     create_workflow,
     drain_events,

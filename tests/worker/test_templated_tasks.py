@@ -14,7 +14,7 @@ from shared.definition.compiler import compile_text
 from shared.errors import DefinitionError
 from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
-from shared.storage.factory import AzureStorage
+from shared.storage.azure import AzureStorage
 from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
 from worker_agent.config import WorkerSettings
 

@@ -3,7 +3,8 @@
 One module per service and job: ``clients`` (the account's service clients), ``blobs`` (workflow
 definitions and states, outputs, dead letters), ``lease`` (a partition's coordinator lease),
 ``queues``, ``index`` (the workflow index table) and ``registry`` (the workers' registry, in the
-index table). ``shared.storage.factory.open_storage`` builds them all from Settings.
+index table); ``storage`` holds the bundle (``AzureStorage``), which
+``shared.storage.factory.open_storage`` opens from Settings.
 """
 
 from shared.storage.azure.blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
@@ -12,6 +13,7 @@ from shared.storage.azure.index import AzureIndex
 from shared.storage.azure.lease import AzureLease
 from shared.storage.azure.queues import AzureQueue, AzureQueues
 from shared.storage.azure.registry import AzureRegistry
+from shared.storage.azure.storage import AzureStorage, azure_storage
 
 __all__ = [
     "AzureClients",
@@ -22,5 +24,7 @@ __all__ = [
     "AzureQueue",
     "AzureQueues",
     "AzureRegistry",
+    "AzureStorage",
     "AzureWorkflowBlobs",
+    "azure_storage",
 ]

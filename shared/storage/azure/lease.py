@@ -13,7 +13,7 @@ from azure.storage.blob.aio import BlobClient, BlobLeaseClient, ContainerClient
 
 from shared.names import ResourceNames
 from shared.storage.azure.blobs import create_blob_if_absent, raise_missing
-from shared.storage.memory.storage import check_lease_duration
+from shared.storage.rules import check_lease_duration
 
 
 def _lost(error: HttpResponseError) -> bool:

@@ -17,8 +17,8 @@ from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient, QueueServiceClient
 
 from shared.limits import MAX_VISIBILITY_S
-from shared.storage.memory.storage import too_large
 from shared.storage.ports import ReceivedMessage
+from shared.storage.rules import too_large
 
 RECEIVE_BATCH = 32
 """Most messages one receive call returns (Azure's limit)."""
