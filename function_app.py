@@ -26,7 +26,7 @@ import os
 
 import azure.functions as func
 
-from shared.api import dashboard, triggers
+from shared.api import dashboard, task_http, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
 from shared.deployment import shape_from_env
@@ -81,7 +81,13 @@ async def get_task(req: func.HttpRequest) -> func.HttpResponse:
 @app.function_name("get_task_log")
 @app.route(route="workflows/{id}/tasks/{task}/log", methods=["GET"])
 async def get_task_log(req: func.HttpRequest) -> func.HttpResponse:
-    return await api.get_task_log(req)
+    return await task_http.get_task_log(req)
+
+
+@app.function_name("get_task_attempts")
+@app.route(route="workflows/{id}/tasks/{task}/attempts", methods=["GET"])
+async def get_task_attempts(req: func.HttpRequest) -> func.HttpResponse:
+    return await task_http.get_task_attempts(req)
 
 
 @app.function_name("get_task_output")

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import azure.functions as func
@@ -158,26 +158,16 @@ async def _get_task(req: func.HttpRequest) -> func.HttpResponse:
     return json_response(body)
 
 
-async def _get_task_log(req: func.HttpRequest) -> func.HttpResponse:
-    return await _task_blob(req, "log", "text/plain")
-
-
 async def _get_task_output(req: func.HttpRequest) -> func.HttpResponse:
-    return await _task_blob(req, "output", "application/json")
-
-
-async def _task_blob(
-    req: func.HttpRequest, kind: Literal["log", "output"], mimetype: str
-) -> func.HttpResponse:
-    """A task's latest log or stored output, as it is in the outputs container."""
+    """A task's latest output, as stored (inline in the state, or its blob)."""
     from shared.api import reads
 
     workflow_id, task = route_param(req, "id"), route_param(req, "task")
     check_workflow_id(workflow_id)
     check_task_name(task)
     storage = await CONTEXT.storage()
-    data = await reads.read_task_blob(storage, workflow_id, task, kind)
-    return func.HttpResponse(data, status_code=200, mimetype=mimetype, charset="utf-8")
+    data = await reads.read_task_output(storage, workflow_id, task)
+    return func.HttpResponse(data, status_code=200, mimetype="application/json", charset="utf-8")
 
 
 async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
@@ -255,7 +245,6 @@ submit_workflow = _handler(_submit)
 list_workflows = _handler(_list)
 get_workflow = _handler(_get)
 get_task = _handler(_get_task)
-get_task_log = _handler(_get_task_log)
 get_task_output = _handler(_get_task_output)
 cancel_workflow = _handler(_cancel)
 retry_workflow = _handler(_retry)

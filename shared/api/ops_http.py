@@ -34,7 +34,7 @@ async def _workers(req: func.HttpRequest) -> func.HttpResponse:
         lost_after_s=settings.worker_lost_after_s,
         forget_after_s=settings.worker_forget_after_s,
     )
-    return json_response(view.model_dump(mode="json"))
+    return json_response(view)  # progress and gpus only where reported
 
 
 async def _delete(req: func.HttpRequest) -> func.HttpResponse:

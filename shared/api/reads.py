@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from shared.api.task_reads import (
+    LogSlice,
+    live_progress,
+    progress_fields,
+    read_log,
+    task_attempts,
+)
 from shared.errors import NotFoundError
 from shared.names import ResourceNames, check_task_name
-from shared.states import WorkflowStatus
+from shared.states import TaskState, WorkflowStatus
 from shared.storage.workflow_reads import read_workflow
 
 if TYPE_CHECKING:
@@ -20,8 +27,10 @@ if TYPE_CHECKING:
     from shared.definition.workflow import CompiledWorkflow
     from shared.engine.state import RuntimeState, TaskView
     from shared.messages import OutputRef
+    from shared.progress import TaskProgress
     from shared.storage.ports import IndexRow, Storage
     from shared.views import (
+        AttemptList,
         BlobOutput,
         Health,
         InlineOutput,
@@ -33,6 +42,7 @@ if TYPE_CHECKING:
         WorkflowSummary,
     )
 
+    Progress = dict[tuple[str, int], TaskProgress]
 
 # -- read ----------------------------------------------------------------------------------------
 
@@ -63,14 +73,23 @@ def _task_fields(wf: CompiledWorkflow, view: TaskView, i: int) -> dict[str, Any]
     }
 
 
-def task_summary(wf: CompiledWorkflow, state: RuntimeState, i: int) -> TaskSummary:
-    """One task's entry in a workflow view."""
+def task_summary(
+    wf: CompiledWorkflow, state: RuntimeState, i: int, progress: Progress | None = None
+) -> TaskSummary:
+    """One task's entry in a workflow view (with its running attempt's ``progress``)."""
     from shared.views import TaskSummary
 
-    return TaskSummary(**_task_fields(wf, state.task(i), i))
+    live = progress_fields(progress or {}, state, i, wf.tasks[i].name)
+    return TaskSummary(**_task_fields(wf, state.task(i), i), **live)
 
 
-def workflow_view(wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = True) -> Workflow:
+def workflow_view(
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    *,
+    tasks: bool = True,
+    progress: Progress | None = None,
+) -> Workflow:
     """``GET /api/workflows/{id}``: the workflow as its state blob says, tasks optional."""
     from shared.views import Workflow
 
@@ -88,14 +107,17 @@ def workflow_view(wf: CompiledWorkflow, state: RuntimeState, *, tasks: bool = Tr
         "counts": state.counts(),
     }
     if tasks:
-        fields["tasks"] = {t.name: task_summary(wf, state, i) for i, t in enumerate(wf.tasks)}
+        fields["tasks"] = {
+            t.name: task_summary(wf, state, i, progress) for i, t in enumerate(wf.tasks)
+        }
     return Workflow(**fields)
 
 
 async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> Workflow:
     """A workflow's view, from its state blob."""
     wf, state = await read_workflow(storage, workflow_id)
-    return workflow_view(wf, state, tasks=tasks)
+    progress = await live_progress(storage, state) if tasks else None
+    return workflow_view(wf, state, tasks=tasks, progress=progress)
 
 
 def task_index(wf: CompiledWorkflow, workflow_id: str, task: str) -> int:
@@ -108,7 +130,12 @@ def task_index(wf: CompiledWorkflow, workflow_id: str, task: str) -> int:
 
 
 def task_detail(
-    wf: CompiledWorkflow, state: RuntimeState, i: int, *, outputs_container: str
+    wf: CompiledWorkflow,
+    state: RuntimeState,
+    i: int,
+    *,
+    outputs_container: str,
+    progress: Progress | None = None,
 ) -> TaskDetail:
     """``GET /api/workflows/{id}/tasks/{task}``: one task with its definition, output and log."""
     from shared.views import LogLocation, TaskDetail
@@ -116,10 +143,12 @@ def task_detail(
     task = wf.tasks[i]
     view = state.task(i)
     log_blob = _attempt_blob(state, task.name, view.attempt, "log")
-    log = LogLocation(container=outputs_container, blob=log_blob) if view.log_blob else None
+    has_log = view.log_blob is not None or view.state is TaskState.RUNNING
+    log = LogLocation(container=outputs_container, blob=log_blob) if has_log else None
     output_blob = _attempt_blob(state, task.name, view.attempt, "output")
     return TaskDetail(
         **_task_fields(wf, view, i),
+        **progress_fields(progress or {}, state, i, task.name),
         workflow_id=state.workflow_id,
         name=task.name,
         cmd=task.cmd,
@@ -138,9 +167,27 @@ async def get_task(
 ) -> TaskDetail:
     """One task's detail view, from the state blob."""
     wf, state = await read_workflow(storage, workflow_id)
-    return task_detail(
-        wf, state, task_index(wf, workflow_id, task), outputs_container=outputs_container
-    )
+    i = task_index(wf, workflow_id, task)
+    progress = await live_progress(storage, state)
+    return task_detail(wf, state, i, outputs_container=outputs_container, progress=progress)
+
+
+async def get_attempts(
+    storage: Storage, workflow_id: str, task: str, *, outputs_container: str
+) -> AttemptList:
+    """``GET .../tasks/{task}/attempts``: every attempt of a task, oldest first."""
+    wf, state = await read_workflow(storage, workflow_id)
+    i = task_index(wf, workflow_id, task)
+    return task_attempts(wf, state, i, outputs_container=outputs_container)
+
+
+async def get_log(
+    storage: Storage, workflow_id: str, task: str, *, attempt: int | None, offset: int
+) -> LogSlice:
+    """``GET .../tasks/{task}/log``: what exists so far of an attempt's log."""
+    wf, state = await read_workflow(storage, workflow_id)
+    i = task_index(wf, workflow_id, task)
+    return await read_log(storage, wf, state, i, attempt=attempt, offset=offset)
 
 
 def _attempt_blob(state: RuntimeState, task: str, attempt: int, what: str) -> str:
@@ -151,16 +198,12 @@ def _attempt_blob(state: RuntimeState, task: str, attempt: int, what: str) -> st
     return ResourceNames.output_blob(state.workflow_id, task, attempt)
 
 
-async def read_task_blob(storage: Storage, workflow_id: str, task: str, what: str) -> bytes:
-    """The current attempt's ``log`` text or ``output`` JSON of a task, from wherever it is."""
+async def read_task_output(storage: Storage, workflow_id: str, task: str) -> bytes:
+    """The current attempt's output JSON of a task, from wherever it is."""
     import json
 
     wf, state = await read_workflow(storage, workflow_id)
     view = state.task(task_index(wf, workflow_id, task))
-    if what == "log":
-        if not view.log_blob:
-            raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no log yet")
-        return await storage.outputs.get(_attempt_blob(state, task, view.attempt, "log"))
     if view.output is None:
         raise NotFoundError(f"task {task!r} of workflow {workflow_id!r} has no output")
     if view.output.blob is not None:

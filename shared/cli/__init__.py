@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.submit",
     "shared.cli.validate",
     "shared.cli.queries",
+    "shared.cli.task_logs",
     "shared.cli.watch",
     "shared.cli.control",
     "shared.cli.ops",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from shared.cli.live_render import gpu_text, progress_text
 from shared.cli.render import duration
 from shared.views import DoctorReport, WorkersView, WorkerView
 
@@ -15,7 +16,10 @@ WORKER_STATUS_STYLE = {"alive": "green", "lost": "bold red"}
 
 
 def _doing(worker: WorkerView, limit: int = 3) -> str:
-    shown = [f"{t.workflow_id}/{t.task}#{t.attempt}" for t in worker.tasks[:limit]]
+    shown = []
+    for t in worker.tasks[:limit]:
+        progress = progress_text(t.progress, t.metrics)
+        shown.append(f"{t.workflow_id}/{t.task}#{t.attempt}" + (f" {progress}" if progress else ""))
     if len(worker.tasks) > limit:
         shown.append(f"+{len(worker.tasks) - limit} more")
     return ", ".join(shown) or "-"
@@ -32,6 +36,9 @@ def workers_table(view: WorkersView, now: float) -> Table:
     table.add_column("seen", no_wrap=True, justify="right")
     table.add_column("up", no_wrap=True, justify="right")
     table.add_column("version", no_wrap=True)
+    show_gpus = any(w.gpus for w in view.workers)
+    if show_gpus:
+        table.add_column("gpus (use, memory)", overflow="fold")
     table.add_column("running", overflow="fold")
     for worker in view.workers:
         table.add_row(
@@ -42,6 +49,7 @@ def workers_table(view: WorkersView, now: float) -> Table:
             duration(now - worker.last_seen) + " ago",
             duration(now - worker.started_at),
             worker.version,
+            *([gpu_text(worker.gpus)] if show_gpus else []),
             _doing(worker),
         )
     return table

@@ -1,4 +1,5 @@
-"""The read commands: ``list``, ``status ID``, ``logs ID TASK``, ``outputs ID [TASK]``, ``health``.
+"""The read commands: ``list``, ``status ID``, ``outputs ID [TASK]``, ``health`` (a task's logs
+and attempts: ``shared.cli.task_logs``).
 
 Each takes ``--json`` for scripts; the JSON is the API's own shape (docs/api.md).
 """
@@ -6,7 +7,6 @@ Each takes ``--json`` for scripts; the JSON is the API's own shape (docs/api.md)
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from shared.cli.connect import api_options, open_client, report_errors
@@ -55,18 +55,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     status.add_argument("--all", action="store_true", help="list every task (default: 50)")
     status.add_argument("--json", action="store_true", help="print the API's JSON")
     status.set_defaults(handler=run_status)
-
-    logs = commands.add_parser(
-        "logs",
-        parents=[api],
-        help="print a task's log (stdout and stderr of its latest attempt)",
-        description="Print the combined stdout and stderr of a task's latest attempt. "
-        "Exit 3 if the workflow or task does not exist or has no log yet.",
-    )
-    logs.add_argument("id", help="workflow id")
-    logs.add_argument("task", help="task name (as in `dagq status ID`)")
-    logs.add_argument("--json", action="store_true", help='print {"id", "task", "log"}')
-    logs.set_defaults(handler=run_logs)
 
     outputs = commands.add_parser(
         "outputs",
@@ -135,23 +123,6 @@ def run_status(args: argparse.Namespace) -> int:
         print(render.dumps(wf.model_dump(mode="json")))
         return 0
     Console().print(render.status_view(wf, limit=None if args.all else 50))
-    return 0
-
-
-@report_errors
-def run_logs(args: argparse.Namespace) -> int:
-
-    from shared.cli import render
-
-    with open_client(args) as client:
-        text = client.logs(args.id, args.task)
-    if args.json:
-        print(render.dumps({"id": args.id, "task": args.task, "log": text}))
-        return 0
-    sys.stdout.write(text)
-    if text and not text.endswith("\n"):
-        sys.stdout.write("\n")
-    sys.stdout.flush()
     return 0
 
 

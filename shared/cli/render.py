@@ -221,10 +221,12 @@ class TaskTable:
     (people copy them into ``dagq logs``); the other columns are dropped, least useful first,
     when the width runs out, and the error column takes what is left."""
 
-    COLUMNS = ("task", "state", "try", "queue", "started", "took", "exit")
-    DROP_ORDER = ("started", "queue", "try", "took", "exit")
+    COLUMNS = ("task", "state", "progress", "try", "queue", "started", "took", "exit")
+    DROP_ORDER = ("started", "queue", "try", "took", "exit", "progress")
 
     def __init__(self, items: list[tuple[str, TaskInfo]]) -> None:
+        from shared.cli.live_render import progress_text
+
         self.rows: list[dict[str, str]] = []
         for name, info in items:
             took = None
@@ -234,6 +236,7 @@ class TaskTable:
                 {
                     "task": name,
                     "state": info.state,
+                    "progress": progress_text(info.progress, info.metrics),
                     "try": str(info.attempt or "-"),
                     "queue": info.queue or "-",
                     "started": timestamp(info.started_at)[11:] if info.started_at else "-",
@@ -248,6 +251,8 @@ class TaskTable:
 
     def layout(self, max_width: int) -> Table:
         columns = list(self.COLUMNS)
+        if not any(row["progress"] for row in self.rows):
+            columns.remove("progress")  # only while some task reports progress
         widths = {c: self._width(c) for c in (*columns, "error")}
         widths["task"] = min(widths["task"], 60)
 
@@ -259,7 +264,8 @@ class TaskTable:
         for column in self.DROP_ORDER:
             if used() + spare <= max_width:
                 break
-            columns.remove(column)
+            if column in columns:
+                columns.remove(column)
         error_width = max_width - used() - 1
         show_error = has_errors and error_width >= 8
         table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")

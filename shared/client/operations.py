@@ -21,6 +21,7 @@ from shared.client.models import (
     WorkflowSummary,
 )
 from shared.client.ops import OperationsMixin
+from shared.client.task_logs import TaskLogsMixin
 from shared.client.transport import Transport, payload, segment, shape_error, snippet
 from shared.client.wait import UpdateCallback, wait_for
 from shared.errors import ApiError, DagqError
@@ -32,11 +33,12 @@ Definition = str | bytes | Mapping[str, Any] | Path
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Client(OperationsMixin):
+class Client(OperationsMixin, TaskLogsMixin):
     """Synchronous client of one dagq deployment. Use as a context manager or call ``close``.
 
     The operations methods (``workers``, ``doctor``, ``delete``, ``purge``) come from
-    ``shared.client.ops``."""
+    ``shared.client.ops``; ``logs``, ``follow_log`` and ``attempts`` from
+    ``shared.client.task_logs``."""
 
     def __init__(
         self,
@@ -207,11 +209,6 @@ class Client(OperationsMixin):
                 if not exc.is_not_found:  # 404: this task wrote no output
                     raise
         return result
-
-    def logs(self, workflow_id: str, task: str) -> str:
-        """The combined stdout and stderr of the task's current attempt."""
-        path = f"/workflows/{segment(workflow_id)}/tasks/{segment(task)}/log"
-        return self._request("GET", path).content.decode("utf-8", errors="replace")
 
     def wait(
         self,

@@ -8,13 +8,13 @@ list does not grow with every worker that ever ran.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from shared.views import WorkersView, WorkerTaskView, WorkerView
+from shared.views import GpuView, WorkersView, WorkerTaskView, WorkerView
 
 if TYPE_CHECKING:
     from shared.storage.ports import Storage
-    from shared.storage.registry import WorkerRecord
+    from shared.storage.registry import GpuUse, WorkerRecord, WorkerTask
 
 WorkerStatus = Literal["alive", "lost"]
 
@@ -38,14 +38,33 @@ def worker_view(record: WorkerRecord, now: float, lost_after_s: float) -> Worker
         queues=record.queues,
         slots=record.slots,
         busy_slots=record.busy_slots,
-        tasks=[
-            WorkerTaskView(workflow_id=t.workflow_id, task=t.task, attempt=t.attempt)
-            for t in record.tasks
-        ],
+        tasks=[_task_view(t) for t in record.tasks],
         version=record.version,
         started_at=record.started_at,
         last_seen=record.last_seen,
         status=worker_status(record, now, lost_after_s),
+        **({"gpus": [_gpu_view(g) for g in record.gpus]} if record.gpus else {}),
+    )
+
+
+def _task_view(task: WorkerTask) -> WorkerTaskView:
+    progress = task.progress
+    extra: dict[str, Any] = {}
+    if progress is not None and progress.progress is not None:
+        extra["progress"] = progress.progress
+    if progress is not None and progress.metrics:
+        extra["metrics"] = dict(progress.metrics)
+    return WorkerTaskView(
+        workflow_id=task.workflow_id, task=task.task, attempt=task.attempt, **extra
+    )
+
+
+def _gpu_view(gpu: GpuUse) -> GpuView:
+    return GpuView(
+        index=gpu.index,
+        utilization=gpu.utilization,
+        memory_used_mib=gpu.memory_used_mib,
+        memory_total_mib=gpu.memory_total_mib,
     )
 
 

@@ -10,15 +10,20 @@ a field with a default is sent only when it applies (``tasks`` is left out with 
 mode, unset defaults left out). Unknown fields are kept: a client tolerates fields a newer server
 adds.
 
-Adding an endpoint: define its answer in the module of its kind (``workflows``, ``health``,
-``problems``, ``ops``: a ``View`` subclass with a docstring and field docs), build it in
-``service``, list it in ``COMPONENTS`` and the path in ``shared.api.openapi``, and regenerate the
+Adding an endpoint: define its answer in the module of its kind (``workflows``, ``attempts``,
+``health``, ``problems``, ``ops``: a ``View`` subclass with a docstring and field docs), build it
+in ``service``, list it in ``COMPONENTS`` and the path in ``shared.api.openapi``, and regenerate the
 document (see docs/api.md). This module imports pydantic: the HTTP shell imports it
 on first use, never when ``function_app`` is imported.
 """
 
 from __future__ import annotations
 
+from shared.views.attempts import (
+    AttemptList,
+    AttemptView,
+    GpuView,
+)
 from shared.views.base import (
     Epoch,
     View,
@@ -67,6 +72,8 @@ from shared.views.workflows import (
 __all__ = [
     "COMPONENTS",
     "Accepted",
+    "AttemptList",
+    "AttemptView",
     "BlobOutput",
     "CancelAccepted",
     "CoordinatorHealth",
@@ -74,6 +81,7 @@ __all__ = [
     "DoctorReport",
     "DoctorSummary",
     "Epoch",
+    "GpuView",
     "Graph",
     "GraphTask",
     "Health",
@@ -107,6 +115,7 @@ COMPONENTS: tuple[type[View], ...] = (
     WorkflowPage,
     Workflow,
     TaskDetail,
+    AttemptList,
     CancelAccepted,
     RetryAccepted,
     Health,

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from shared.views.attempts import GpuView
 from shared.views.base import Epoch, View
 
 
@@ -15,6 +16,10 @@ class WorkerTaskView(View):
     workflow_id: str
     task: str
     attempt: int
+    progress: float | None = None
+    """What the task last reported (0-1), if anything."""
+    metrics: dict[str, float] | None = None
+    """Its latest metrics, if any."""
 
 
 class WorkerView(View):
@@ -32,6 +37,8 @@ class WorkerView(View):
     last_seen: Epoch
     """The worker's own clock at its latest heartbeat (epoch seconds)."""
     status: Literal["alive", "lost"]
+    gpus: list[GpuView] = Field(default_factory=list)
+    """Its GPUs' use at the latest heartbeat (left out where ``nvidia-smi`` is absent)."""
 
 
 class WorkersView(View):

@@ -33,6 +33,12 @@ class TaskSummary(View):
     """Why the task failed or was skipped."""
     worker: str | None
     """The worker that reported the current attempt."""
+    progress: float | None = None
+    """How far the running attempt says it is (0-1), from its ``$DAGQ_PROGRESS`` lines; sent
+    only while the task runs and has reported some."""
+    metrics: dict[str, float] | None = None
+    """The running attempt's latest metrics (plain names -> numbers, at most 8); sent only
+    while the task runs and has reported some."""
 
 
 class InlineOutput(View):

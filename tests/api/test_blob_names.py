@@ -4,7 +4,7 @@ never from a name stored in the state (which an event could once set to anything
 from __future__ import annotations
 
 from shared import codec
-from shared.api.reads import get_task, read_task_blob
+from shared.api.reads import get_log, get_task, read_task_output
 from shared.messages import OutputRef
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage, memory_storage
@@ -20,6 +20,7 @@ async def forged(storage: MemoryStorage, clock: FakeClock) -> None:
     events were checked could), with the conventional blobs and the forged ones both present."""
     await submit(storage, diamond(), "wf1", clock())
     state = await load(storage, diamond(), "wf1")
+    state.attempt[0] = 1
     state.log_blob[0] = FORGED_LOG
     state.outputs[0] = OutputRef(blob=FORGED_OUTPUT, size=8)
     _, etag = await storage.workflows.read_state("wf1")
@@ -27,18 +28,19 @@ async def forged(storage: MemoryStorage, clock: FakeClock) -> None:
     await storage.workflows.write_state("wf1", data, etag, codec.state_metadata(state))
     for name in (FORGED_LOG, FORGED_OUTPUT):
         await storage.outputs.put(name, b'"SECRET"')
-    await storage.outputs.put(NAMES.log_blob("wf1", "a", 0), b"the real log")
-    await storage.outputs.put(NAMES.output_blob("wf1", "a", 0), b'"the real output"')
+    await storage.outputs.put(NAMES.log_blob("wf1", "a", 1), b"the real log")
+    await storage.outputs.put(NAMES.output_blob("wf1", "a", 1), b'"the real output"')
 
 
 async def test_task_blobs_are_read_by_their_conventional_names() -> None:
     clock = FakeClock()
     storage = memory_storage("mem", clock=clock)
     await forged(storage, clock)
-    assert await read_task_blob(storage, "wf1", "a", "log") == b"the real log"
-    assert await read_task_blob(storage, "wf1", "a", "output") == b'"the real output"'
+    log = await get_log(storage, "wf1", "a", attempt=None, offset=0)
+    assert log.data == b"the real log"
+    assert await read_task_output(storage, "wf1", "a") == b'"the real output"'
     detail = await get_task(storage, "wf1", "a", outputs_container=NAMES.outputs_container)
     assert detail.log is not None
-    assert detail.log.blob == "wf1/a/0/log.txt"
+    assert detail.log.blob == "wf1/a/1/log.txt"
     assert detail.output is not None
-    assert getattr(detail.output, "blob", None) == "wf1/a/0/output.json"
+    assert getattr(detail.output, "blob", None) == "wf1/a/1/output.json"

@@ -58,6 +58,7 @@ EXPECTED_HTTP = {
     "get_workflow": ("workflows/{id}", ["GET"]),
     "get_task": ("workflows/{id}/tasks/{task}", ["GET"]),
     "get_task_log": ("workflows/{id}/tasks/{task}/log", ["GET"]),
+    "get_task_attempts": ("workflows/{id}/tasks/{task}/attempts", ["GET"]),
     "get_task_output": ("workflows/{id}/tasks/{task}/output", ["GET"]),
     "cancel_workflow": ("workflows/{id}/cancel", ["POST"]),
     "retry_workflow": ("workflows/{id}/retry", ["POST"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from shared.ops.workers import list_workers, worker_status
 from shared.storage.memory import memory_storage
 from shared.storage.registry import WorkerRecord, WorkerTask
+from shared.views import dump
 
 
 def record(worker_id: str, last_seen: float, server_seen: float | None = None) -> WorkerRecord:
@@ -48,7 +49,7 @@ async def test_listing_puts_alive_first_and_forgets_long_lost_records() -> None:
     ]
     assert view.lost_after_s == 90
     assert sorted(storage.registry.records) == ["a-alive", "b-lost"]  # "old" was deleted
-    body = view.model_dump(mode="json")
+    body = dump(view)
     assert body["workers"][0]["tasks"] == [{"workflow_id": "wf", "task": "t", "attempt": 1}]
     assert set(body["workers"][0]) == {
         "worker_id", "host", "queues", "slots", "busy_slots", "tasks", "version", "started_at",

@@ -1,0 +1,81 @@
+"""HTTP handlers of a task's attempts and (live) log; ``shared.api.task_reads`` reads them.
+
+Same conventions as ``shared.api.http``: parameters are checked before storage is touched, every
+error is a problem+json body, and each handler is ``async (HttpRequest) -> HttpResponse``.
+
+``GET .../tasks/{task}/log?attempt=N&offset=B`` answers ``text/plain``: the attempt's log from
+byte ``B`` (at most 4 MiB), with headers saying which attempt it is (``X-Dagq-Attempt``), how
+big the log is now (``X-Dagq-Log-Size``) and whether it may still grow (``X-Dagq-Log-Growing``:
+``true`` while the attempt is queued or running). A follower reads on from
+``offset + len(body)`` until ``X-Dagq-Log-Growing`` is ``false`` and nothing is left.
+"""
+
+from __future__ import annotations
+
+import azure.functions as func
+
+from shared.api.context import CONTEXT
+from shared.api.http import _handler, json_response
+from shared.api.problems import bad_request
+from shared.api.request import route_param
+from shared.limits import MAX_COUNTER
+from shared.names import check_task_name, check_workflow_id
+
+MAX_OFFSET = 1 << 48
+"""Largest byte offset accepted (far past any log: --max-log-bytes bounds them)."""
+
+ATTEMPT_HEADER = "X-Dagq-Attempt"
+SIZE_HEADER = "X-Dagq-Log-Size"
+GROWING_HEADER = "X-Dagq-Log-Growing"
+
+
+def int_param(req: func.HttpRequest, name: str, low: int, high: int) -> int | None:
+    """An optional integer query parameter within ``[low, high]`` (400 otherwise)."""
+    raw = req.params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
+        raise bad_request(f"query parameter {name!r} must be an integer from {low} to {high}")
+    return int(raw)
+
+
+def _ids(req: func.HttpRequest) -> tuple[str, str]:
+    workflow_id, task = route_param(req, "id"), route_param(req, "task")
+    check_workflow_id(workflow_id)
+    check_task_name(task)
+    return workflow_id, task
+
+
+async def _get_task_log(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import reads
+
+    workflow_id, task = _ids(req)
+    attempt = int_param(req, "attempt", 1, MAX_COUNTER)
+    offset = int_param(req, "offset", 0, MAX_OFFSET) or 0
+    storage = await CONTEXT.storage()
+    piece = await reads.get_log(storage, workflow_id, task, attempt=attempt, offset=offset)
+    headers = {
+        ATTEMPT_HEADER: str(piece.attempt),
+        SIZE_HEADER: str(piece.size),
+        GROWING_HEADER: "true" if piece.growing else "false",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+    return func.HttpResponse(
+        piece.data, status_code=200, mimetype="text/plain", charset="utf-8", headers=headers
+    )
+
+
+async def _get_task_attempts(req: func.HttpRequest) -> func.HttpResponse:
+    from shared.api import reads
+
+    workflow_id, task = _ids(req)
+    storage = await CONTEXT.storage()
+    body = await reads.get_attempts(
+        storage, workflow_id, task, outputs_container=CONTEXT.settings.names.outputs_container
+    )
+    return json_response(body)
+
+
+get_task_log = _handler(_get_task_log)
+get_task_attempts = _handler(_get_task_attempts)

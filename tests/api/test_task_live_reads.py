@@ -1,0 +1,137 @@
+"""Reads of a task's attempts, live log and progress (issue 20), on the memory storage."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared import codec
+from shared.api.reads import get_attempts, get_log, get_task, get_workflow
+from shared.errors import NotFoundError
+from shared.names import ResourceNames
+from shared.progress import TaskProgress
+from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.registry import WorkerRecord, WorkerTask
+from tests.engine.history import WF_ID, History, task, workflow
+
+CONTAINER = "mem-outputs"
+TEXT = "text/plain; charset=utf-8"
+
+
+async def store(storage: MemoryStorage, h: History) -> None:
+    """Write the definition and state of ``h`` as the coordinator would."""
+    await storage.workflows.create_definition(WF_ID, codec.encode_definition(h.wf))
+    await storage.workflows.create_state(
+        WF_ID, codec.encode_state(h.st), codec.state_metadata(h.st)
+    )
+
+
+async def log(storage: MemoryStorage, name: str, attempt: int, text: bytes) -> None:
+    blob = ResourceNames.log_blob(WF_ID, name, attempt)
+    await storage.outputs.append(blob, text, at=0, content_type=TEXT, create=True)
+
+
+@pytest.fixture
+async def flaky() -> tuple[MemoryStorage, History]:
+    """Task ``flaky`` failed once (exit 75) and runs again on another worker; ``later`` waits;
+    ``b`` never ran because ``x`` failed."""
+    storage = memory_storage()
+    h = History(workflow(task("flaky", retries=2), task("later", 0), task("x"), task("b", 2)))
+    h.activate()
+    h.started("flaky", worker="w1")
+    h.failed("flaky", exit_code=75, error="simulated network error")
+    h.failed("x", error="broken")
+    h.started("flaky", worker="w2")
+    await store(storage, h)
+    await log(storage, "flaky", 1, b"first try\nsimulated network error\n")
+    await log(storage, "flaky", 2, b"second try\n")
+    return storage, h
+
+
+async def test_attempts_are_listed_oldest_first_with_the_task_view_names(
+    flaky: tuple[MemoryStorage, History],
+) -> None:
+    storage, _ = flaky
+    listing = await get_attempts(storage, WF_ID, "flaky", outputs_container=CONTAINER)
+    first, second = listing.items
+    assert (first.attempt, first.state, first.exit_code, first.worker) == (1, "failed", 75, "w1")
+    assert first.error == "exit code 75: simulated network error"
+    assert not first.current
+    assert first.kept
+    assert first.log is not None
+    assert first.log.blob == f"{WF_ID}/flaky/1/log.txt"
+    assert first.log_url == f"/api/workflows/{WF_ID}/tasks/flaky/log?attempt=1"
+    assert (second.attempt, second.state, second.worker, second.current) == (
+        2, "running", "w2", True,
+    )  # fmt: skip
+    assert second.error is None  # the earlier failure is attempt 1's, not this one's
+
+
+async def test_the_log_of_each_attempt_and_whether_it_grows(
+    flaky: tuple[MemoryStorage, History],
+) -> None:
+    storage, _ = flaky
+    live = await get_log(storage, WF_ID, "flaky", attempt=None, offset=0)
+    assert (live.attempt, live.data, live.growing, live.size) == (2, b"second try\n", True, 11)
+    more = await get_log(storage, WF_ID, "flaky", attempt=None, offset=7)
+    assert more.data == b"try\n"
+    old = await get_log(storage, WF_ID, "flaky", attempt=1, offset=0)
+    assert (old.attempt, old.growing) == (1, False)
+    assert old.data.startswith(b"first try")
+    with pytest.raises(NotFoundError, match="no attempt 3"):
+        await get_log(storage, WF_ID, "flaky", attempt=3, offset=0)
+
+
+async def test_a_task_that_never_ran_says_why_it_has_no_log(
+    flaky: tuple[MemoryStorage, History],
+) -> None:
+    storage, _ = flaky
+    with pytest.raises(NotFoundError, match=r"never ran.*upstream"):
+        await get_log(storage, WF_ID, "b", attempt=None, offset=0)
+    with pytest.raises(NotFoundError, match="has not run yet"):
+        await get_log(storage, WF_ID, "later", attempt=None, offset=0)
+
+
+async def test_a_queued_attempt_reads_as_an_empty_growing_log() -> None:
+    storage = memory_storage()
+    h = History(workflow(task("a")))
+    h.activate()
+    await store(storage, h)
+    piece = await get_log(storage, WF_ID, "a", attempt=None, offset=0)
+    assert (piece.attempt, piece.data, piece.growing) == (1, b"", True)
+
+
+async def test_progress_of_a_running_task_comes_from_its_workers_heartbeat(
+    flaky: tuple[MemoryStorage, History],
+) -> None:
+    storage, _ = flaky
+    progress = TaskProgress(0.3, {"epoch": 12.0, "loss": 0.21})
+    tasks = [
+        WorkerTask(WF_ID, "flaky", 2, progress),
+        WorkerTask(WF_ID, "flaky", 1, TaskProgress(0.9)),  # a stale attempt: ignored
+        WorkerTask("other", "flaky", 2, TaskProgress(0.5)),
+    ]
+    record = WorkerRecord(
+        worker_id="w2", host="h", queues=["cpu"], slots=1, busy_slots=1, tasks=tasks,
+        version="1", started_at=0.0, last_seen=0.0, interval_s=20.0,
+    )  # fmt: skip
+    await storage.registry.beat(record)
+    detail = await get_task(storage, WF_ID, "flaky", outputs_container=CONTAINER)
+    assert (detail.progress, detail.metrics) == (0.3, {"epoch": 12.0, "loss": 0.21})
+    view = await get_workflow(storage, WF_ID)
+    assert view.tasks["flaky"].progress == 0.3
+    assert view.tasks["later"].progress is None
+    dumped = view.tasks["later"].model_dump(exclude_unset=True)
+    assert "progress" not in dumped
+    assert "metrics" not in dumped
+
+
+@pytest.mark.parametrize("raw", ["-1", "0", "x", "1.5", "٣", "99999999999"])
+def test_a_bad_attempt_parameter_is_a_400_before_any_read(raw: str) -> None:
+    import azure.functions as func
+
+    from shared.api.task_http import int_param
+    from shared.errors import RequestError
+
+    req = func.HttpRequest("GET", "http://h/api/x", params={"attempt": raw}, body=b"")
+    with pytest.raises(RequestError, match="attempt"):
+        int_param(req, "attempt", 1, 2**32 - 1)
