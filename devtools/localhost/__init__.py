@@ -6,7 +6,8 @@ and runs its triggers the way the Functions host does, within reason:
 
 - HTTP triggers are served by aiohttp on 127.0.0.1 (default port 7071) under host.json's
   ``routePrefix``; route templates like ``workflows/{id}`` are matched case-insensitively. Function
-  keys are NOT enforced (``func start`` does not enforce them either).
+  keys are NOT enforced (``func start`` does not enforce them either); instead a request must name
+  a loopback Host and come from no other site (no foreign Origin): ``origin.py``.
 - Queue triggers are polled with host.json's ``extensions.queues`` semantics: ``batchSize``,
   ``newBatchThreshold``, ``maxPollingInterval`` (exponential back-off from 100 ms while idle),
   ``visibilityTimeout`` (the delay before a failed message is retried), ``maxDequeueCount`` (then

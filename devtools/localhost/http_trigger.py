@@ -11,6 +11,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
+from devtools.localhost import origin
 from devtools.localhost.app import Function
 
 log = logging.getLogger("dagq.localhost")
@@ -62,6 +63,11 @@ def http_app(routes: list[Route], route_prefix: str) -> web.Application:
     async def dispatch(request: web.Request) -> web.StreamResponse:
         started = time.monotonic()
         raw = request.raw_path.split("?", 1)[0]
+        refused = origin.refusal(request.method, request.headers)
+        if refused is not None:  # a web page of another site, or a DNS-rebound name
+            log.warning("%s %s refused: %s", request.method, raw, refused)
+            body = origin.problem_body(refused)
+            return web.Response(status=403, body=body, content_type="application/problem+json")
         if not raw.lower().startswith(prefix.lower() + "/"):
             return web.Response(status=404)
         rest = raw[len(prefix) + 1 :]

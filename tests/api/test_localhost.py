@@ -268,3 +268,47 @@ def test_several_instances_share_the_work_and_stop_together(
     finally:
         assert host.stop() == 0, host.log()
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]
+
+
+# -- web pages of other sites ---------------------------------------------------------------------
+
+DEFINITION = "name: probe\ntasks:\n  - name: t\n    kwargs: {cmd: echo hi}\n"
+
+
+@pytest.mark.azurite
+@pytest.mark.subprocess
+def test_a_web_page_of_another_site_cannot_use_the_local_stack(
+    storage_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Before: a cross-site "simple" POST (text/plain, no preflight) was answered 201 and its
+    # command ran on the local workers; Host: attacker.example (DNS rebinding) was answered 200.
+    host = start_host(storage_env, tmp_path / "host.log", extra_args=("--no-queues", "--no-timers"))
+    try:
+        own = host.url.split("/api")[0]
+        plain = {"Content-Type": "text/plain"}
+        refused = [
+            ("POST", {**plain, "Origin": "https://attacker.example"}),
+            ("POST", {**plain, "Origin": "null"}),
+            ("POST", {**plain, "Sec-Fetch-Site": "cross-site"}),
+            ("POST", {**plain, "Host": "attacker.example:7071"}),
+            ("GET", {"Host": "attacker.example"}),
+        ]
+        with httpx.Client(timeout=30) as client:
+            for method, headers in refused:
+                body = DEFINITION if method == "POST" else None
+                answer = client.request(
+                    method, f"{host.url}/workflows", headers=headers, content=body
+                )
+                assert answer.status_code == 403, (headers, answer.text)
+                assert answer.headers["content-type"] == "application/problem+json"
+                assert answer.json()["detail"]
+            listed = client.get(f"{host.url}/workflows").json()
+            assert listed["items"] == []  # nothing was submitted
+            for headers in ({}, {"Origin": own, "Sec-Fetch-Site": "same-origin"}):
+                answer = client.post(f"{host.url}/workflows", content=DEFINITION,
+                                     headers={**plain, **headers})  # fmt: skip
+                assert answer.status_code == 201, answer.text
+            localhost = host.url.replace("127.0.0.1", "localhost")
+            assert client.get(f"{localhost}/workflows").status_code == 200
+    finally:
+        host.stop()
