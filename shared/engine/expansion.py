@@ -10,7 +10,11 @@
   ``DAGQ_VAR_item*``).
   The ``foreach_from`` task itself becomes completed without running; its children depend on the
   expansions instead (on it alone when the list was empty, so an empty list satisfies them).
-  A list that cannot be expanded fails the ``foreach_from`` task with the reason.
+  A list that cannot be expanded fails the ``foreach_from`` task with the reason, and so does an
+  expansion over the limits a submit enforces (``shared.limits``: tasks, each task's ``cmd`` and
+  environment, the dependencies of a task and of the workflow, the bytes of every ``cmd`` and
+  environment together), checked before and while the tasks are built, so that memory stays
+  bounded by the limits whatever the list.
 - **The effective workflow** (``expanded``) is the definition plus the recorded expansions, rebuilt
   deterministically from the state (the definition blob never changes) and cached on the state.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Protocol
 
+from shared.definition.compilation import environment_bytes
 from shared.definition.foreach import expansion_name
 from shared.definition.templating import parse_command, parse_template, variable_env
 from shared.definition.workflow import CompiledWorkflow, TaskDef
@@ -34,7 +39,15 @@ from shared.engine.state import (
     RuntimeState,
 )
 from shared.errors import TemplateSyntaxError
-from shared.limits import MAX_CMD_BYTES, MAX_TASKS
+from shared.limits import (
+    MAX_CMD_BYTES,
+    MAX_DEPENDENCIES,
+    MAX_EDGES,
+    MAX_ENV_BYTES,
+    MAX_EXPANDED_BYTES,
+    MAX_TASKS,
+)
+from shared.lru import Lru
 
 
 class Step(Protocol):
@@ -70,13 +83,6 @@ def expand(step: Step, group: int, work: list[int]) -> None:
     if isinstance(made, str):
         _settle(step, group, FAILED, made, work)
         return
-    if len(wf.tasks) + len(made) > MAX_TASKS:
-        why = (
-            f"cannot expand: {len(made):,} tasks would make the workflow"
-            f" {len(wf.tasks) + len(made):,} tasks; the limit is {MAX_TASKS:,}"
-        )
-        _settle(step, group, FAILED, why, work)
-        return
     first = len(wf.tasks)
     base = st.effective[0] if st.effective is not None else wf
     step.wf = _extended(wf, group, made)
@@ -110,14 +116,30 @@ def _settle(step: Step, task: int, code: int, why: str | None, work: list[int]) 
     work.append(task)
 
 
+EXPANDED_CACHED = 4
+"""Expanded workflows kept per process for states decoded afresh (every ``GET`` of a workflow):
+a read reuses the expansion instead of rebuilding it (each is at most the limits' size)."""
+
+_recent: Lru[tuple[int, str, tuple[tuple[int, int, int], ...]], tuple[CompiledWorkflow, ...]] = Lru(
+    EXPANDED_CACHED
+)
+
+
 def expanded(wf: CompiledWorkflow, st: RuntimeState) -> CompiledWorkflow:
     """The workflow as it runs: the definition ``wf`` plus the expansions recorded in ``st``
-    (cached on the state; rebuilt deterministically when the definition object differs)."""
+    (cached on the state, and for a few recent states per process; rebuilt deterministically
+    when the definition object differs)."""
     if not st.expansions:
         return wf
     cached = st.effective
     if cached is not None and (cached[0] is wf or cached[1] is wf):
         return cached[1]  # (the caller may hold the expanded workflow already)
+    # A list is captured once per attempt of its source: the attempts name the items.
+    key = (id(wf), st.workflow_id, tuple((g, n, st.lists[g].attempt) for g, n in st.expansions))
+    recent = _recent.get(key)
+    if recent is not None and recent[0] is wf:  # (is: an id may be reused once wf is gone)
+        st.effective = (wf, recent[1])
+        return recent[1]
     current = wf
     for group, count in st.expansions:
         made = _tasks_of(current, group, st.lists[group])
@@ -125,6 +147,7 @@ def expanded(wf: CompiledWorkflow, st: RuntimeState) -> CompiledWorkflow:
             raise ValueError(f"the recorded expansion of task {group} cannot be rebuilt")
         current = _extended(current, group, made)
     st.effective = (wf, current)
+    _recent.put(key, (wf, current))
     return current
 
 
@@ -170,6 +193,9 @@ def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[Task
     """The tasks of ``group``'s expansion over ``captured``, or why it cannot expand."""
     if captured.error is not None:
         return captured.error
+    shape = _shape_problem(wf, group, len(captured.items))
+    if shape is not None:
+        return shape
     tdef = wf.tasks[group]
     try:
         cmd = parse_command(tdef.cmd)
@@ -192,6 +218,7 @@ def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[Task
         tdef.retry,
     )
     made: list[TaskDef] = []
+    budget = MAX_EXPANDED_BYTES - sum(len(t.cmd) + environment_bytes(t.env) for t in wf.tasks)
     for i, item in enumerate(captured.items):
         values = item_values(item)
         if not wanted <= values.keys():
@@ -205,9 +232,48 @@ def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[Task
             task_env.update(variable_env(values))
         except TemplateSyntaxError as exc:
             return f"cannot expand: item {i}: {exc}"
+        env_bytes = environment_bytes(task_env)
+        if env_bytes > MAX_ENV_BYTES:
+            return (
+                f"cannot expand: item {i} makes an environment of {env_bytes:,} characters;"
+                f" the limit is {MAX_ENV_BYTES:,}"
+            )
+        budget -= len(text) + env_bytes
+        if budget < 0:
+            return (
+                f"cannot expand: by item {i} the workflow's commands and environments exceed"
+                f" {MAX_EXPANDED_BYTES:,} characters (the limit a submit enforces too)"
+            )
         fields = (cwd, parents, policy, timeout, queue_timeout, retries, retry, None, tdef.name)
         made.append(TaskDef(names[i], text, queue, task_env, *fields, {"item": item}, None))
     return made
+
+
+def _shape_problem(wf: CompiledWorkflow, group: int, n: int) -> str | None:
+    """Why ``n`` tasks for ``group`` would break the task or dependency limits, before any is
+    built (each child of the group gains ``n`` parents in place of the group)."""
+    if len(wf.tasks) + n > MAX_TASKS:
+        return (
+            f"cannot expand: {n:,} tasks would make the workflow {len(wf.tasks) + n:,} tasks;"
+            f" the limit is {MAX_TASKS:,}"
+        )
+    if n == 0:
+        return None
+    kids = wf.children[group]
+    for kid in kids:
+        if len(wf.tasks[kid].parents) - 1 + n > MAX_DEPENDENCIES:
+            return (
+                f"cannot expand: task {wf.tasks[kid].name!r} would depend on"
+                f" {len(wf.tasks[kid].parents) - 1 + n:,} tasks; the limit is {MAX_DEPENDENCIES:,}"
+            )
+    edges = sum(len(t.parents) for t in wf.tasks) - len(kids)
+    edges += n * (len(wf.tasks[group].parents) + len(kids))
+    if edges > MAX_EDGES:
+        return (
+            f"cannot expand: the workflow would have {edges:,} dependency edges;"
+            f" the limit is {MAX_EDGES:,}"
+        )
+    return None
 
 
 def _variables(env: dict[str, Any]) -> list[str]:

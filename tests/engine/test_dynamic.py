@@ -248,6 +248,53 @@ def test_an_expansion_past_the_workflow_task_limit_fails_the_task(
     )
 
 
+def test_an_item_that_makes_an_environment_over_the_limit_fails_the_task() -> None:
+    # Before: only the task count and each cmd were checked; a 16 KB env template with 1 KB items
+    # gave each expanded task megabytes of env (the limit is 16 KiB, as at submit).
+    template = "{{ item }}" * 20
+    wf = compile_text(
+        f"""
+name: env
+tasks:
+  - name: list_shards
+    kwargs: {{cmd: python3 list_shards.py}}
+  - name: process
+    depends_on: [list_shards]
+    foreach_from: inputs.list_shards.shards
+    kwargs: {{cmd: "run {{{{ item }}}}", env: {{BIG: "{template}"}}}}
+"""
+    )
+    h = History(wf)
+    run_list(h, {"shards": ["x" * 1000, "y"]})
+    assert h.state("process") is S.FAILED
+    assert (h.st.task(1).error or "").startswith(
+        "cannot expand: item 0 makes an environment of 21,"
+    )
+    assert len(h.st) == 2  # nothing was added
+
+
+@pytest.mark.parametrize(
+    ("limit", "value", "reason"),
+    [
+        ("MAX_EDGES", 5, "the workflow would have 7 dependency edges; the limit is 5"),
+        ("MAX_DEPENDENCIES", 2, "task 'merge' would depend on 3 tasks; the limit is 2"),
+        ("MAX_EXPANDED_BYTES", 80, "by item 1 the workflow's commands and environments exceed"),
+    ],
+)
+def test_an_expansion_over_a_submit_limit_fails_the_task_and_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch, limit: str, value: int, reason: str
+) -> None:
+    import shared.engine.expansion as expansion
+
+    monkeypatch.setattr(expansion, limit, value)
+    h = History(shards(cmd="p {{ item }}"))
+    run_list(h, {"shards": ["a", "b", "c"]})
+    assert h.state("process") is S.FAILED
+    assert reason in (h.st.task(1).error or "")
+    assert len(h.st) == 3
+    assert h.state("merge") is S.UPSTREAM_FAILED
+
+
 def test_a_list_in_a_blob_the_coordinator_could_not_read_fails_the_task() -> None:
     h = History(shards())
     h.activate()
@@ -317,3 +364,13 @@ tasks:
     assert h.states()["process.item=2"] is S.RUNNING  # stops when its worker reports
     h.failed("process.item=2", reason="cancelled", exit_code=None)
     assert h.st.status is W.CANCELLED
+
+
+def test_reads_of_an_expanded_state_reuse_one_expansion() -> None:
+    # Before: every GET of the workflow decoded the state and rebuilt the whole expansion.
+    h = History(shards())
+    run_list(h, {"shards": ["a", "b"]})
+    data = encode_state(h.st)
+    first, second = decode_state(data, h.wf), decode_state(data, h.wf)
+    assert expanded(h.wf, first) is expanded(h.wf, second)
+    assert len(expanded(h.wf, second).tasks) == 5
