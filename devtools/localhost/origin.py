@@ -4,7 +4,8 @@ The local host (``devtools.localhost``: ``make up``, ``make demo KEEP=1``, the t
 API with real workers behind it and no key; its HTTP trigger asks :func:`refusal` first. A
 browser visiting any web site can send requests to ``http://127.0.0.1:PORT``: a "simple"
 cross-site POST (``text/plain``, which the API accepts as a definition) needs no preflight, and a
-site that rebinds its DNS name to 127.0.0.1 even reads the answers. So every request must pass, before the app sees it:
+site that rebinds its DNS name to 127.0.0.1 even reads the answers. So every request must pass,
+before the app sees it:
 
 - **Host is loopback** (``127.0.0.1``, ``localhost``, ``[::1]``, with any port): a rebound name
   such as ``attacker.example`` is refused (DNS rebinding);
