@@ -95,7 +95,7 @@ class ConditionError(DagqError):
 
 class ConditionBudgetError(ConditionError):
     """A condition needs more evaluation steps than
-    ``shared.definition.conditions.MAX_CONDITION_STEPS``
+    ``shared.limits.MAX_CONDITION_STEPS``
     (found at submit when it can be known, else while evaluating): the task fails, it is not
     skipped."""
 

@@ -74,7 +74,8 @@ def compile_definition(
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread). Raises DefinitionError listing every problem."""
     from shared.codec.definition import encode_definition
-    from shared.definition.compiler import MAX_EXPANSIONS, compile_text
+    from shared.definition.compiler import compile_text
+    from shared.limits import MAX_EXPANSIONS
 
     width = MAX_EXPANSIONS if max_expansion_width is None else max_expansion_width
     wf = compile_text(text, source="request body", fmt=fmt, max_expansion_width=width)

@@ -1,10 +1,14 @@
 """A workflow definition: text -> a validated, expanded ``CompiledWorkflow``.
 
-- ``parsing``: YAML or JSON text -> the user-facing models of ``spec`` (keys, types, ranges);
+- ``spec``: the user-facing models (keys, types, ranges); ``parsing``: YAML or JSON text -> them;
 - ``compiler``: ``WorkflowSpec`` -> ``CompiledWorkflow`` (``workflow``), every problem at once,
-  located, within a bounded amount of work (conditions, ``foreach``, ``foreach_from``, templating
-  and the shell lexer are its parts);
-- ``schema``: the definition's JSON Schema, generated from ``spec``.
+  located, within a bounded amount of work: one ``Compilation`` (``compilation``) through the
+  passes of ``passes/`` in the order ``compiler.run_passes`` shows, the collector paused
+  (``gc_pause``), "did you mean" hints within a budget (``suggestions``);
+- ``conditions/``: the condition language (compiled at submit, evaluated by the engine);
+- ``foreach/``: static ``foreach`` expansion and the submit-time checks of ``foreach_from``;
+- ``templating/``: ``{{ variable }}`` templates and the shell lexer that keeps them one word;
+- ``schema/``: the definition's JSON Schema, generated from ``spec``.
 
 This package never imports the engine, the codecs or storage. Its names load on first use, so
 that importing ``shared.definition.workflow`` (the compiled model) costs no parser or compiler.

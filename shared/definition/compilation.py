@@ -1,32 +1,28 @@
-"""The state of one compilation: the limits, the issues found so far, and the tables of tasks.
+"""The object one compilation works on: the spec, the options, the issues found so far, and the
+tables of tasks that the passes (``shared.definition.passes``) fill in and read.
 
-``CompilerState`` is the base the checking steps (``shared.definition.passes.values``,
-``shared.definition.passes.expansion``, ``shared.definition.passes.dependencies``,
-``shared.definition.passes.foreach_from``)
-build on; ``shared.definition.compiler`` puts them together.
+``shared.definition.compiler`` makes one ``Compilation`` per definition and hands it to each pass
+in turn. A pass reads the fields that earlier passes filled in (each field says which pass does)
+and reports problems into ``issues``; ``stop()`` ends the compilation early when going on would
+only cost work (a budget is spent) without finding anything the reader can use.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from shared.definition.conditions import MatchBudget
 from shared.definition.foreach import Params
 from shared.definition.spec import TaskSpec, WorkflowSpec
 from shared.definition.suggestions import Suggester
 from shared.definition.workflow import ExpandFrom
-from shared.errors import Issue
+from shared.errors import DefinitionError, Issue
 from shared.limits import MAX_EXPANDED_BYTES, MAX_EXPANSIONS, MAX_GLOB_MATCHES
 
-# -- limits (documented in docs/workflow-format.md) -------------------------------------------
 MAX_REPEATS_PER_LOCATION = 3
 """Issues shown per location before the rest are summarised (one bad value x 10,000 expansions)."""
-
-
-ENV_NAME_RE = re.compile(r"^[^=\x00]+$")
-CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Issues:
@@ -81,7 +77,7 @@ class Expansion:
 
 
 class Written:
-    """One task as written, with what the compiler derived from it."""
+    """One task as written, with what the passes derived from it."""
 
     __slots__ = ("broken", "deps", "dynamic", "expansions", "first", "index", "loc", "spec")
 
@@ -91,47 +87,63 @@ class Written:
         self.loc = loc
         """``tasks.<name>`` (or ``tasks[i]`` when the name itself is invalid)."""
         self.expansions: list[Expansion] = []
-        """One per final task (exactly one unless foreach)."""
+        """One per final task (exactly one unless foreach): the expansion pass."""
         self.first = 0
         """Task number of the first of them."""
         self.deps: list[int] = []
-        """Resolved parent task numbers (the same for every expansion)."""
+        """Resolved parent task numbers (the same for every expansion): the dependencies pass."""
         self.broken = False
         """Its foreach could not be expanded (already reported): dependents skip their checks."""
         self.dynamic: ExpandFrom | None = None
-        """Its ``foreach_from``, resolved (after the dependencies)."""
+        """Its ``foreach_from``, resolved: the foreach_from pass."""
 
 
-class CompilerState:
-    """One compilation: the spec, the issues found so far, and the name tables."""
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What the caller decides about a compilation (the rest is fixed by ``shared.limits``)."""
 
-    def __init__(
-        self,
-        spec: WorkflowSpec,
-        positions: Sequence[int] | None = None,
-        unparsed: frozenset[str] = frozenset(),
-        *,
-        max_expansion_width: int = MAX_EXPANSIONS,
-    ) -> None:
-        self.spec = spec
-        self.max_expansion_width = max_expansion_width
-        """Most tasks one foreach_from may expand to at run time (``Settings``)."""
-        self.positions = positions
-        """Where each task was written, when tasks with shape problems were left out."""
-        self.unparsed = unparsed
-        """Names of the tasks left out (their problems are reported already)."""
-        self.issues = Issues()
-        self.suggester = Suggester()
-        self.match_budget = MatchBudget(MAX_GLOB_MATCHES)
-        self._names: list[str] | None = None
-        self.written: list[Written] = []
-        self.number_of: dict[str, int] = {}
-        """Final task name -> task number (the first, if duplicated)."""
-        self.owner: list[Written] = []
-        """Task number -> the written task it came from."""
-        self.expanded_left = MAX_EXPANDED_BYTES
-        """Bytes of cmd + env the expansions may still add (see ``charge``)."""
-        self.workflow_env_bytes = environment_bytes(spec.env)
+    source: str = "<input>"
+    """Where the text came from, named in the ``DefinitionError``."""
+    source_text: str | None = None
+    """The definition as submitted, kept in the ``CompiledWorkflow`` (None: not kept)."""
+    max_expansion_width: int = MAX_EXPANSIONS
+    """Most tasks one foreach_from may expand to at run time (``Settings``)."""
+
+
+@dataclass(slots=True, eq=False)
+class Compilation:
+    """One compilation: its input, the issues found so far, and the tables the passes fill in."""
+
+    spec: WorkflowSpec
+    options: Options = Options()
+    positions: Sequence[int] | None = None
+    """Where each task was written, when tasks with shape problems were left out."""
+    unparsed: frozenset[str] = frozenset()
+    """Names of the tasks left out (their problems are reported already)."""
+    issues: Issues = field(default_factory=Issues)
+    suggester: Suggester = field(default_factory=Suggester)
+    """The "did you mean" hints of this compilation, within one budget of work."""
+    match_budget: MatchBudget = field(default_factory=lambda: MatchBudget(MAX_GLOB_MATCHES))
+    """Glob name tests that all the conditions may still take."""
+    written: list[Written] = field(default_factory=list)
+    """One per task as written (the expansion pass)."""
+    number_of: dict[str, int] = field(default_factory=dict)
+    """Final task name -> task number (the first, if duplicated) (the expansion pass)."""
+    owner: list[Written] = field(default_factory=list)
+    """Task number -> the written task it came from (the expansion pass)."""
+    expanded_left: int = MAX_EXPANDED_BYTES
+    """Bytes of cmd + env the expansions may still add (``shared.definition.passes.budgets``)."""
+    workflow_env_bytes: int = 0
+    """Size of the workflow's env, counted again for every task."""
+    known_names: list[str] | None = None
+    """Every name a dependency may use, built the first time one is unknown (for hints)."""
+
+    def __post_init__(self) -> None:
+        self.workflow_env_bytes = environment_bytes(self.spec.env)
+
+    def stop(self) -> DefinitionError:
+        """The error that ends the compilation with the issues found so far."""
+        return DefinitionError(self.issues.finish(), self.options.source)
 
 
 def environment_bytes(env: Mapping[str, str]) -> int:

@@ -1,63 +1,55 @@
 """Definition text -> validated, expanded ``CompiledWorkflow``, reporting every problem at once.
 
-Two steps, each raising ``shared.errors.DefinitionError`` with all the issues it found:
+``compile_text`` parses (``shared.definition.parsing``: UTF-8, YAML/JSON syntax, keys, types)
+and compiles; ``compile_workflow`` compiles a ``WorkflowSpec``. Both raise
+``shared.errors.DefinitionError`` with every issue found, each located (task and field).
 
-1. ``parse_definition`` (``shared.definition.parsing``): text -> ``WorkflowSpec`` (UTF-8, YAML/JSON
-syntax,
-   keys, types).
-2. ``compile_workflow``: ``WorkflowSpec`` -> ``CompiledWorkflow`` (names, foreach expansion and
-   templates, queues, env, dependencies, dep_policy, conditions, cycles, limits).
+Compiling is one ``Compilation`` (``shared.definition.compilation``) handed to each pass of
+``shared.definition.passes`` in the order ``run_passes`` shows:
 
-Every check is linear in the size of the definition: the API runs this on each submit.
+    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> build
 
-The steps of ``compile_workflow`` live by job in ``shared.definition.compilation`` (limits,
-issues,
-tables), ``shared.definition.passes.values``, ``shared.definition.passes.expansion``,
-``shared.definition.passes.dependencies`` and ``shared.definition.passes.foreach_from``; this
-module puts them
-together and keeps the public names.
+A pass reports what it finds and lets the next ones run, so one submit sees every problem; only
+the budgets pass ends the compilation early. Every pass is linear in the size of the definition
+(the API runs this on each submit), and the cyclic garbage collector is paused meanwhile
+(``shared.definition.gc_pause``).
+
+To add a check: put it in the pass whose fields it reads (or a new module under ``passes/``,
+called from ``run_passes`` after the passes that fill what it needs), report with
+``c.issues.add(location, message, task)``, and keep its cost bounded per task.
 """
 
 from __future__ import annotations
 
-from shared.definition.compilation import Written
+from shared.definition.compilation import Compilation, Options
 from shared.definition.gc_pause import paused_gc
 from shared.definition.parsing import Format, parse_definition, parse_for_validation
-from shared.definition.passes.dependencies import DependencyResolution
-from shared.definition.passes.expansion import TaskExpansion
-from shared.definition.passes.foreach_from import ForeachFromChecks
-from shared.definition.spec import RetrySpec, WorkflowSpec
-from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
-from shared.errors import DefinitionError
-from shared.limits import (
-    MAX_CMD_BYTES,
-    MAX_CWD_CHARS,
-    MAX_DEFINITION_BYTES,
-    MAX_DEPENDENCIES,
-    MAX_EDGES,
-    MAX_ENV_BYTES,
-    MAX_EXPANDED_BYTES,
-    MAX_EXPANSIONS,
-    MAX_TASKS,
-    MAX_WORKFLOW_NAME,
+from shared.definition.passes import (
+    acyclic,
+    budgets,
+    build,
+    dependencies,
+    expansion,
+    foreach_from,
+    values,
 )
+from shared.definition.spec import WorkflowSpec
+from shared.definition.workflow import CompiledWorkflow
+from shared.errors import DefinitionError
+from shared.limits import MAX_EXPANSIONS
 
-__all__ = [
-    "MAX_CMD_BYTES",
-    "MAX_CWD_CHARS",
-    "MAX_DEFINITION_BYTES",
-    "MAX_DEPENDENCIES",
-    "MAX_EDGES",
-    "MAX_ENV_BYTES",
-    "MAX_EXPANDED_BYTES",
-    "MAX_EXPANSIONS",
-    "MAX_TASKS",
-    "MAX_WORKFLOW_NAME",
-    "compile_text",
-    "compile_workflow",
-    "parse_definition",
-]
-_DEFAULT_RETRY = RetryPolicy()
+__all__ = ["compile_text", "compile_workflow", "parse_definition", "run_passes"]
+
+
+def run_passes(c: Compilation) -> CompiledWorkflow:
+    """The compiler: each pass in order over one compilation (see the module's docstring)."""
+    values.check_workflow_fields(c)  # name, default_queue, workflow env, some tasks
+    expansion.expand_tasks(c)  # names, foreach -> final tasks, each task's values checked
+    budgets.check_budgets(c)  # too many tasks or bytes: stop here
+    dependencies.resolve_dependencies(c)  # depends_on -> deps, dep_policy, conditions
+    foreach_from.resolve_foreach_from(c)  # the parent's output and {{ item }} templates
+    acyclic.check_acyclic(c)  # no dependency cycle
+    return build.build_workflow(c)  # every issue, or the CompiledWorkflow
 
 
 def compile_workflow(
@@ -70,8 +62,9 @@ def compile_workflow(
 
     Raises DefinitionError with every issue found.
     """
+    options = Options(source_text=source_text, max_expansion_width=max_expansion_width)
     with paused_gc():
-        return _Compiler(spec, max_expansion_width=max_expansion_width).run(source_text, "<input>")
+        return run_passes(Compilation(spec, options))
 
 
 def compile_text(
@@ -87,83 +80,16 @@ def compile_text(
         if shape_error is not None:
             # Check what parsed too, so one run reports every problem (shape and graph).
             if partial is not None:
-                compiler = _Compiler(partial.spec, partial.positions, partial.unparsed)
+                c = Compilation(
+                    partial.spec, Options(source=source), partial.positions, partial.unparsed
+                )
                 try:
-                    compiler.run(None, source)
+                    run_passes(c)
                 except DefinitionError as graph_error:
                     shape_error.issues += graph_error.issues
                     raise DefinitionError(shape_error.issues, source) from None
             raise shape_error
         assert spec is not None
         text = data if isinstance(data, str) else data.decode("utf-8-sig")
-        return _Compiler(spec, max_expansion_width=max_expansion_width).run(text, source)
-
-
-class _Compiler(TaskExpansion, DependencyResolution, ForeachFromChecks):
-    """One compilation: expand, resolve, check, then build the ``TaskDef``s."""
-
-    def run(self, source_text: str | None, source: str) -> CompiledWorkflow:
-        spec, issues = self.spec, self.issues
-        self.check_workflow_fields()
-        self.expand_all()
-        if len(self.owner) > MAX_TASKS:
-            issues.add(
-                "tasks",
-                f"the workflow has more than {MAX_TASKS:,} tasks after foreach expansion",
-            )
-            raise DefinitionError(issues.finish(), source)
-        if self.expanded_left < 0:
-            raise DefinitionError(issues.finish(), source)
-        self.resolve_dependencies()
-        self.check_dynamic()
-        self.check_acyclic()
-        if issues:
-            raise DefinitionError(issues.finish(), source)
-        return CompiledWorkflow.of(
-            spec.name,
-            [task for w in self.written for task in self.task_defs(w)],
-            max_parallelism=spec.max_parallelism,
-            result_policy=spec.result_policy,
-            source=source_text,
-        )
-
-    # -- output ----------------------------------------------------------------------------
-    def task_defs(self, w: Written) -> list[TaskDef]:
-        task, spec = w.spec, self.spec
-        parents = tuple(w.deps)
-        retry = _retry_policy(task.retry)
-        timeout = task.timeout_s if task.timeout_s is not None else spec.default_task_timeout_s
-        group = task.name if task.foreach is not None else None
-        return [
-            TaskDef(
-                name=e.name,
-                cmd=e.cmd,
-                queue=e.queue,
-                env=e.env,
-                cwd=e.cwd,
-                parents=parents,
-                dep_policy=task.dep_policy,
-                timeout_s=timeout,
-                queue_timeout_s=task.queue_timeout_s,
-                num_retries=task.num_retries,
-                retry=retry,
-                condition=task.condition,
-                group=group,
-                params=e.params,
-                expand=w.dynamic,
-            )
-            for e in w.expansions
-        ]
-
-
-def _retry_policy(retry: RetrySpec | None) -> RetryPolicy:
-    if retry is None:
-        return _DEFAULT_RETRY
-    codes = tuple(retry.retry_on_exit_codes) if retry.retry_on_exit_codes is not None else None
-    return RetryPolicy(
-        initial_delay_s=retry.initial_delay_s,
-        multiplier=retry.multiplier,
-        max_delay_s=retry.max_delay_s,
-        jitter=retry.jitter,
-        retry_on_exit_codes=codes,
-    )
+        options = Options(source, text, max_expansion_width)
+        return run_passes(Compilation(spec, options))

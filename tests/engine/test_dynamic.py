@@ -181,7 +181,7 @@ def test_expansions_survive_the_codec_and_old_states_still_decode() -> None:
 
 
 def test_the_width_setting_defaults_to_static_foreach_s_limit() -> None:
-    from shared.definition.compiler import MAX_EXPANSIONS
+    from shared.limits import MAX_EXPANSIONS
     from shared.settings import Settings
 
     assert Settings.model_fields["max_expansion_width"].default == MAX_EXPANSIONS

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
-import shared.definition.compiler as compiler_module
-import shared.definition.passes.dependencies as compile_dependencies
-from shared.definition.compiler import MAX_DEPENDENCIES, MAX_EXPANDED_BYTES
+import shared.definition.passes.dependencies as dependencies_pass
 from shared.definition.suggestions import Suggester
-from shared.limits import MAX_GLOB_MATCHES, MAX_SUGGESTION_WORK
+from shared.limits import (
+    MAX_DEPENDENCIES,
+    MAX_EXPANDED_BYTES,
+    MAX_GLOB_MATCHES,
+    MAX_SUGGESTION_WORK,
+)
 from tests.spec.helpers import issues_of, task, workflow
 
 
@@ -94,14 +97,14 @@ def test_fan_in_stops_at_the_dependency_limit(monkeypatch: pytest.MonkeyPatch) -
     # 300 tasks each depending on nine 10,000-task groups used to build 90,000 dependencies each
     # (27 million steps) before the limit was checked.
     resolved: list[int] = []
-    resolve = compiler_module._Compiler.resolve
+    resolve = dependencies_pass.resolve
 
-    def counting(self: Any, w: Any, groups: Any) -> Any:
-        deps, error = resolve(self, w, groups)
+    def counting(c: Any, w: Any, groups: Any) -> Any:
+        deps, error = resolve(c, w, groups)
         resolved.append(len(deps))
         return deps, error
 
-    monkeypatch.setattr(compiler_module._Compiler, "resolve", counting)
+    monkeypatch.setattr(dependencies_pass, "resolve", counting)
     groups = [task(f"g{i}", "echo {{ n }}", foreach={"n": list(range(5000))}) for i in range(3)]
     sinks = [task(f"t{i}", depends_on=["g0", "g1", "g2"]) for i in range(40)]
     issues = issues_of(workflow(*groups, *sinks))
@@ -111,15 +114,15 @@ def test_fan_in_stops_at_the_dependency_limit(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_dependency_edges_stop_resolution_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compile_dependencies, "MAX_EDGES", 50_000)
+    monkeypatch.setattr(dependencies_pass, "MAX_EDGES", 50_000)
     calls: list[str] = []
-    resolve = compiler_module._Compiler.resolve
+    resolve = dependencies_pass.resolve
 
-    def counting(self: Any, w: Any, groups: Any) -> Any:
+    def counting(c: Any, w: Any, groups: Any) -> Any:
         calls.append(w.spec.name)
-        return resolve(self, w, groups)
+        return resolve(c, w, groups)
 
-    monkeypatch.setattr(compiler_module._Compiler, "resolve", counting)
+    monkeypatch.setattr(dependencies_pass, "resolve", counting)
     group = task("g", "echo {{ n }}", foreach={"n": list(range(10_000))})
     issues = issues_of(workflow(group, *[task(f"t{i}", depends_on=["g"]) for i in range(500)]))
     assert [i.message for i in issues] == [

@@ -12,28 +12,8 @@ engine (``shared.engine.policy``) evaluates it when the task is ready.
 
 from __future__ import annotations
 
-from shared.definition.conditions.language import (
-    AGGREGATES,
-    FUNCTIONS,
-    MAX_CONDITION_CHARS,
-    MAX_CONDITION_DEPTH,
-    MAX_CONDITION_STEPS,
-    MAX_GLOB_MATCHES,
-    Condition,
-    MatchBudget,
-    ParentView,
-    compile_condition,
-)
+from shared.definition.conditions.language import Condition, compile_condition
+from shared.definition.conditions.reads import MatchBudget
+from shared.definition.conditions.values import ParentView
 
-__all__ = [
-    "AGGREGATES",
-    "FUNCTIONS",
-    "MAX_CONDITION_CHARS",
-    "MAX_CONDITION_DEPTH",
-    "MAX_CONDITION_STEPS",
-    "MAX_GLOB_MATCHES",
-    "Condition",
-    "MatchBudget",
-    "ParentView",
-    "compile_condition",
-]
+__all__ = ["Condition", "MatchBudget", "ParentView", "compile_condition"]

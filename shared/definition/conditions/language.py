@@ -33,29 +33,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from shared.definition.conditions.compile import AGGREGATES, FUNCTIONS, ConditionCompiler, Fn
+from shared.definition.conditions.compile import ConditionCompiler, Fn
 from shared.definition.conditions.reads import MatchBudget
-from shared.definition.conditions.values import Evaluation, Inputs, ParentView, show
+from shared.definition.conditions.values import Evaluation, Inputs, show
 from shared.errors import ConditionBudgetError, ConditionError
 from shared.limits import (
     MAX_CONDITION_CHARS,
     MAX_CONDITION_DEPTH,
     MAX_CONDITION_STEPS,
-    MAX_GLOB_MATCHES,
 )
 
-__all__ = [
-    "AGGREGATES",
-    "FUNCTIONS",
-    "MAX_CONDITION_CHARS",
-    "MAX_CONDITION_DEPTH",
-    "MAX_CONDITION_STEPS",
-    "MAX_GLOB_MATCHES",
-    "Condition",
-    "MatchBudget",
-    "ParentView",
-    "compile_condition",
-]
+__all__ = ["Condition", "compile_condition"]
 
 
 class Condition:

@@ -1,5 +1,7 @@
-"""Expanding the written tasks into final tasks: names and their clashes, ``foreach`` templates
-and parameters, and the budget of bytes the expansions may add (``MAX_EXPANDED_BYTES``)."""
+"""Pass 2, expansion: the written tasks -> final tasks (``Written.expansions``, ``number_of``,
+``owner``): names and their clashes, ``foreach`` templates and parameters, each final task's
+values checked (``shared.definition.passes.values``) and charged to the byte budget
+(``shared.definition.passes.budgets``)."""
 
 from __future__ import annotations
 
@@ -7,13 +9,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
-from shared.definition.compilation import Expansion, Written, environment_bytes
+from shared.definition.compilation import Compilation, Expansion, Written, environment_bytes
 from shared.definition.foreach import Params, expand, expansion_count, expansion_name
-from shared.definition.passes.values import ValueChecks
+from shared.definition.passes.budgets import charge, spent
+from shared.definition.passes.values import check_env_names, check_task_values
 from shared.definition.suggestions import Suggester
 from shared.definition.templating import Template, parse_command, parse_template, variable_env
 from shared.errors import TemplateSyntaxError
-from shared.limits import MAX_EXPANDED_BYTES, MAX_EXPANSIONS, MAX_TASKS
+from shared.limits import MAX_EXPANSIONS
 from shared.names import TASK_NAME_RE, safe_name_problem
 
 
@@ -34,238 +37,228 @@ class _Templates(NamedTuple):
         return variables
 
 
-class TaskExpansion(ValueChecks):
-    """Fills ``written``, ``number_of`` and ``owner`` from the spec's tasks."""
-
-    # -- expansion -------------------------------------------------------------------------
-    def expand_all(self) -> None:
-        issues, number_of, owner = self.issues, self.number_of, self.owner
-        first_index: dict[str, int] = {}
-        for number, task in enumerate(self.spec.tasks):
-            i = self.positions[number] if self.positions is not None else number
-            name_ok = TASK_NAME_RE.match(task.name) is not None and ".." not in task.name
-            problem = None if name_ok else safe_name_problem(task.name)
-            if problem:
-                issues.add(f"tasks[{i}].name", problem, task.name or None)
-            w = Written(number, task, f"tasks[{i}]" if problem else f"tasks.{task.name}")
-            self.written.append(w)
-            duplicate = task.name in first_index
-            if duplicate:
-                issues.add(
-                    f"{w.loc}.name",
-                    f"duplicate task name {task.name!r} (also tasks[{first_index[task.name]}])",
-                    task.name,
-                )
-            else:
-                first_index[task.name] = i
-            w.first = len(owner)
-            if task.foreach is None:
-                w.expansions = [self.plain(w)]
-            else:
-                w.expansions = self.foreach(w)
-                w.broken = not w.expansions
-            for expansion in w.expansions:
-                other = number_of.get(expansion.name)
-                if other is None:
-                    number_of[expansion.name] = len(owner)
-                elif not duplicate:  # (a duplicate written name was reported once above)
-                    self.report_clash(w, expansion.name, owner[other])
-                owner.append(w)
-            if len(owner) > MAX_TASKS or self.expanded_left < 0:
-                return
-        # A foreach task's written name is how others depend on it: it must not name a task.
-        for w in self.written:
-            clash = number_of.get(w.spec.name) if w.spec.foreach is not None else None
-            # (A task written with the same name was reported as a duplicate already.)
-            if clash is not None and owner[clash].spec.name != w.spec.name:
-                issues.add(
-                    f"{w.loc}.name",
-                    f"foreach task name {w.spec.name!r} is also the name of another task",
-                    w.spec.name,
-                )
-
-    def report_clash(self, w: Written, name: str, other: Written) -> None:
-        theirs = (
-            f"an expansion of foreach task {other.spec.name!r}"
-            if other.spec.foreach is not None
-            else f"task {other.spec.name!r} ({other.loc})"
-        )
-        if other is w:
-            self.issues.add(
-                f"{w.loc}.foreach",
-                f"two expansions are both named {name!r}: foreach values must be distinct",
-                w.spec.name,
-            )
-        elif w.spec.foreach is not None:
-            self.issues.add(
-                f"{w.loc}.foreach",
-                f"expansion {name!r} has the same name as {theirs}",
-                w.spec.name,
+def expand_tasks(c: Compilation) -> None:
+    """Fill ``written``, ``number_of`` and ``owner`` from the spec's tasks, in order; stop making
+    tasks once a budget is spent (the budgets pass then ends the compilation)."""
+    issues, number_of, owner = c.issues, c.number_of, c.owner
+    first_index: dict[str, int] = {}
+    for number, task in enumerate(c.spec.tasks):
+        i = c.positions[number] if c.positions is not None else number
+        name_ok = TASK_NAME_RE.match(task.name) is not None and ".." not in task.name
+        problem = None if name_ok else safe_name_problem(task.name)
+        if problem:
+            issues.add(f"tasks[{i}].name", problem, task.name or None)
+        w = Written(number, task, f"tasks[{i}]" if problem else f"tasks.{task.name}")
+        c.written.append(w)
+        duplicate = task.name in first_index
+        if duplicate:
+            issues.add(
+                f"{w.loc}.name",
+                f"duplicate task name {task.name!r} (also tasks[{first_index[task.name]}])",
+                task.name,
             )
         else:
-            self.issues.add(
-                f"{w.loc}.name", f"duplicate task name {name!r}: {theirs} has it too", w.spec.name
+            first_index[task.name] = i
+        w.first = len(owner)
+        if task.foreach is None:
+            w.expansions = [_plain(c, w)]
+        else:
+            w.expansions = _foreach(c, w)
+            w.broken = not w.expansions
+        for expansion in w.expansions:
+            other = number_of.get(expansion.name)
+            if other is None:
+                number_of[expansion.name] = len(owner)
+            elif not duplicate:  # (a duplicate written name was reported once above)
+                _report_clash(c, w, expansion.name, owner[other])
+            owner.append(w)
+        if spent(c):
+            return
+    # A foreach task's written name is how others depend on it: it must not name a task.
+    for w in c.written:
+        clash = number_of.get(w.spec.name) if w.spec.foreach is not None else None
+        # (A task written with the same name was reported as a duplicate already.)
+        if clash is not None and owner[clash].spec.name != w.spec.name:
+            issues.add(
+                f"{w.loc}.name",
+                f"foreach task name {w.spec.name!r} is also the name of another task",
+                w.spec.name,
             )
 
-    def plain(self, w: Written) -> Expansion:
-        task, spec = w.spec, self.spec
-        kwargs = task.kwargs
-        if kwargs.env:
-            self.check_env_names(kwargs.env, f"{w.loc}.kwargs.env", task.name)
-        self.charge(len(kwargs.cmd) + environment_bytes(kwargs.env))
-        env = {**spec.env, **kwargs.env} if spec.env else kwargs.env
-        queue = task.queue if task.queue is not None else spec.default_queue
-        expansion = Expansion(task.name, kwargs.cmd, env, kwargs.cwd, queue, None)
-        self.check_values(w, expansion, "")
-        return expansion
 
-    def foreach(self, w: Written) -> list[Expansion]:
-        task = w.spec
-        foreach = task.foreach
-        assert foreach is not None
-        count = expansion_count(foreach)
-        if count == 0:
-            self.issues.add(
-                f"{w.loc}.foreach",
-                "foreach expands to no tasks (an empty list of values): give at least one",
+def _report_clash(c: Compilation, w: Written, name: str, other: Written) -> None:
+    theirs = (
+        f"an expansion of foreach task {other.spec.name!r}"
+        if other.spec.foreach is not None
+        else f"task {other.spec.name!r} ({other.loc})"
+    )
+    if other is w:
+        c.issues.add(
+            f"{w.loc}.foreach",
+            f"two expansions are both named {name!r}: foreach values must be distinct",
+            w.spec.name,
+        )
+    elif w.spec.foreach is not None:
+        c.issues.add(
+            f"{w.loc}.foreach", f"expansion {name!r} has the same name as {theirs}", w.spec.name
+        )
+    else:
+        c.issues.add(
+            f"{w.loc}.name", f"duplicate task name {name!r}: {theirs} has it too", w.spec.name
+        )
+
+
+def _plain(c: Compilation, w: Written) -> Expansion:
+    task, spec = w.spec, c.spec
+    kwargs = task.kwargs
+    if kwargs.env:
+        check_env_names(c, kwargs.env, f"{w.loc}.kwargs.env", task.name)
+    charge(c, len(kwargs.cmd) + environment_bytes(kwargs.env))
+    env = {**spec.env, **kwargs.env} if spec.env else kwargs.env
+    queue = task.queue if task.queue is not None else spec.default_queue
+    expansion = Expansion(task.name, kwargs.cmd, env, kwargs.cwd, queue, None)
+    check_task_values(c, w, expansion, "")
+    return expansion
+
+
+def _foreach(c: Compilation, w: Written) -> list[Expansion]:
+    task = w.spec
+    foreach = task.foreach
+    assert foreach is not None
+    count = expansion_count(foreach)
+    if count == 0:
+        c.issues.add(
+            f"{w.loc}.foreach",
+            "foreach expands to no tasks (an empty list of values): give at least one",
+            task.name,
+        )
+        return []
+    if count > MAX_EXPANSIONS:
+        c.issues.add(
+            f"{w.loc}.foreach",
+            f"foreach expands to {count:,} tasks; the limit is {MAX_EXPANSIONS:,} per foreach",
+            task.name,
+        )
+        return []
+    templates = _foreach_templates(c, w)
+    if templates is None:
+        return []
+    all_params = list(expand(foreach))
+    if not _check_variables(c, w, templates.variables(), all_params):
+        return []
+    if not _check_variable_env(c, w, all_params):
+        return []
+    return _render_all(c, w, templates, all_params)
+
+
+def _foreach_templates(c: Compilation, w: Written) -> _Templates | None:
+    """The foreach task's fields parsed as templates; None when one does not parse."""
+    task, kwargs = w.spec, w.spec.kwargs
+    check_env_names(c, kwargs.env, f"{w.loc}.kwargs.env", task.name)
+    loc = f"{w.loc}.kwargs"
+    cmd = _template(c, kwargs.cmd, f"{loc}.cmd", w, parse_command)
+    env = {k: _template(c, v, f"{loc}.env.{k}", w) for k, v in kwargs.env.items()}
+    cwd = _template(c, kwargs.cwd, f"{loc}.cwd", w)
+    queue = _template(c, task.queue, f"{w.loc}.queue", w)
+    if (
+        cmd is None
+        or any(t is None for t in env.values())
+        or (kwargs.cwd is not None and cwd is None)
+        or (task.queue is not None and queue is None)
+    ):
+        return None
+    env_templates = {k: t for k, t in env.items() if t is not None}
+    return _Templates(cmd, env_templates, cwd, queue)
+
+
+def _render_all(
+    c: Compilation, w: Written, templates: _Templates, all_params: list[Params]
+) -> list[Expansion]:
+    """One expansion per parameter set, until the byte budget runs out."""
+    task, spec = w.spec, c.spec
+    cmd, env_templates, cwd, queue = templates
+    out: list[Expansion] = []
+    for index, params in enumerate(all_params):
+        name = expansion_name(task.name, params, index)
+        rendered = cmd.render(params, quote=True)
+        own_env = {k: t.render(params, quote=False) for k, t in env_templates.items()}
+        own_env.update(variable_env(params))
+        if not charge(c, len(rendered) + environment_bytes(own_env)):
+            return out
+        expansion = Expansion(
+            name,
+            rendered,
+            {**spec.env, **own_env},
+            cwd.render(params, quote=False) if cwd is not None else None,
+            queue.render(params, quote=False) if queue is not None else spec.default_queue,
+            params,
+        )
+        check_task_values(c, w, expansion, f"in expansion {name!r}: ")
+        out.append(expansion)
+    return out
+
+
+def _template(
+    c: Compilation,
+    text: str | None,
+    loc: str,
+    w: Written,
+    parse: Callable[[str], Template] = parse_template,
+) -> Template | None:
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except TemplateSyntaxError as exc:
+        c.issues.add(loc, str(exc), w.spec.name)
+        return None
+
+
+def _check_variables(
+    c: Compilation, w: Written, variables: set[str], all_params: list[Params]
+) -> bool:
+    task = w.spec
+    if isinstance(task.foreach, dict):
+        known = sorted(task.foreach)
+        unknown = sorted(variables - set(known))
+        for var in unknown:
+            c.issues.add(
+                f"{w.loc}.kwargs", partial(_unknown_variable, c.suggester, var, known), task.name
+            )
+        return not unknown
+    ok = True
+    for i, params in enumerate(all_params):
+        missing = sorted(variables - params.keys())
+        if missing:
+            c.issues.add(
+                f"{w.loc}.foreach[{i}]",
+                f"template variable(s) {', '.join(missing)} used by the task are not set by"
+                f" foreach[{i}]",
                 task.name,
             )
-            return []
-        if count > MAX_EXPANSIONS:
-            self.issues.add(
-                f"{w.loc}.foreach",
-                f"foreach expands to {count:,} tasks; the limit is {MAX_EXPANSIONS:,} per foreach",
-                task.name,
+            ok = False
+    return ok
+
+
+def _check_variable_env(c: Compilation, w: Written, all_params: list[Params]) -> bool:
+    """Each parameter reaches the task as DAGQ_VAR_<param>: no env entry may set one."""
+    names = dict.fromkeys(key for params in all_params for key in params)
+    try:
+        generated = variable_env(dict.fromkeys(names, ""))
+    except TemplateSyntaxError as exc:  # (not with identifier names; kept for safety)
+        c.issues.add(f"{w.loc}.foreach", str(exc), w.spec.name)
+        return False
+    ok = True
+    for loc, env in ((f"{w.loc}.kwargs.env", w.spec.kwargs.env), ("env", c.spec.env)):
+        for key in env.keys() & generated.keys():
+            c.issues.add(
+                f"{loc}.{key}",
+                f"{key} is set by dagq to the value of foreach parameter"
+                f" {key.removeprefix('DAGQ_VAR_')!r}: remove it or rename it",
+                w.spec.name,
             )
-            return []
-        templates = self.foreach_templates(w)
-        if templates is None:
-            return []
-        all_params = list(expand(foreach))
-        if not self.check_variables(w, templates.variables(), all_params):
-            return []
-        if not self.check_variable_env(w, all_params):
-            return []
-        return self.render_all(w, templates, all_params)
-
-    def foreach_templates(self, w: Written) -> _Templates | None:
-        """The foreach task's fields parsed as templates; None when one does not parse."""
-        task, kwargs = w.spec, w.spec.kwargs
-        self.check_env_names(kwargs.env, f"{w.loc}.kwargs.env", task.name)
-        loc = f"{w.loc}.kwargs"
-        cmd = self.template(kwargs.cmd, f"{loc}.cmd", w, parse_command)
-        env = {k: self.template(v, f"{loc}.env.{k}", w) for k, v in kwargs.env.items()}
-        cwd = self.template(kwargs.cwd, f"{loc}.cwd", w)
-        queue = self.template(task.queue, f"{w.loc}.queue", w)
-        if (
-            cmd is None
-            or any(t is None for t in env.values())
-            or (kwargs.cwd is not None and cwd is None)
-            or (task.queue is not None and queue is None)
-        ):
-            return None
-        env_templates = {k: t for k, t in env.items() if t is not None}
-        return _Templates(cmd, env_templates, cwd, queue)
-
-    def render_all(
-        self, w: Written, templates: _Templates, all_params: list[Params]
-    ) -> list[Expansion]:
-        """One expansion per parameter set, until the byte budget runs out."""
-        task, spec = w.spec, self.spec
-        cmd, env_templates, cwd, queue = templates
-        out: list[Expansion] = []
-        for index, params in enumerate(all_params):
-            name = expansion_name(task.name, params, index)
-            rendered = cmd.render(params, quote=True)
-            own_env = {k: t.render(params, quote=False) for k, t in env_templates.items()}
-            own_env.update(variable_env(params))
-            if not self.charge(len(rendered) + environment_bytes(own_env)):
-                return out
-            expansion = Expansion(
-                name,
-                rendered,
-                {**spec.env, **own_env},
-                cwd.render(params, quote=False) if cwd is not None else None,
-                queue.render(params, quote=False) if queue is not None else spec.default_queue,
-                params,
-            )
-            self.check_values(w, expansion, f"in expansion {name!r}: ")
-            out.append(expansion)
-        return out
-
-    def charge(self, own_bytes: int) -> bool:
-        """Count one more task's cmd and env (with the workflow's); False, reported once, when
-        they add up to more than MAX_EXPANDED_BYTES (``run`` then stops)."""
-        left = self.expanded_left
-        self.expanded_left -= own_bytes + self.workflow_env_bytes
-        if self.expanded_left < 0 <= left:
-            self.issues.add(
-                "tasks",
-                f"the tasks' commands and environments (workflow env included) add up to more"
-                f" than {MAX_EXPANDED_BYTES:,} bytes after foreach expansion (the limit): put"
-                " long scripts and large values in files, and keep the workflow env small",
-            )
-        return self.expanded_left >= 0
-
-    def template(
-        self,
-        text: str | None,
-        loc: str,
-        w: Written,
-        parse: Callable[[str], Template] = parse_template,
-    ) -> Template | None:
-        if text is None:
-            return None
-        try:
-            return parse(text)
-        except TemplateSyntaxError as exc:
-            self.issues.add(loc, str(exc), w.spec.name)
-            return None
-
-    def check_variables(self, w: Written, variables: set[str], all_params: list[Params]) -> bool:
-        task = w.spec
-        if isinstance(task.foreach, dict):
-            known = sorted(task.foreach)
-            unknown = sorted(variables - set(known))
-            for var in unknown:
-                self.issues.add(
-                    f"{w.loc}.kwargs",
-                    partial(_unknown_variable, self.suggester, var, known),
-                    task.name,
-                )
-            return not unknown
-        ok = True
-        for i, params in enumerate(all_params):
-            missing = sorted(variables - params.keys())
-            if missing:
-                self.issues.add(
-                    f"{w.loc}.foreach[{i}]",
-                    f"template variable(s) {', '.join(missing)} used by the task are not set by"
-                    f" foreach[{i}]",
-                    task.name,
-                )
-                ok = False
-        return ok
-
-    def check_variable_env(self, w: Written, all_params: list[Params]) -> bool:
-        """Each parameter reaches the task as DAGQ_VAR_<param>: no env entry may set one."""
-        names = dict.fromkeys(key for params in all_params for key in params)
-        try:
-            generated = variable_env(dict.fromkeys(names, ""))
-        except TemplateSyntaxError as exc:  # (not with identifier names; kept for safety)
-            self.issues.add(f"{w.loc}.foreach", str(exc), w.spec.name)
-            return False
-        ok = True
-        for loc, env in ((f"{w.loc}.kwargs.env", w.spec.kwargs.env), ("env", self.spec.env)):
-            for key in env.keys() & generated.keys():
-                self.issues.add(
-                    f"{loc}.{key}",
-                    f"{key} is set by dagq to the value of foreach parameter"
-                    f" {key.removeprefix('DAGQ_VAR_')!r}: remove it or rename it",
-                    w.spec.name,
-                )
-                ok = False
-        return ok
+            ok = False
+    return ok
 
 
 def _unknown_variable(suggester: Suggester, var: str, known: list[str]) -> str:
