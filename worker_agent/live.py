@@ -67,9 +67,10 @@ class LiveAttempt:
 
     async def _loop(self) -> None:
         while True:
+            # First look after one interval: a task that ends sooner costs one log write in all.
+            await asyncio.sleep(self.interval_s)
             await self.shipper.tick()
             self._read_progress()
-            await asyncio.sleep(self.interval_s)
 
     def _read_progress(self) -> None:
         try:

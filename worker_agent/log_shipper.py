@@ -1,10 +1,11 @@
 """Live logs: a running attempt's log reaches its append blob in bounded chunks.
 
-The blob (``{workflow}/{task}/{attempt}/log.txt``) is created, empty, when the task starts, so a
-reader can tell "running, nothing printed yet" from "no log". Then every ``--live-s`` the bytes the
-task wrote since the last append (at most ``CHUNK_BYTES``) are appended: at most one storage write
-per interval per attempt, and none when the task printed nothing. When the attempt ends, the rest
-is appended before the result is reported, so a finished attempt's log is complete.
+The append blob (``{workflow}/{task}/{attempt}/log.txt``) is created, empty, once the task has
+run for ``--live-s``. Then every ``--live-s`` the bytes the task wrote since the last append (at
+most ``CHUNK_BYTES``) are appended: at most one storage write per interval per attempt, and none
+when the task printed nothing. When the attempt ends, the rest is appended before the result is
+reported, so a finished attempt's log is complete. A task that ends before the first interval
+costs one write, as before live logs: its whole (bounded) log is put at once.
 
 The blob is bounded by ``--max-log-bytes``: while the task runs, its first half is shipped; when
 the attempt ends, a log that outgrew the limit gets the ``[... dagq: N bytes of log omitted ...]``
@@ -92,6 +93,15 @@ class LogShipper:
         shipping stopped because another worker holds the attempt."""
         if self.stopped or self._lost():
             return None
+        if not self.created:  # ended before the first interval: one write for the whole log
+            data = await asyncio.to_thread(self.log.read, self.max_bytes)
+            await retry_transient(
+                f"uploading {self.name}",
+                lambda: self.outputs.put(self.name, data, content_type=CONTENT_TYPE),
+                logger=self._logger,
+            )
+            self.writes += 1
+            return self.name
         try:
             for chunk in await asyncio.to_thread(self._rest):
                 await retry_transient(
@@ -137,8 +147,6 @@ class LogShipper:
                 continue
             for at in range(piece[0], piece[1], CHUNK_BYTES):
                 chunks.append(self.log.pread(at, min(CHUNK_BYTES, piece[1] - at)))
-        if not self.created and not chunks:
-            chunks.append(b"")
         return chunks
 
     def _stop(self, exc: Exception) -> None:

@@ -33,6 +33,7 @@ FAST_WORKER = {
     "DAGQ_WORKER_MIN_POLL_S": "0.05",
     "DAGQ_WORKER_MAX_POLL_S": "0.3",
     "DAGQ_WORKER_METADATA_URL": "",
+    "DAGQ_WORKER_LIVE_S": "1",
 }
 """Worker settings that keep the tests short."""
 

@@ -48,3 +48,14 @@ async def test_a_missing_blob_is_not_found(storage: Storage) -> None:
         await storage.outputs.read_range("wf/none/1/log.txt", 0, 10)
     with pytest.raises(NotFoundError):
         await storage.outputs.append("wf/none/1/log.txt", b"x", at=0, content_type=TEXT)
+
+
+async def test_a_put_blob_and_an_append_blob_replace_each_other(storage: Storage) -> None:
+    """A short attempt's log is put whole; a redelivery of it appends live, and the other way."""
+    outputs = storage.outputs
+    await outputs.append("wf/t/4/log.txt", b"live", at=0, content_type=TEXT, create=True)
+    await outputs.put("wf/t/4/log.txt", b"whole", content_type=TEXT)
+    assert await outputs.get("wf/t/4/log.txt") == b"whole"
+    await outputs.append("wf/t/4/log.txt", b"", at=0, content_type=TEXT, create=True)
+    await outputs.append("wf/t/4/log.txt", b"again", at=0, content_type=TEXT)
+    assert await outputs.read_range("wf/t/4/log.txt", 0, 100) == (b"again", 5)

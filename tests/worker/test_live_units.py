@@ -55,7 +55,8 @@ async def test_a_short_log_ends_complete(tmp_path: Path) -> None:
     with LogFile.create(path) as log:
         shipper = LogShipper(storage.outputs, "wf/t/2/log.txt", log, max_bytes=4000, logger=LOG)
         path.write_bytes(b"all of it\n")
-        assert await shipper.finish() == "wf/t/2/log.txt"  # never ticked: created at the end
+        assert await shipper.finish() == "wf/t/2/log.txt"  # never ticked: put at the end
+        assert shipper.writes == 1
     assert await storage.outputs.get("wf/t/2/log.txt") == b"all of it\n"
 
 

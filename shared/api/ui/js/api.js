@@ -47,7 +47,22 @@ async function call(path, { method = "GET", as = "json" } = {}) {
     }
     throw new ApiError(response.status, detail);
   }
+  if (as === "response") return response;
   return as === "json" ? response.json() : response.text();
+}
+
+/** Part of a task attempt's log (null: the latest with a log) from byte `offset`, as bytes. */
+async function logPiece(id, task, attempt, offset) {
+  const query = new URLSearchParams({ offset: String(offset) });
+  if (attempt) query.set("attempt", String(attempt));
+  const response = await call(`workflows/${seg(id)}/tasks/${seg(task)}/log?${query}`, { as: "response" });
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  return {
+    bytes,
+    attempt: Number(response.headers.get("x-dagq-attempt")) || attempt,
+    size: Number(response.headers.get("x-dagq-log-size") ?? offset + bytes.length),
+    growing: response.headers.get("x-dagq-log-growing") === "true",
+  };
 }
 
 export const api = {
@@ -56,6 +71,8 @@ export const api = {
   graph: (id) => call(`workflows/${seg(id)}/graph`),
   task: (id, task) => call(`workflows/${seg(id)}/tasks/${seg(task)}`),
   log: (id, task) => call(`workflows/${seg(id)}/tasks/${seg(task)}/log`, { as: "text" }),
+  logPiece,
+  attempts: (id, task) => call(`workflows/${seg(id)}/tasks/${seg(task)}/attempts`),
   output: (id, task) => call(`workflows/${seg(id)}/tasks/${seg(task)}/output`, { as: "text" }),
   cancel: (id) => call(`workflows/${seg(id)}/cancel?reason=${seg("cancelled from the dashboard")}`, { method: "POST" }),
   retry: (id) => call(`workflows/${seg(id)}/retry`, { method: "POST" }),

@@ -90,6 +90,11 @@ export function duration(seconds) {
   return `${ss} s`;
 }
 
+/** A metric value, short but whole: 12, 0.21, 1.5e-5. */
+export function number(value) {
+  return Number.isInteger(value) ? String(value) : Number(value.toPrecision(4)).toString();
+}
+
 export function clock(epoch) {
   if (!epoch) return "–";
   return new Date(epoch * 1000).toLocaleString(undefined, {

@@ -1,7 +1,7 @@
 // The Gantt chart of a run: one bar per attempt (queued → started → finished), in lanes by queue
 // or by worker, earlier attempts of retried tasks beside the current one, the critical path outlined.
-// The state blob keeps each task's current attempt; earlier attempts are those this page saw while
-// the run went on (History), so a retry seen live stays on the chart.
+// Earlier attempts come from the state (GET .../attempts, which keeps them after retries and reruns)
+// and from what this page saw while the run went on (History).
 import { clear, duration, h, label, s } from "./dom.js";
 
 const LABEL_W = 150, ROW_H = 22, BAR_H = 14, LANE_GAP = 10, AXIS_H = 26;
@@ -28,6 +28,32 @@ export class History {
   earlier(name, current) {
     return (this.attempts.get(name) || []).filter((t) => t.attempt < current);
   }
+  /** The earlier attempts the state kept (GET .../attempts), replacing what was observed. */
+  learn(name, items) {
+    const earlier = items.filter((a) => !a.current && a.kept && (a.queued_at || a.started_at));
+    if (earlier.length) this.attempts.set(name, earlier);
+  }
+}
+
+const LEARN_PER_REFRESH = 20; // attempt listings fetched per refresh (a run with many retries fills in over a few)
+
+/** Fetch the kept earlier attempts of retried tasks not asked about yet at their current attempt,
+ * into `history`; true if any were learned. */
+export async function learnAttempts(history, tasks, load) {
+  history.asked = history.asked || new Map();
+  const wanted = Object.entries(tasks)
+    .filter(([name, t]) => t.attempt > 1 && history.asked.get(name) !== t.attempt)
+    .slice(0, LEARN_PER_REFRESH);
+  const lists = await Promise.all(wanted.map(([name]) => load(name).catch(() => null)));
+  let learned = false;
+  wanted.forEach(([name, t], k) => {
+    history.asked.set(name, t.attempt);
+    if (lists[k]) {
+      history.learn(name, lists[k].items);
+      learned = true;
+    }
+  });
+  return learned;
 }
 
 function barsOf(graph, tasks, history, laneBy, now) {

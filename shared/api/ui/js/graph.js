@@ -1,7 +1,7 @@
 // The DAG of a run, laid out left to right by dagre (vendored). foreach groups larger than
 // EXPAND_UP_TO collapse into one node with a progress ring, so the layout and the DOM grow with the
 // collapsed graph, not with the number of tasks (a 10,000-task fan-out is a handful of nodes).
-import { TERMINAL, clear, h, label, s } from "./dom.js";
+import { TERMINAL, clear, h, label, number, s } from "./dom.js";
 
 export const EXPAND_UP_TO = 8;
 export const EXPANDABLE_UP_TO = 200;
@@ -149,6 +149,11 @@ export function drawGraph(host, graph, expanded, onOpen) {
       el.append(s("text", { x: 14, y: 19, "font-weight": 600 }, shorten(node.name, 25)));
       parts.sub = s("text", { x: 14, y: 35, class: "sub" });
       el.append(parts.sub);
+      // What a running task reports through $DAGQ_PROGRESS (hidden until it does).
+      parts.barWidth = w - 24;
+      parts.track = s("rect", { class: "progress-track", x: 14, y: hh - 7, width: parts.barWidth, height: 3, rx: 1.5, visibility: "hidden" });
+      parts.fill = s("rect", { class: "progress-fill", x: 14, y: hh - 7, width: 0, height: 3, rx: 1.5, visibility: "hidden" });
+      el.append(parts.track, parts.fill);
     }
     const open = () => onOpen(node.kind, node.name);
     el.addEventListener("click", open);
@@ -188,7 +193,7 @@ export function drawGraph(host, graph, expanded, onOpen) {
         const t = tasks[node.name] || { state: "pending", attempt: 0 };
         state = t.state;
         const took = t.started_at && t.finished_at ? ` · ${(t.finished_at - t.started_at).toFixed(1)} s` : "";
-        text = `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}`;
+        text = `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}${nodeProgress(part, t)}`;
         el.setAttribute("aria-label", `task ${node.name}: ${text}. Open its detail`);
       }
       if (TERMINAL.has(state) || state === "completed") terminalNode.add(node.id);
@@ -198,6 +203,17 @@ export function drawGraph(host, graph, expanded, onOpen) {
       title.textContent = `${node.name}: ${text}`;
     }
     for (const [a, path] of edgeEls) path.setAttribute("class", terminalNode.has(a) ? "edge done" : "edge");
+  }
+
+  /** Show a running task's reported progress on its node: a thin bar, and " · 30% · loss=0.21". */
+  function nodeProgress(part, t) {
+    const live = !TERMINAL.has(t.state) && (t.progress !== undefined && t.progress !== null);
+    part.track.setAttribute("visibility", live ? "visible" : "hidden");
+    part.fill.setAttribute("visibility", live ? "visible" : "hidden");
+    part.fill.setAttribute("width", live ? part.barWidth * Math.max(0, Math.min(1, t.progress)) : 0);
+    if (TERMINAL.has(t.state)) return "";
+    const first = Object.entries(t.metrics || {})[0];
+    return `${live ? ` · ${Math.round(t.progress * 100)}%` : ""}${first ? ` · ${first[0]}=${number(first[1])}` : ""}`;
   }
 
   function drawRing(part, counts, total, done) {

@@ -7,7 +7,7 @@ export function logView(root, route) {
   const back = `#/runs/${encodeURIComponent(route.id)}?task=${encodeURIComponent(route.task)}`;
   root.append(h("p", { class: "small" }, h("a", { href: back }, `← ${route.id}`)),
     h("h1", {}, "Log of ", h("span", { class: "mono" }, route.task)),
-    h("p", { class: "muted small" }, "The latest attempt's stdout and stderr, as the worker uploaded it."),
+    h("p", { class: "muted small" }, "The latest attempt's stdout and stderr, as far as it got (a running attempt's log grows: reload for more)."),
     h("div", { class: "log" }, pre));
   return {
     async refresh() {

@@ -2,7 +2,7 @@
 import { api } from "./api.js";
 import { WORKFLOW_TERMINAL, badge, clear, clock, countsText, duration, elapsed, h, keepFocus, progressBar } from "./dom.js";
 import { EXPAND_UP_TO, EXPANDABLE_UP_TO, drawGraph, groupsOf } from "./graph.js";
-import { History, criticalText, drawGantt } from "./gantt.js";
+import { History, criticalText, drawGantt, learnAttempts } from "./gantt.js";
 import { groupPanel, taskPanel } from "./task.js";
 
 export function runView(root, route, ctx) {
@@ -132,6 +132,7 @@ export function runView(root, route, ctx) {
         expanded = new Set();
         expandNewGroups();
         history.observe(wf.tasks);
+        if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
         renderTabs();
         renderHead();
         renderStage();
@@ -141,6 +142,7 @@ export function runView(root, route, ctx) {
       const before = wf;
       wf = await api.workflow(id);
       history.observe(wf.tasks);
+      if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
       keepFocus(head, renderHead);
       if (Object.keys(wf.tasks).length !== graph.tasks.length) {
         // A foreach_from expanded at run time: the DAG grew (its graph is not cached).
@@ -153,11 +155,12 @@ export function runView(root, route, ctx) {
         renderDetail();
       } else if (selection && selection.kind === "group") renderDetail();
     },
-    update(next) {
+    async update(next) {
       const changedTab = next.tab !== tab;
       tab = next.tab;
       selection = selectionOf(next);
       if (!graph) return;
+      if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
       renderTabs();
       if (changedTab) renderStage();
       else if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name);

@@ -3,8 +3,8 @@
 import { api } from "./api.js";
 import { TERMINAL, badge, clear, clock, duration, focusKeyIn, h, label, restoreFocus } from "./dom.js";
 import { groupCounts } from "./graph.js";
+import { attemptsAndLog, progressView } from "./live.js";
 
-const LOG_TAIL_LINES = 40;
 const MEMBERS_SHOWN = 200;
 
 function header(panel, title, close) {
@@ -47,6 +47,8 @@ export async function taskPanel(panel, { id, name, close, ctx }) {
     t.timeout_s ? fact("timeout", duration(t.timeout_s)) : null,
     t.depends_on.length ? fact("depends on", t.depends_on.join(", ")) : null,
     t.params ? fact("params", Object.entries(t.params).map(([k, v]) => `${k}=${v}`).join(", ")) : null));
+  const progress = progressView(t);
+  if (progress) panel.append(h("h3", {}, "Progress"), progress);
   if (t.error) panel.append(h("h3", {}, "Error"), h("pre", { class: "error-text" }, t.error));
   panel.append(h("h3", {}, "Command"), h("pre", {}, t.cmd));
   const output = h("div", { id: "task-output" });
@@ -54,22 +56,10 @@ export async function taskPanel(panel, { id, name, close, ctx }) {
   if (!t.output) output.append(h("p", { class: "muted small" }, TERMINAL.has(t.state) ? "No output." : "Not yet."));
   else if ("inline" in t.output) output.append(h("pre", {}, JSON.stringify(t.output.inline, null, 2)));
   else output.append(h("p", { class: "small" }, `Stored as a blob (${t.output.size} bytes): `, fetchButton("Show", () => api.output(id, name), output, ctx)));
-  const log = h("div", { id: "task-log" });
   const fullHref = `#/runs/${encodeURIComponent(id)}/log/${encodeURIComponent(name)}`;
-  panel.append(h("h3", {}, "Log ", h("a", { href: fullHref, class: "small", id: "full-log" }, "(full log)")), log);
-  if (!t.log) {
-    log.append(h("p", { class: "muted small" }, t.state === "running" ? "The log is uploaded when the attempt ends." : "No log yet."));
-  } else {
-    try {
-      const text = await api.log(id, name);
-      const lines = text.replace(/\n$/, "").split("\n");
-      const tail = lines.slice(-LOG_TAIL_LINES);
-      if (lines.length > tail.length) log.append(h("p", { class: "muted small" }, `last ${tail.length} of ${lines.length} lines`));
-      log.append(h("pre", { "aria-label": `log tail of ${name}` }, tail.join("\n")));
-    } catch (err) {
-      log.append(h("p", { class: "error small" }, err.message));
-    }
-  }
+  const logs = h("div", { id: "task-logs" });
+  panel.append(h("h3", {}, "Log ", h("a", { href: fullHref, class: "small", id: "full-log" }, "(full log)")), logs);
+  await attemptsAndLog(logs, { id, name, t });
   if (!restoreFocus(panel, focused) && !hadFocus) heading.focus({ preventScroll: true });
 }
 

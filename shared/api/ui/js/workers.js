@@ -1,6 +1,7 @@
 // The worker registry: who is alive, on which queues, busy slots, the task each runs.
 import { api, serves } from "./api.js";
 import { ago, badge, clear, h } from "./dom.js";
+import { progressView } from "./live.js";
 
 export function workersView(root) {
   const body = h("div", { id: "workers" }, h("p", { class: "muted" }, "Loading…"));
@@ -39,11 +40,23 @@ function render(body, data) {
       h("span", { class: "bar" }, h("span", { style: `width:${w.slots ? (100 * w.busy_slots) / w.slots : 0}%` })), `${w.busy_slots}/${w.slots}`)),
     h("td", {}, w.tasks.length ? h("ul", { class: "members" }, w.tasks.map((t) => h("li", {},
       h("a", { href: `#/runs/${encodeURIComponent(t.workflow_id)}?task=${encodeURIComponent(t.task)}` }, `${t.task}`),
-      h("span", { class: "muted small" }, `attempt ${t.attempt} · ${t.workflow_id}`)))) : h("span", { class: "muted" }, "idle")),
+      h("span", { class: "muted small" }, `attempt ${t.attempt} · ${t.workflow_id}`),
+      progressView(t, { id: null })))) : h("span", { class: "muted" }, "idle")),
+    h("td", {}, gpus(w.gpus || [])),
     h("td", { class: "num" }, w.version),
     h("td", { class: "num" }, ago(w.started_at, now)),
     h("td", { class: "num" }, ago(w.last_seen, now))));
   body.append(h("table", { class: "list" },
-    h("thead", {}, h("tr", {}, ["Worker", "Status", "Queues", "Busy", "Running", "Version", "Started", "Last seen"].map((c) => h("th", { scope: "col" }, c)))),
+    h("thead", {}, h("tr", {}, ["Worker", "Status", "Queues", "Busy", "Running", "GPUs", "Version", "Started", "Last seen"].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, rows)));
+}
+
+/** Each GPU's utilisation and memory at the worker's latest heartbeat (from nvidia-smi). */
+function gpus(list) {
+  if (!list.length) return h("span", { class: "muted" }, "–");
+  return h("ul", { class: "gpu-list" }, list.map((g) => h("li", { "data-gpu": g.index },
+    h("span", { class: "meter", role: "img", "aria-label": `GPU ${g.index}: ${Math.round(g.utilization)}% busy` },
+      h("span", { class: "bar" }, h("span", { style: `width:${Math.max(0, Math.min(100, g.utilization))}%` })),
+      `GPU ${g.index} ${Math.round(g.utilization)}%`),
+    h("span", { class: "muted small" }, ` ${(g.memory_used_mib / 1024).toFixed(1)}/${(g.memory_total_mib / 1024).toFixed(1)} GiB`))));
 }
