@@ -165,6 +165,10 @@ MAX_PARTITIONS = 64
 
 # -- HTTP requests (checked before any storage access; shared.api.request) -------------------------
 
+MAX_REGISTRY_ROWS = 5000
+"""Most rows read of each registry partition (workers, queues, marks): any worker may write the
+registry, so what a read costs is bounded whatever they wrote."""
+
 MAX_LIST_LIMIT = 1000
 """Most workflows one ``GET /workflows`` page may ask for (``?limit=``)."""
 

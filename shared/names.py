@@ -32,11 +32,11 @@ INDEX_PARTITION = "wf"
 """All index rows share one partition: listing is a single ordered partition scan."""
 
 WORKER_PARTITION = "worker"
-"""Index-table partition of the worker registry: one row per running worker agent."""
+"""Registry-table partition of the worker records: one row per running worker agent."""
 QUEUE_PARTITION = "queue"
-"""Index-table partition of the queues any worker ever polled: one row per queue."""
+"""Registry-table partition of the queues any worker ever polled: one row per queue."""
 MARK_PARTITION = "mark"
-"""Index-table partition of the recurring jobs' last-run marks (``sweep``)."""
+"""Registry-table partition of the recurring jobs' last-run marks (``sweep``)."""
 
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
 
@@ -127,6 +127,12 @@ class ResourceNames:
     def index_table(self) -> str:
         """One small row per workflow for listing; a projection of the state blobs."""
         return f"{self.prefix}WorkflowsIndex"
+
+    @property
+    def registry_table(self) -> str:
+        """The worker registry (heartbeats, queues polled, job marks): a table of its own, so the
+        workers' role (write their rows) reaches no workflow's index row."""
+        return f"{self.prefix}WorkersRegistry"
 
     # -- queues -----------------------------------------------------------------------------
     @property

@@ -50,6 +50,7 @@ async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
     await asyncio.gather(
         *(container(name) for name in storage.names.all_containers()),
         storage.clients.table.create_table_if_not_exists(storage.names.index_table),
+        storage.clients.table.create_table_if_not_exists(storage.names.registry_table),
     )
     await asyncio.gather(
         *(view.lease.ensure_sentinel() for view in views if isinstance(view, AzureStorage))

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
+import pytest
+
+from shared.settings import Settings
 from shared.states import WorkflowStatus
+from shared.storage.azure import AzureStorage
 from shared.storage.ports import IndexRow, Storage
 from shared.storage.registry import WorkerRecord, WorkerTask
+
+
+@pytest.fixture
+async def azure_storage(settings: Settings) -> AsyncIterator[AzureStorage]:
+    from shared.storage.factory import ensure_resources, open_storage
+
+    async with open_storage(settings) as opened:
+        assert isinstance(opened, AzureStorage)
+        await ensure_resources(opened)
+        yield opened
 
 
 def record(worker_id: str = "vm-1-4242", **changes: object) -> WorkerRecord:
@@ -79,3 +94,44 @@ async def test_the_registry_never_shows_in_the_workflow_index(storage: Storage) 
     await storage.index.create(row)
     assert [r.workflow_id for r in (await storage.index.list()).rows] == ["wf-1"]
     assert [r.workflow_id for r in await storage.index.active()] == ["wf-1"]
+
+
+async def _raw_entity(storage: AzureStorage, table: str, entity: dict[str, object]) -> None:
+    """Write a row as a forger with table access could (Azurite only)."""
+    await storage.clients.table.get_table_client(table).upsert_entity(entity)
+
+
+@pytest.mark.azurite
+async def test_registry_rows_live_in_a_table_the_index_does_not_share(
+    azure_storage: AzureStorage,
+) -> None:
+    # Before: worker rows sat in the index table, so the workers' role (Table Data Contributor on
+    # that table) could set CancelRequested on, or delete, any workflow's row.
+    storage = azure_storage
+    names = storage.names
+    assert names.registry_table != names.index_table
+    await storage.registry.beat(record())
+    index = storage.clients.table.get_table_client(names.index_table)
+    assert [e async for e in index.list_entities()] == []
+
+
+@pytest.mark.azurite
+async def test_an_unreadable_row_is_skipped_not_fatal(azure_storage: AzureStorage) -> None:
+    # Before: one bad workflow row made index.active() raise (sweeps stopped for the partition)
+    # and one bad registry row made GET /api/workers and /api/doctor answer 500.
+    storage = azure_storage
+    names = storage.names
+    await storage.index.create(
+        IndexRow("wf-1", "demo", WorkflowStatus.RUNNING, created_at=5.0, updated_at=5.0)
+    )
+    bad_row = {"PartitionKey": "wf", "RowKey": "0bad", "Status": "running", "Name": 1}
+    await _raw_entity(storage, names.index_table, bad_row)
+    await storage.registry.beat(record())
+    forged = {"PartitionKey": "worker", "RowKey": "forged", "Tasks": "{not json"}
+    await _raw_entity(storage, names.registry_table, forged)
+    bad_mark = {"PartitionKey": "mark", "RowKey": "sweep", "At": "soon"}
+    await _raw_entity(storage, names.registry_table, bad_mark)
+    assert [r.workflow_id for r in await storage.index.active()] == ["wf-1"]
+    assert [r.workflow_id for r in (await storage.index.list()).rows] == ["wf-1"]
+    assert [w.worker_id for w in await storage.registry.workers()] == ["vm-1-4242"]
+    assert await storage.registry.marks() == {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
@@ -32,6 +33,8 @@ from shared.storage.encoding import (
     encode_continuation,
 )
 from shared.storage.ports import IndexPage, IndexRow
+
+log = logging.getLogger("dagq.storage")
 
 MAX_CALLS_PER_PAGE = 10
 """Service calls one ``list`` makes at most to fill a filtered page; past that it returns a short
@@ -117,6 +120,19 @@ def from_entity(entity: dict[str, Any]) -> IndexRow:
     )
 
 
+def parsed(entity: dict[str, Any]) -> IndexRow | None:
+    """``from_entity``, or None (logged with its keys) for a row that cannot be read: one bad row
+    must not stop listings, sweeps or doctor for every other workflow."""
+    try:
+        return from_entity(entity)
+    except (KeyError, ValueError, TypeError) as exc:
+        log.warning(
+            "index row %r/%r cannot be read, skipped: %r",
+            str(entity.get("PartitionKey"))[:100], str(entity.get("RowKey"))[:100], exc,
+        )  # fmt: skip
+        return None
+
+
 def _missing_table(error: ResourceNotFoundError, table: str) -> ConfigError | None:
     if getattr(error, "error_code", None) == "TableNotFound":
         return ConfigError(
@@ -177,7 +193,7 @@ class AzureIndex:
             if missing:
                 raise missing from error
             return None
-        return from_entity(entity)
+        return parsed(entity)
 
     async def list(
         self,
@@ -205,7 +221,7 @@ class AzureIndex:
             pages = query_pages.by_page(continuation_token=token)  # type: ignore[arg-type]
             try:
                 page = await pages.__anext__()
-                found = [from_entity(entity) async for entity in page]
+                found = [row async for entity in page if (row := parsed(entity)) is not None]
                 rows += [r for r in found if not name_prefix or r.name.startswith(name_prefix)]
             except ResourceNotFoundError as error:
                 raise _missing_table(error, self.table.table_name) or error from error
@@ -243,7 +259,7 @@ class AzureIndex:
         )
         try:
             page = await pages.__anext__()
-            rows = [from_entity(entity) async for entity in page]
+            rows = [row async for entity in page if (row := parsed(entity)) is not None]
         except ResourceNotFoundError as error:
             raise _missing_table(error, self.table.table_name) or error from error
         except StopAsyncIteration:
@@ -258,7 +274,8 @@ class AzureIndex:
         if partition:  # rows written before partitions existed have no Partition: they are 0
             query += f" and Partition eq {int(partition)}"
         try:
-            rows = [from_entity(entity) async for entity in self.table.query_entities(query)]
+            entities = self.table.query_entities(query)
+            rows = [row async for entity in entities if (row := parsed(entity)) is not None]
         except ResourceNotFoundError as error:
             raise _missing_table(error, self.table.table_name) or error from error
         return [row for row in rows if partition in (None, row.partition)]

@@ -1,4 +1,7 @@
-"""The registry on Azure Table storage, in the index table under partitions of its own.
+"""The registry on Azure Table storage, in a table of its own (``{prefix}WorkersRegistry``): the
+workers' identity may write there and nowhere in the workflow index. Every read is bounded
+(``MAX_REGISTRY_ROWS`` per partition) and skips, with a warning, a row it cannot read, so a forged
+or broken row costs that row only.
 
 - ``worker`` / RowKey = the worker id, percent-quoted (a RowKey may not hold ``/ \\ # ?`` or
   control characters): ``Host``, ``Queues`` (comma-joined), ``Slots``, ``Busy``, ``Tasks``,
@@ -13,9 +16,11 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -23,7 +28,7 @@ from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
-from shared.limits import MAX_RECORD_TASKS
+from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
 from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.registry import (
@@ -34,6 +39,9 @@ from shared.storage.registry import (
     progress_text,
     with_progress,
 )
+
+log = logging.getLogger("dagq.storage")
+T = TypeVar("T")
 
 MAX_ROW_KEY = 1024
 """Azure's limit on a RowKey."""
@@ -96,15 +104,34 @@ def from_entity(entity: Any) -> WorkerRecord:
     )
 
 
+def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtins.list[T]:
+    """``read`` of each entity, skipping (and logging) those it cannot read."""
+    out: builtins.list[T] = []
+    for entity in entities:
+        try:
+            out.append(read(entity))
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            log.warning("registry row %r cannot be read, skipped: %r",
+                        str(entity.get("RowKey"))[:100], exc)  # fmt: skip
+    return out
+
+
 class AzureRegistry:
-    """Registry over the index table's client."""
+    """Registry over the registry table's client."""
 
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
     async def _partition(self, partition: str) -> builtins.list[Any]:
         query = f"PartitionKey eq {odata_string(partition)}"
-        return [entity async for entity in self.table.query_entities(query)]
+        entities: builtins.list[Any] = []
+        async for entity in self.table.query_entities(query, results_per_page=MAX_REGISTRY_ROWS):
+            entities.append(entity)
+            if len(entities) >= MAX_REGISTRY_ROWS:
+                log.warning("registry partition %r has more than %d rows: read the first only",
+                            partition, MAX_REGISTRY_ROWS)  # fmt: skip
+                break
+        return entities
 
     async def beat(self, record: WorkerRecord) -> None:
         await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
@@ -116,7 +143,7 @@ class AzureRegistry:
 
     async def workers(self) -> builtins.list[WorkerRecord]:
         entities = await self._partition(WORKER_PARTITION)
-        return sorted((from_entity(e) for e in entities), key=lambda r: r.worker_id)
+        return sorted(_readable(entities, from_entity), key=lambda r: r.worker_id)
 
     async def note_queues(self, queues: builtins.list[str], at: float) -> None:
         for queue in queues:
@@ -125,7 +152,7 @@ class AzureRegistry:
 
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
-        return {str(e["RowKey"]): float(e.get("NotedAt", 0.0)) for e in entities}
+        return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("NotedAt", 0.0)))))
 
     async def mark(self, job: str, at: float) -> None:
         entity = {"PartitionKey": MARK_PARTITION, "RowKey": job, "At": float(at)}
@@ -133,4 +160,4 @@ class AzureRegistry:
 
     async def marks(self) -> dict[str, float]:
         entities = await self._partition(MARK_PARTITION)
-        return {str(e["RowKey"]): float(e.get("At", 0.0)) for e in entities}
+        return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("At", 0.0)))))

@@ -62,7 +62,7 @@ def azure_storage(settings: Settings, clients: AzureClients | None = None) -> Az
         index=AzureIndex(index),
         event_queue=queues.get(names.event_queue),
         event_poison_queue=queues.get(names.event_poison_queue),
-        registry=AzureRegistry(index),
+        registry=AzureRegistry(clients.table.get_table_client(names.registry_table)),
         clients=clients,
         names=names,
     )

@@ -7,7 +7,7 @@ import builtins
 from collections.abc import Callable
 from dataclasses import replace
 
-from shared.limits import MAX_RECORD_TASKS
+from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
 from shared.storage.registry import (
     WorkerRecord,
     WorkerTask,
@@ -46,7 +46,7 @@ class MemoryRegistry:
         self.records.pop(worker_id, None)
 
     async def workers(self) -> builtins.list[WorkerRecord]:
-        return [self.records[key] for key in sorted(self.records)]
+        return [self.records[key] for key in sorted(self.records)[:MAX_REGISTRY_ROWS]]
 
     async def note_queues(self, queues: builtins.list[str], at: float) -> None:
         for queue in queues:
