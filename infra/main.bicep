@@ -288,7 +288,7 @@ module identity 'modules/identity.bicep' = {
     outputsContainerName: storage.outputs.outputsContainerName
     deadletterContainerName: storage.outputs.deadletterContainerName
     deploymentContainerName: names.deploymentContainer
-    indexTableName: storage.outputs.indexTableName
+    registryTableName: storage.outputs.registryTableName
     taskQueueNames: storage.outputs.taskQueueNames
     eventQueueNames: storage.outputs.eventQueueNames
     applicationInsightsName: monitoring.outputs.applicationInsightsName

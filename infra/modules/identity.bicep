@@ -11,7 +11,7 @@ param workflowsContainerName string
 param outputsContainerName string
 param deadletterContainerName string
 param deploymentContainerName string
-param indexTableName string
+param registryTableName string
 
 @description('The task queues (Azure names) the workers receive from: each gets its own role assignment.')
 param taskQueueNames array
@@ -125,9 +125,9 @@ resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-0
   name: 'default'
 }
 
-resource indexTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
+resource registryTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
   parent: tableService
-  name: indexTableName
+  name: registryTableName
 }
 
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' existing = {
@@ -307,9 +307,10 @@ resource workerStateReader 'Microsoft.Authorization/roleAssignments@2022-04-01' 
   }
 }
 
-resource workerIndexTableContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(indexTable.id, workerIdentity.id, roleIds.storageTableDataContributor)
-  scope: indexTable
+// The registry table only: a worker writes its heartbeat there and can touch no workflow's row.
+resource workerRegistryTableContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(registryTable.id, workerIdentity.id, roleIds.storageTableDataContributor)
+  scope: registryTable
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageTableDataContributor)
     principalId: workerIdentity.properties.principalId

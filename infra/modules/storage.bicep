@@ -74,6 +74,7 @@ var names = {
   outputsContainer: '${prefix}-outputs'
   deadletterContainer: '${prefix}-deadletter'
   indexTable: '${prefix}WorkflowsIndex'
+  registryTable: '${prefix}WorkersRegistry'
   eventQueue: '${prefix}-events'
   eventPoisonQueue: '${prefix}-events-poison'
 }
@@ -195,6 +196,12 @@ resource indexTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023
   name: names.indexTable
 }
 
+// The worker registry: a table of its own, so the workers' role on it reaches no index row.
+resource registryTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' = {
+  parent: tableService
+  name: names.registryTable
+}
+
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
   parent: storage
   name: 'default'
@@ -306,6 +313,7 @@ output workflowsContainerName string = names.workflowsContainer
 output outputsContainerName string = names.outputsContainer
 output deadletterContainerName string = names.deadletterContainer
 output indexTableName string = names.indexTable
+output registryTableName string = names.registryTable
 output eventQueueName string = names.eventQueue
 // Every event queue workers send completions to (one per coordinator partition): identity.bicep
 // gives the worker identity Message Sender on each.
