@@ -136,7 +136,8 @@ def conclude(wf: Workflow, console: Console) -> int:
         for name in failed[:5]:
             error = wf.tasks[name].error or ""
             console.print(f"  failed: {name}  {render.first_line(error)}", highlight=False)
-        if failed:
-            console.print(f"  see a log: dagq logs {wf.id} {failed[0]}", highlight=False)
+        ran = [name for name in failed if wf.tasks[name].started_at is not None]
+        if ran:  # a task that never ran has no log: its error above says why
+            console.print(f"  see a log: dagq logs {wf.id} {ran[0]}", highlight=False)
         console.print(f"  rerun from the failure: dagq retry {wf.id} --wait", highlight=False)
     return code

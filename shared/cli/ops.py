@@ -150,7 +150,11 @@ def run_doctor(args: argparse.Namespace) -> int:
 def run_purge(args: argparse.Namespace) -> int:
     import sys
 
-    if bool(args.ids) == (args.older_than is not None):
+    if not args.ids and args.older_than is None:
+        what = "--dry-run needs" if args.dry_run else "give workflow ids, or"
+        print(f"dagq purge: {what} --older-than AGE (e.g. --older-than 30d)", file=sys.stderr)
+        return 2
+    if args.ids and args.older_than is not None:
         print("dagq purge: give workflow ids, or --older-than AGE (not both)", file=sys.stderr)
         return 2
     if args.ids and (args.status or args.dry_run):

@@ -18,6 +18,7 @@ from shared.engine.state import (
     COMPLETED,
     FAILED,
     IS_OK,
+    IS_TERMINAL,
     PENDING,
     READY,
     TASK_STATES,
@@ -99,11 +100,7 @@ class Step:
         if verdict is None:
             return
         if verdict == UPSTREAM_FAILED:
-            if cause is not None:
-                why = f"upstream failed: {wf.tasks[cause].name} is {TASK_STATES[st.codes[cause]]}"
-            else:
-                why = "upstream failed: dependency policy can no longer be met"
-            self._settle_unrun(task, UPSTREAM_FAILED, why, work)
+            self._settle_unrun(task, UPSTREAM_FAILED, self._upstream_failure(task, cause), work)
             return
         if tdef.condition is not None:
             outcome = condition_verdict(wf, st, task)
@@ -116,6 +113,22 @@ class Step:
         self.changed = True
         st.move(task, READY)
         st.ready.append(task)
+
+    def _upstream_failure(self, task: int, cause: int | None) -> str:
+        """Why ``task`` cannot run: every parent that failed (the first few by name), the one
+        whose end decided it first. O(parents), once per task."""
+        st, tasks = self.st, self.wf.tasks
+        codes = st.codes
+        bad = [p for p in tasks[task].parents if IS_TERMINAL[codes[p]] and not IS_OK[codes[p]]]
+        if cause in bad:
+            bad.remove(cause)
+            bad.insert(0, cause)
+        if not bad:
+            return "upstream failed: dependency policy can no longer be met"
+        shown, rest = bad[:_NAMES_IN_SUMMARY], len(bad) - _NAMES_IN_SUMMARY
+        named = ", ".join(f"{tasks[p].name} is {TASK_STATES[codes[p]]}" for p in shown)
+        more = f", and {rest} more failed parents" if rest > 0 else ""
+        return f"upstream failed: {named}{more}"
 
     def _settle_unrun(self, task: int, code: int, why: str, work: list[int]) -> None:
         self.changed = True

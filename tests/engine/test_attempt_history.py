@@ -85,3 +85,23 @@ def test_cancel_of_a_retried_task_keeps_its_history() -> None:
     h.cancel()
     assert h.state("a") is TaskState.CANCELLED
     assert [p.attempt for p in h.st.history[0]] == [1]
+
+
+def test_upstream_failed_names_every_failed_parent() -> None:
+    """Issue 20: with `any`, a task fails upstream once all its parents failed: name them all."""
+    h = History(workflow(task("a"), task("b"), task("c", 0, 1, policy="any")))
+    h.activate()
+    h.failed("a")
+    h.failed("b")
+    assert h.st.task(2).error == "upstream failed: b is failed, a is failed"
+
+
+def test_upstream_failed_names_a_few_parents_and_counts_the_rest() -> None:
+    parents = [task(f"p{i}") for i in range(8)]
+    h = History(workflow(*parents, task("sink", *range(8), policy="any")))
+    h.activate()
+    for i in range(8):
+        h.failed(f"p{i}")
+    error = h.st.task(8).error or ""
+    assert error.startswith("upstream failed: p7 is failed, p0 is failed")
+    assert error.endswith(", and 3 more failed parents")
