@@ -4,6 +4,9 @@ Each module listed in ``COMMAND_MODULES`` has a ``register(commands)`` function 
 subparsers to ``commands`` and gives each one ``set_defaults(handler=fn)``, where
 ``fn(args) -> int`` returns the exit code. Adding a command = adding its module to the list.
 Modules import their heavy dependencies inside handlers, so ``dagq --help`` stays fast.
+
+The face: ``main`` (the ``dagq`` entry point), ``build_parser``, ``COMMAND_MODULES`` and
+``ExitCode`` (what each exit status means: scripts rely on it).
 """
 
 from __future__ import annotations
@@ -12,6 +15,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+
+from shared.cli.exitcodes import ExitCode
+
+__all__ = ["COMMAND_MODULES", "ExitCode", "build_parser", "main"]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.submit",

@@ -11,10 +11,10 @@ it without loading the engine. The blob codecs load on first use of their names 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shared.codec.metadata import status_from_metadata
+from shared.lazy import lazy_names
 
 if TYPE_CHECKING:
     from shared.codec.definition import (
@@ -44,22 +44,21 @@ __all__ = [
     "status_from_metadata",
 ]
 
-_LAZY = {
-    "DEFINITION_MAGIC": "shared.codec.definition",
-    "DEFINITION_VERSION": "shared.codec.definition",
-    "decode_definition": "shared.codec.definition",
-    "encode_definition": "shared.codec.definition",
-    "STATE_MAGIC": "shared.codec.state",
-    "STATE_VERSION": "shared.codec.state",
-    "decode_state": "shared.codec.state",
-    "encode_state": "shared.codec.state",
-    "state_metadata": "shared.codec.state",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The blob codecs' names, imported on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "shared.codec.definition": (
+            "DEFINITION_MAGIC",
+            "DEFINITION_VERSION",
+            "decode_definition",
+            "encode_definition",
+        ),
+        "shared.codec.state": (
+            "STATE_MAGIC",
+            "STATE_VERSION",
+            "decode_state",
+            "encode_state",
+            "state_metadata",
+        ),
+    },
+)

@@ -1,0 +1,127 @@
+"""Every package has a face: its ``__init__`` names its public API in ``__all__``, and every name
+there resolves (lazy faces included). The faces below are pinned: changing one is an API change,
+made here on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = sorted(
+    ".".join(init.parent.relative_to(ROOT).parts)
+    for pattern in ("shared/*/__init__.py", "worker_agent/__init__.py")
+    for init in ROOT.glob(pattern)
+)
+
+PINNED = {
+    "shared.api": {
+        "CONTEXT",
+        "OPENAPI_PATH",
+        "AppContext",
+        "ControlResult",
+        "Submission",
+        "bad_request",
+        "cancel",
+        "compile_definition",
+        "get_task",
+        "get_workflow",
+        "health",
+        "list_workflows",
+        "on_event",
+        "on_sweep",
+        "problem_for",
+        "read_task_blob",
+        "retry",
+        "submit",
+        "workflow_view",
+    },
+    "shared.ops": {
+        "CHECKS",
+        "Facts",
+        "diagnose",
+        "gather",
+        "list_workers",
+        "purge_many",
+        "purge_workflow",
+        "report",
+        "summarize",
+        "worker_status",
+        "worker_view",
+    },
+    "shared.coordinator": {
+        "Coordinator",
+        "CoordinatorOptions",
+        "Envelope",
+        "LeaseState",
+        "PartitionSet",
+        "PassResult",
+        "PassStats",
+        "WorkflowUpdater",
+    },
+    "shared.cli": {"COMMAND_MODULES", "ExitCode", "build_parser", "main"},
+    "shared.codec": {
+        "DEFINITION_MAGIC",
+        "DEFINITION_VERSION",
+        "STATE_MAGIC",
+        "STATE_VERSION",
+        "decode_definition",
+        "decode_state",
+        "encode_definition",
+        "encode_state",
+        "state_metadata",
+        "status_from_metadata",
+    },
+    "worker_agent": {"Agent", "WorkerSettings", "main"},
+}
+
+
+def test_the_faces_cover_every_package() -> None:
+    assert set(PINNED) <= set(PACKAGES)
+    assert {"shared.api", "shared.definition", "shared.storage", "worker_agent"} <= set(PACKAGES)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_name_of_a_face_resolves(package: str) -> None:
+    face = importlib.import_module(package)
+    names = getattr(face, "__all__", None)
+    assert names, f"{package}/__init__.py names no public API (__all__)"
+    assert len(set(names)) == len(names)
+    for name in names:
+        value = getattr(face, name)  # a lazy face imports its module here
+        # a function named after a module of its package is shadowed once that module is imported
+        assert not isinstance(value, types.ModuleType), f"{package}.{name} is a module"
+
+
+@pytest.mark.parametrize("package", sorted(PINNED))
+def test_a_pinned_face_names_exactly_its_api(package: str) -> None:
+    assert set(importlib.import_module(package).__all__) == PINNED[package]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    face = importlib.import_module("shared.ops")
+    with pytest.raises(AttributeError, match=r"'shared\.ops' has no attribute 'nothing_here'"):
+        _ = face.nothing_here
+
+
+def test_lazy_faces_import_nothing_heavy() -> None:
+    """Importing a face costs its package nothing: the Functions app imports ``shared.api`` at
+    start-up, a coordinator module its package, a worker module ``worker_agent``."""
+    code = (
+        "import json, sys\n"
+        "import shared.api, shared.ops, shared.coordinator, shared.codec, worker_agent\n"
+        "heavy = ('pydantic', 'azure', 'yaml', 'shared.engine', 'shared.definition',"
+        " 'shared.storage', 'shared.coordinator.', 'shared.api.', 'shared.ops.', 'worker_agent.')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout) == []
