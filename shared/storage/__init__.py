@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from shared.storage.azure import AzureStorage, azure_storage
     from shared.storage.factory import ensure_resources, open_storage
     from shared.storage.memory import MemoryStorage, memory_storage
-    from shared.storage.modelled import AzureModel, ModelledStorage, StorageModel, modelled
+    from shared.storage.modelled import AzureModel, ModelledStorage, StorageModel
     from shared.storage.ports import (
         DeadLetter,
         DeadLetters,
@@ -62,9 +62,9 @@ _LAZY = {
     **dict.fromkeys(["AzureStorage", "azure_storage"], "shared.storage.azure"),
     **dict.fromkeys(["ensure_resources", "open_storage"], "shared.storage.factory"),
     **dict.fromkeys(["MemoryStorage", "memory_storage"], "shared.storage.memory"),
-    **dict.fromkeys(
-        ["AzureModel", "ModelledStorage", "StorageModel", "modelled"], "shared.storage.modelled"
-    ),
+    # Not the function ``modelled``: once its module is imported, ``shared.storage.modelled`` is
+    # the module (import it from there).
+    **dict.fromkeys(["AzureModel", "ModelledStorage", "StorageModel"], "shared.storage.modelled"),
     **dict.fromkeys(
         ["cached_definition", "read_definition", "read_workflow"], "shared.storage.workflow_reads"
     ),
@@ -95,7 +95,6 @@ __all__ = [
     "cached_definition",
     "ensure_resources",
     "memory_storage",
-    "modelled",
     "open_storage",
     "read_definition",
     "read_workflow",
