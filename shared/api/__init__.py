@@ -4,10 +4,10 @@
 be tested without the Functions host. The modules, by job:
 
 - ``service``: the changes (submit, cancel, retry) and compiling a submitted definition;
-- ``reads``: the reads (a workflow, a task, its log or output, the listing, health), as views of
-  ``shared.views``;
-- ``http``, ``ops_http``, ``dashboard``: the HTTP handlers the app declares (each checks the request
-  with ``request`` first and answers errors as problem+json through ``problems``);
+- ``reads``: the reads (a workflow, a task, its attempts, log or output, the listing, health), as
+  views of ``shared.views`` (``task_reads``: a task's attempts, live log and progress);
+- ``http``, ``task_http``, ``ops_http``, ``dashboard``: the HTTP handlers the app declares (each
+  checks the request with ``request`` first and answers errors as problem+json via ``problems``);
 - ``triggers``: the queue and timer triggers' entry into the coordinator;
 - ``context``: the process's settings and storage, opened on first use;
 - ``openapi``: the OpenAPI document, generated from ``shared.views``.
@@ -27,11 +27,13 @@ if TYPE_CHECKING:
     from shared.api.openapi import OPENAPI_PATH
     from shared.api.problems import bad_request, problem_for
     from shared.api.reads import (
+        get_attempts,
+        get_log,
         get_task,
         get_workflow,
         health,
         list_workflows,
-        read_task_blob,
+        read_task_output,
         workflow_view,
     )
     from shared.api.service import (
@@ -53,6 +55,8 @@ __all__ = [
     "bad_request",
     "cancel",
     "compile_definition",
+    "get_attempts",
+    "get_log",
     "get_task",
     "get_workflow",
     "health",
@@ -60,7 +64,7 @@ __all__ = [
     "on_event",
     "on_sweep",
     "problem_for",
-    "read_task_blob",
+    "read_task_output",
     "retry",
     "submit",
     "workflow_view",
@@ -73,11 +77,13 @@ __getattr__ = lazy_names(
         "shared.api.openapi": ("OPENAPI_PATH",),
         "shared.api.problems": ("bad_request", "problem_for"),
         "shared.api.reads": (
+            "get_attempts",
+            "get_log",
             "get_task",
             "get_workflow",
             "health",
             "list_workflows",
-            "read_task_blob",
+            "read_task_output",
             "workflow_view",
         ),
         "shared.api.service": (
