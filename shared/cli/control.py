@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from shared.cli.connect import api_options, open_client, report_errors
 from shared.cli.watch import add_follow_options
@@ -66,7 +67,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             console.print(f"cancel requested for {args.id} (was {accepted.status})")
         if not args.wait:
             return 0
-        return follow_to_end(client, args.id, args, console=console)
+        return follow_to_end(client, args.id, args, console=console, pace=False)
 
 
 @report_errors
@@ -77,6 +78,7 @@ def run_retry(args: argparse.Namespace) -> int:
     from shared.cli.follow import follow_to_end
 
     with open_client(args) as client:
+        since = time.time()
         accepted = client.retry(args.id)
         if args.json and not args.wait:
             print(render.dumps(accepted.model_dump(mode="json")))
@@ -86,4 +88,4 @@ def run_retry(args: argparse.Namespace) -> int:
         console.print(f"rerun requested for {args.id}: run {run} (was {accepted.status})")
         if not args.wait:
             return 0
-        return follow_to_end(client, args.id, args, console=console, min_run=run)
+        return follow_to_end(client, args.id, args, console=console, min_run=run, since=since)

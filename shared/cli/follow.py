@@ -6,6 +6,7 @@ Used by ``dagq watch``, ``submit --wait``, ``cancel --wait`` and ``retry --wait`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections import deque
 from typing import Any
@@ -55,18 +56,31 @@ def follow(
     interval_s: float = 1.0,
     timeout_s: float | None = None,
     min_run: int = 1,
+    since: float | None = None,
+    pace: bool = True,
 ) -> Workflow:
     """Show the workflow until it ends (its run ``min_run`` or later); return the final snapshot.
-    Raises WaitTimeoutError after ``timeout_s``."""
+    Snapshots of an earlier run (before the coordinator applied a retry) are not shown; ``since``
+    (a wall time: the retry) is where the elapsed time counts from; ``pace=False`` leaves out the
+    rate and ETA (a cancel's pace says nothing). Raises WaitTimeoutError after ``timeout_s``."""
     meter = PaceMeter()
+
+    def measure(wf: Workflow) -> render.Pace:
+        wall = time.time()
+        got = meter.observe(wf, now=time.monotonic(), wall=wall)
+        if since is not None:
+            end = wf.finished_at if (wf.is_terminal and wf.finished_at) else wall
+            got = dataclasses.replace(got, elapsed_s=max(0.0, end - since))
+        return got if pace else dataclasses.replace(got, rate=None, eta_s=None)
+
     if console.is_terminal:
         # Per-queue counts need the task table: fetch it while it is small enough to poll.
         with_tasks = client.get(workflow_id, tasks=False).total <= MAX_TASKS_FOR_QUEUE_VIEW
         with Live(console=console, refresh_per_second=4, transient=False) as live:
 
             def show(wf: Workflow) -> None:
-                pace = meter.observe(wf, now=time.monotonic(), wall=time.time())
-                live.update(render.live_view(wf, pace))
+                if wf.run >= min_run:
+                    live.update(render.live_view(wf, measure(wf)))
 
             return client.wait(
                 workflow_id,
@@ -80,7 +94,9 @@ def follow(
     last: list[Any] = [None]
 
     def print_changes(wf: Workflow) -> None:
-        pace = meter.observe(wf, now=time.monotonic(), wall=time.time())
+        if wf.run < min_run:
+            return  # the retry is not applied yet: its status is stale
+        pace = measure(wf)
         key = (wf.status, wf.run, tuple(sorted(wf.counts.items())))
         if key != last[0]:
             last[0] = key
@@ -103,6 +119,8 @@ def follow_to_end(
     *,
     console: Console,
     min_run: int = 1,
+    since: float | None = None,
+    pace: bool = True,
 ) -> int:
     """Follow the workflow until it ends, then print its final state as JSON (``--json``) or how
     it ended; return the exit code of its status (the tail of every ``--wait``). ``options`` are
@@ -114,18 +132,24 @@ def follow_to_end(
         interval_s=options.interval,
         timeout_s=options.timeout,
         min_run=min_run,
+        since=since,
+        pace=pace,
     )
     final = client.get(workflow_id)
     if options.json:
         print(render.dumps(final.model_dump(mode="json")))
         return for_status(wf.status)
-    return conclude(final, console)
+    return conclude(final, console, since=since)
 
 
-def conclude(wf: Workflow, console: Console) -> int:
-    """Print how the workflow ended and what to do next; return the matching exit code."""
+def conclude(wf: Workflow, console: Console, *, since: float | None = None) -> int:
+    """Print how the workflow ended and what to do next; return the matching exit code. The
+    time it took counts from ``since`` when given (a retry), else from the submission."""
     code = for_status(wf.status)
-    took = render.duration(render.elapsed_of(wf, time.time()))
+    elapsed = render.elapsed_of(wf, time.time())
+    if since is not None:
+        elapsed = max(0.0, (wf.finished_at or time.time()) - since)
+    took = render.duration(elapsed)
     console.print(
         f"workflow {wf.id} [bold]{wf.status}[/bold] after {took}"
         f" ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks finished)",

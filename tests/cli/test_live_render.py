@@ -78,3 +78,40 @@ def test_purge_dry_run_without_an_age_says_it_needs_one(
     code = main(["purge", "--dry-run", "--api-url", "http://127.0.0.1:9"])
     assert code == 2
     assert "--dry-run needs --older-than AGE" in capsys.readouterr().err
+
+
+def test_retry_wait_shows_no_stale_status_and_cancel_wait_no_pace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.cli.fake_api import fake_api
+
+    stale = workflow_body(id="wf", status="failed", run=1, total=2, counts={"failed": 2},
+                          finished_at=1001.0)  # fmt: skip
+    rerun = workflow_body(id="wf", status="running", run=2, total=2,
+                          counts={"completed": 1, "running": 1})  # fmt: skip
+    done = workflow_body(id="wf", status="completed", run=2, total=2, counts={"completed": 2},
+                         finished_at=1e12, tasks={})  # fmt: skip
+    with fake_api() as api:
+        api.on("POST", "/api/workflows/wf/retry", 202,
+               {"id": "wf", "status": "failed", "run": 2, "url": "u"})  # fmt: skip
+        for body in (stale, stale, rerun, done):
+            api.on("GET", "/api/workflows/wf", 200, body)
+        code = main(["retry", "wf", "--wait", "--interval", "0.01", "--api-url", api.url])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "wf failed:" not in out  # the status before the retry applied is not shown
+    assert "wf running: 1/2 finished" in out
+    cancelling = workflow_body(id="wf", status="cancelling", total=3,
+                               counts={"completed": 1, "running": 2})  # fmt: skip
+    cancelled = workflow_body(id="wf", status="cancelled", total=3, finished_at=2000.0,
+                              counts={"completed": 1, "cancelled": 2}, tasks={})  # fmt: skip
+    with fake_api() as api:
+        api.on("POST", "/api/workflows/wf/cancel", 202,
+               {"id": "wf", "status": "running", "cancel_requested": True, "url": "u"})  # fmt: skip
+        for body in (cancelling, cancelling, cancelled):
+            api.on("GET", "/api/workflows/wf", 200, body)
+        code = main(["cancel", "wf", "--wait", "--interval", "0.01", "--api-url", api.url])
+    out = capsys.readouterr().out
+    assert code == 5, out
+    assert "cancelling" in out
+    assert "tasks/s" not in out and "ETA" not in out
