@@ -114,4 +114,5 @@ def test_retry_wait_shows_no_stale_status_and_cancel_wait_no_pace(
     out = capsys.readouterr().out
     assert code == 5, out
     assert "cancelling" in out
-    assert "tasks/s" not in out and "ETA" not in out
+    assert "tasks/s" not in out
+    assert "ETA" not in out
