@@ -4,10 +4,10 @@ against it and the Azure adapter. ``server_seen`` is the fake service's clock at
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from dataclasses import replace
 
 from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
+from shared.storage.memory.clock import Clock
 from shared.storage.registry import (
     WorkerRecord,
     WorkerTask,
@@ -21,7 +21,7 @@ from shared.storage.registry import (
 class MemoryRegistry:
     """Registry over dicts; ``clock`` plays the storage service's clock."""
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.records: dict[str, WorkerRecord] = {}
         self.queue_notes: dict[str, float] = {}
