@@ -141,13 +141,17 @@ def test_cancel_asks_for_confirmation_then_cancels_the_run(page: Page, stack: St
     page.get_by_role("button", name="Keep it").click()  # changing one's mind cancels nothing
     assert not dialog.is_visible()
     page.locator("#cancel-run").click()
+    expect(page.locator("#confirm-yes")).to_have_class("danger")
     page.locator("#confirm-yes").click()
+    # Feedback at once, before the coordinator has applied the cancel (issue 20).
+    expect(page.locator("#cancel-run")).to_have_text("Cancelling…", timeout=2_000)
     page.locator("h1 .badge", has_text="cancelled").wait_for(timeout=60_000)
     assert (
         page.locator("svg.dag .node[data-name='after']").get_attribute("data-state") == "cancelled"
     )
     assert page.locator("#cancel-run").is_hidden()
     page.locator("#retry-run").click()  # a cancelled run can be rerun, from its cancelled tasks
+    expect(page.locator("#confirm-yes")).to_have_class("primary")  # losing nothing: not red
     page.locator("#confirm-yes").click()
     page.locator("h1 .badge", has_text="running").wait_for(timeout=60_000)
     expect(page.locator("svg.dag .node[data-name='nap']")).to_have_attribute(

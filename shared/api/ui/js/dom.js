@@ -99,6 +99,7 @@ export function clock(epoch) {
   if (!epoch) return "–";
   return new Date(epoch * 1000).toLocaleString(undefined, {
     month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit",
+    timeZoneName: "short", // the browser's zone, said: times are not UTC unless it says so
   });
 }
 

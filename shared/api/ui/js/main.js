@@ -37,10 +37,12 @@ const ctx = {
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) askKey();
     ctx.banner(err instanceof Error ? err.message : String(err));
   },
-  confirm(text, action) {
+  confirm(text, action, { destructive = true } = {}) {
     const dialog = document.getElementById("confirm-dialog");
     document.getElementById("confirm-text").textContent = text;
-    document.getElementById("confirm-yes").textContent = action;
+    const yes = document.getElementById("confirm-yes");
+    yes.textContent = action;
+    yes.className = destructive ? "danger" : "primary"; // a retry loses nothing: not red
     dialog.returnValue = "";
     dialog.showModal();
     return new Promise((resolve) => {

@@ -50,7 +50,7 @@ export function runView(root, route, ctx) {
       wf.cancel_requested ? "Cancelling…" : "Cancel run");
     const retry = h("button", { type: "button", id: "retry-run", hidden: !(wf.status === "failed" || wf.status === "cancelled") }, "Retry failed tasks");
     cancel.addEventListener("click", () => act("cancel", `Cancel workflow ${wf.name} (${id})? Running tasks are stopped; finished ones keep their results.`, "Cancel run"));
-    retry.addEventListener("click", () => act("retry", `Rerun workflow ${wf.name} (${id}) from its failed and cancelled tasks? Completed tasks are not run again.`, "Retry"));
+    retry.addEventListener("click", () => act("retry", `Rerun workflow ${wf.name} (${id}) from its failed and cancelled tasks? Completed tasks are not run again.`, "Retry", { destructive: false }));
     clear(head).append(
       h("div", { class: "title" },
         h("h1", {}, wf.name, " ", badge(wf.status)),
@@ -62,8 +62,13 @@ export function runView(root, route, ctx) {
       h("div", { class: "actions" }, retry, cancel));
   }
 
-  async function act(what, question, verb) {
-    if (!(await ctx.confirm(question, verb))) return;
+  async function act(what, question, verb, options) {
+    if (!(await ctx.confirm(question, verb, options))) return;
+    const button = head.querySelector(what === "cancel" ? "#cancel-run" : "#retry-run");
+    if (button) { // feedback at once: the coordinator applies it a moment later
+      button.disabled = true;
+      button.textContent = what === "cancel" ? "Cancelling…" : "Retrying…";
+    }
     try {
       await api[what](id);
       ctx.banner("");
