@@ -279,6 +279,22 @@ def stuck_pending(facts: Facts) -> list[DoctorFinding]:
     ]
 
 
+def partial_view(facts: Facts) -> list[DoctorFinding]:
+    """What the run's budgets left unexamined: the other checks saw only the rest."""
+    return [
+        DoctorFinding(
+            check="partial",
+            severity="info",
+            subject=None,
+            title="this run looked at part of the deployment only",
+            detail=note,
+            fix="ask about one workflow (dagq doctor WORKFLOW_ID) to examine it whatever the"
+            " budgets",
+        )
+        for note in facts.partial
+    ]
+
+
 CHECKS: tuple[Check, ...] = (
     unserved_queues,
     lost_dispatches,
@@ -290,6 +306,7 @@ CHECKS: tuple[Check, ...] = (
     clock_skew,
     unknown_queues,
     lost_workers,
+    partial_view,
 )
 """Every check, in the order findings are listed."""
 

@@ -1,8 +1,12 @@
 """What ``dagq doctor`` looks at, gathered from storage once: the facts its checks judge.
 
 The checks (``doctor_checks``) are pure functions of a ``Facts``; only ``gather`` does I/O. Cost
-is bounded: at most ``MAX_EXAMINED`` active workflows have their state read (the oldest first:
-the likeliest to be stuck), and at most ``MAX_QUEUED`` queued tasks are kept.
+is bounded whatever the size of the deployment: at most ``MAX_ACTIVE_READ`` rows of active
+workflows are read from the index, at most ``MAX_EXAMINED`` of them have their state read (the
+oldest first: the likeliest to be stuck) and only while their task slots fit ``MAX_TASK_SLOTS``,
+at most ``MAX_QUEUED`` queued tasks are kept, and the dead-letter listing stops after its own
+budget (``shared.storage``). Where a budget cut the view short, ``Facts.partial`` says so, and
+the ``partial`` check shows it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,13 @@ if TYPE_CHECKING:
     from shared.storage.ports import DeadLetter, IndexRow, Storage
     from shared.storage.registry import WorkerRecord
 
+MAX_ACTIVE_READ = 5000
+"""Rows of active workflows one doctor run reads from the index."""
 MAX_EXAMINED = 200
 """Active workflows whose state one doctor run reads."""
+MAX_TASK_SLOTS = 100_000
+"""Task slots (tasks of the running workflows examined) one doctor run decodes: decoding shares
+the event loop with the coordinator in a Functions process (~1 s for 100,000 here)."""
 MAX_QUEUED = 20_000
 """Queued tasks one doctor run keeps as facts."""
 RECENT_DEAD_LETTERS = 20
@@ -102,6 +111,8 @@ class Facts:
     """Active workflows in the index (``workflows`` holds at most MAX_EXAMINED of them)."""
     workflow_id: str | None = None
     """The one workflow asked about, if any."""
+    partial: list[str] = field(default_factory=list)
+    """What a budget left unexamined (empty: the view is complete)."""
 
 
 def limits_of(settings: Settings) -> Limits:
@@ -123,13 +134,17 @@ async def gather(
 ) -> Facts:
     """Read the facts: the registry, the partitions, dead letters, and the active workflows (or
     only ``workflow_id``: NotFoundError if it does not exist)."""
+    partial: list[str] = []
     if workflow_id is not None:
         rows = [await _row_of(storage, workflow_id)]
         active_total = 1
     else:
-        active = await storage.index.active()
+        active = await storage.index.active(limit=MAX_ACTIVE_READ)
         active_total = len(active)
-        rows = sorted(active, key=lambda r: r.created_at)[:MAX_EXAMINED]
+        if active_total >= MAX_ACTIVE_READ:
+            partial.append(f"the index was read for the first {MAX_ACTIVE_READ:,} active"
+                           " workflows only; there may be more")  # fmt: skip
+        rows = _within_budget(sorted(active, key=lambda r: r.created_at), partial)
     examined = await asyncio.gather(*(_examine(storage, row) for row in rows))
     workflows = [wf for wf, _ in examined]
     queued = [task for _, tasks in examined for task in tasks][:MAX_QUEUED]
@@ -154,7 +169,29 @@ async def gather(
         dead_letters=letters,
         active_total=active_total,
         workflow_id=workflow_id,
+        partial=partial,
     )
+
+
+def _within_budget(rows: list[IndexRow], partial: list[str]) -> list[IndexRow]:
+    """The first ``MAX_EXAMINED`` rows whose task slots (running workflows: their state is
+    decoded) fit ``MAX_TASK_SLOTS``; what was left out is noted in ``partial``."""
+    chosen: list[IndexRow] = []
+    slots = 0
+    for row in rows[:MAX_EXAMINED]:
+        cost = row.total if row.status is WorkflowStatus.RUNNING else 0
+        if slots + cost > MAX_TASK_SLOTS:
+            continue
+        slots += cost
+        chosen.append(row)
+    left = len(rows) - len(chosen)
+    if left:
+        partial.append(
+            f"{left:,} of {len(rows):,} active workflows were not examined (at most"
+            f" {MAX_EXAMINED} workflows and {MAX_TASK_SLOTS:,} task slots per run; the oldest"
+            " first): their queued tasks are not judged"
+        )
+    return chosen
 
 
 async def _row_of(storage: Storage, workflow_id: str) -> IndexRow:

@@ -289,9 +289,11 @@ class Index(Protocol):
         first, one page at a time: the candidates of ``purge --older-than``."""
         ...
 
-    async def active(self, partition: int | None = None) -> builtins.list[IndexRow]:
+    async def active(
+        self, partition: int | None = None, *, limit: int | None = None
+    ) -> builtins.list[IndexRow]:
         """Rows of workflows not yet terminal (the sweeps' work list); with ``partition``, only
-        that partition's."""
+        that partition's; with ``limit``, at most that many (a bounded read)."""
         ...
 
 

@@ -80,3 +80,28 @@ async def test_events_no_coordinator_applies_and_a_skewed_worker(storage: Storag
     assert lease is not None
     held = await doctor(storage, settings, now=now + 120)
     assert checks_of(held) == [("clock_skew", "fast")]
+
+
+@pytest.mark.parametrize(("budget", "value", "note"), [
+    ("MAX_TASK_SLOTS", 9, "1 of 3 active workflows were not examined"),  # 4 tasks each
+    ("MAX_ACTIVE_READ", 2, "read for the first 2 active workflows only"),
+])  # fmt: skip
+async def test_a_run_stays_within_its_budgets_and_says_what_it_left_out(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch, budget: str, value: int, note: str
+) -> None:
+    # Before: index.active() was read whole and every running workflow's tasks were decoded
+    # (1,000,000 task slots in one call, ~10 s on the coordinator's event loop).
+    import shared.ops.doctor_facts as doctor_facts
+
+    monkeypatch.setattr(doctor_facts, budget, value)
+    settings = settings_of(storage)
+    now = time.time()
+    for wid in ("wf1", "wf2", "wf3"):
+        await submit(storage, diamond(), wid, now)
+    await Coordinator(storage, settings.names, fast_options()).run_once()  # all running
+    await storage.registry.mark("sweep", now)
+    report = await doctor(storage, settings, now=now)
+    partial = [f for f in report.findings if f.check == "partial"]
+    assert [f.severity for f in partial] == ["info"]
+    assert note in (partial[0].detail or "")
+    assert report.summary.queued_tasks == 2  # task a of each examined workflow

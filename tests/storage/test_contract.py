@@ -137,6 +137,43 @@ async def test_dead_letters_keep_text_and_reason(storage: Storage) -> None:
     assert [d.message_id for d in recent] == ["m0", "m2"]
 
 
+@pytest.mark.azurite
+async def test_the_recent_dead_letters_cost_only_their_days(
+    settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: listing the 20 most recent walked every entry (50,000 in the report) to sort them.
+    from shared.settings import Settings
+    from shared.storage.factory import ensure_resources, open_storage
+
+    assert isinstance(settings, Settings)
+    async with open_storage(settings) as storage:
+        assert isinstance(storage, AzureStorage)
+        await ensure_resources(storage)
+        old, today = 1_600_000_000.0, 1_790_000_000.0
+        for i in range(40):
+            await storage.deadletters.put(message_id=f"old{i}", text="{}", reason="r",
+                                          received_at=old + i)  # fmt: skip
+        for i in range(3):
+            await storage.deadletters.put(message_id=f"new{i}", text="{}", reason="r",
+                                          received_at=today + i)  # fmt: skip
+        container = storage.deadletters.container
+        listed: list[str] = []
+        real = container.list_blobs
+
+        def counting(*args: object, **kwargs: object) -> object:
+            async def names() -> object:
+                async for blob in real(*args, **kwargs):  # type: ignore[arg-type]
+                    listed.append(blob.name)
+                    yield blob
+
+            return names()
+
+        monkeypatch.setattr(container, "list_blobs", counting)
+        recent = await storage.deadletters.list(limit=3)
+        assert [d.message_id for d in recent] == ["new0", "new1", "new2"]
+        assert len(listed) == 3
+
+
 # -- lease ---------------------------------------------------------------------------------------
 
 

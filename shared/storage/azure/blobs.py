@@ -36,6 +36,9 @@ from shared.storage.ports import DeadLetter
 BINARY = ContentSettings(content_type="application/octet-stream")
 JSON = ContentSettings(content_type="application/json")
 
+DEAD_LETTER_SCAN = 5000
+"""Most dead-letter names one listing reads (newest day first): what showing the recent ones
+costs, whatever the container holds."""
 DELETE_CONCURRENCY = 16
 """Blob deletes a purge keeps in flight at once."""
 
@@ -315,12 +318,21 @@ class AzureDeadLetters:
         return name
 
     async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
+        # Newest day first ({YYYY-MM-DD}/...), stopping once a day completes the page or the scan
+        # budget is spent: 50,000 old letters cost nothing to show today's 20.
         if limit <= 0:
             return []
         stamped: builtins.list[tuple[float, str]] = []
         try:
-            async for blob in self.container.list_blobs(include=["metadata"]):
-                stamped.append((_received_at(blob.metadata), blob.name))
+            days = [item.name async for item in self.container.walk_blobs(delimiter="/")]
+            for day in sorted(days, reverse=True):
+                async for blob in self.container.list_blobs(name_starts_with=day,
+                                                            include=["metadata"]):  # fmt: skip
+                    stamped.append((_received_at(blob.metadata), blob.name))
+                    if len(stamped) >= DEAD_LETTER_SCAN:
+                        break
+                if len(stamped) >= limit or len(stamped) >= DEAD_LETTER_SCAN:
+                    break
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, "dead letters")
         recent = sorted(stamped)[-limit:]

@@ -268,14 +268,21 @@ class AzureIndex:
         next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
         return IndexPage(rows, next_token)
 
-    async def active(self, partition: int | None = None) -> builtins.list[IndexRow]:
+    async def active(
+        self, partition: int | None = None, *, limit: int | None = None
+    ) -> builtins.list[IndexRow]:
         statuses = " or ".join(f"Status eq {odata_string(str(s))}" for s in _NON_TERMINAL)
         query = f"PartitionKey eq {odata_string(INDEX_PARTITION)} and ({statuses})"
         if partition:  # rows written before partitions existed have no Partition: they are 0
             query += f" and Partition eq {int(partition)}"
         try:
-            entities = self.table.query_entities(query)
-            rows = [row async for entity in entities if (row := parsed(entity)) is not None]
+            rows: builtins.list[IndexRow] = []
+            async for entity in self.table.query_entities(query):
+                row = parsed(entity)
+                if row is not None and partition in (None, row.partition):
+                    rows.append(row)
+                if limit is not None and len(rows) >= limit:
+                    break
         except ResourceNotFoundError as error:
             raise _missing_table(error, self.table.table_name) or error from error
-        return [row for row in rows if partition in (None, row.partition)]
+        return rows

@@ -102,9 +102,12 @@ class MemoryIndex:
         token = encode_continuation({"after": page[-1]}) if more else None
         return IndexPage([_copy_row(self.rows[key]) for key in page], token)
 
-    async def active(self, partition: int | None = None) -> builtins.list[IndexRow]:
-        return [
+    async def active(
+        self, partition: int | None = None, *, limit: int | None = None
+    ) -> builtins.list[IndexRow]:
+        rows = [
             _copy_row(row)
             for _, row in sorted(self.rows.items())
             if not row.status.is_terminal and partition in (None, row.partition)
         ]
+        return rows if limit is None else rows[: max(limit, 0)]
