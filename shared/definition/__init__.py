@@ -16,8 +16,9 @@ that importing ``shared.definition.workflow`` (the compiled model) costs no pars
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_names
 
 if TYPE_CHECKING:
     from shared.definition.compiler import compile_text, compile_workflow, parse_definition
@@ -33,19 +34,11 @@ __all__ = [
     "parse_definition",
 ]
 
-_LAZY = {
-    "compile_text": "shared.definition.compiler",
-    "compile_workflow": "shared.definition.compiler",
-    "parse_definition": "shared.definition.compiler",
-    "WorkflowSpec": "shared.definition.spec",
-    "CompiledWorkflow": "shared.definition.workflow",
-    "TaskDef": "shared.definition.workflow",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The package's names, imported on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "shared.definition.compiler": ("compile_text", "compile_workflow", "parse_definition"),
+        "shared.definition.spec": ("WorkflowSpec",),
+        "shared.definition.workflow": ("CompiledWorkflow", "TaskDef"),
+    },
+)

@@ -15,8 +15,9 @@ an adapter, and the Functions app starts without the Azure storage SDKs (its col
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_names
 
 if TYPE_CHECKING:
     from shared.storage.azure import AzureStorage, azure_storage
@@ -39,36 +40,6 @@ if TYPE_CHECKING:
     )
     from shared.storage.registry import Registry, WorkerRecord, WorkerTask
     from shared.storage.workflow_reads import cached_definition, read_definition, read_workflow
-
-_LAZY = {
-    **dict.fromkeys(
-        [
-            "DeadLetter",
-            "DeadLetters",
-            "Index",
-            "IndexPage",
-            "IndexRow",
-            "Lease",
-            "OutputBlobs",
-            "Queue",
-            "Queues",
-            "ReceivedMessage",
-            "Storage",
-            "WorkflowBlobs",
-        ],
-        "shared.storage.ports",
-    ),
-    **dict.fromkeys(["Registry", "WorkerRecord", "WorkerTask"], "shared.storage.registry"),
-    **dict.fromkeys(["AzureStorage", "azure_storage"], "shared.storage.azure"),
-    **dict.fromkeys(["ensure_resources", "open_storage"], "shared.storage.factory"),
-    **dict.fromkeys(["MemoryStorage", "memory_storage"], "shared.storage.memory"),
-    # Not the function ``modelled``: once its module is imported, ``shared.storage.modelled`` is
-    # the module (import it from there).
-    **dict.fromkeys(["AzureModel", "ModelledStorage", "StorageModel"], "shared.storage.modelled"),
-    **dict.fromkeys(
-        ["cached_definition", "read_definition", "read_workflow"], "shared.storage.workflow_reads"
-    ),
-}
 
 __all__ = [
     "AzureModel",
@@ -100,10 +71,30 @@ __all__ = [
     "read_workflow",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The storage's public names, imported on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "shared.storage.ports": (
+            "DeadLetter",
+            "DeadLetters",
+            "Index",
+            "IndexPage",
+            "IndexRow",
+            "Lease",
+            "OutputBlobs",
+            "Queue",
+            "Queues",
+            "ReceivedMessage",
+            "Storage",
+            "WorkflowBlobs",
+        ),
+        "shared.storage.registry": ("Registry", "WorkerRecord", "WorkerTask"),
+        "shared.storage.azure": ("AzureStorage", "azure_storage"),
+        "shared.storage.factory": ("ensure_resources", "open_storage"),
+        "shared.storage.memory": ("MemoryStorage", "memory_storage"),
+        # Not the function ``modelled``: once its module is imported, ``shared.storage.modelled``
+        # is the module (import it from there).
+        "shared.storage.modelled": ("AzureModel", "ModelledStorage", "StorageModel"),
+        "shared.storage.workflow_reads": ("cached_definition", "read_definition", "read_workflow"),
+    },
+)
