@@ -38,7 +38,7 @@ def items_of(value: Any, spec: ExpandFrom, source: str) -> ItemList | str:
             at = at[int(key)]
         else:
             reached = f"inputs.{source}" + "".join(f".{k}" for k in spec.path[:depth])
-            return f"{where}: {reached} is {type_word(at)} without {key!r}"
+            return f"{where}: {reached} is {type_word(at)} without {key!r}{_what_exists(at)}"
     if not isinstance(at, list):
         return f"{where} is {type_word(at)}, not a list"
     if len(at) > spec.max_width:
@@ -51,6 +51,22 @@ def items_of(value: Any, spec: ExpandFrom, source: str) -> ItemList | str:
         if problem:
             return f"{where}[{i}] {problem}"
     return ItemList(0, tuple(at))
+
+
+KEYS_SHOWN = 10
+"""Most keys of an output that an error about a missing key lists."""
+
+
+def _what_exists(at: Any) -> str:
+    """``; its keys: 'a', 'b'`` (the first few, each cut short: they are a task's output), or
+    the indexes of a list, so the error says what to write instead."""
+    if isinstance(at, dict) and at:
+        keys = [repr(str(k)[:40]) for k in list(at)[:KEYS_SHOWN]]
+        more = f" and {len(at) - KEYS_SHOWN} more" if len(at) > KEYS_SHOWN else ""
+        return f"; its keys: {', '.join(keys)}{more}"
+    if isinstance(at, list) and at:
+        return f"; its indexes: 0-{len(at) - 1}"
+    return ""
 
 
 def _is_scalar(value: Any) -> bool:

@@ -10,7 +10,7 @@ parent completes (``shared.engine.expansion``). Its ``cmd`` and ``env`` may use 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shared.definition.templating import Template
 
@@ -20,11 +20,14 @@ _ITEM_RE = re.compile(r"^item(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 FORM = "inputs.<parent>.<field path>"
 
 
-def parse_reference(ref: str, parents: Sequence[str]) -> tuple[str, tuple[str, ...]] | str:
+def parse_reference(
+    ref: str, parents: Sequence[str], hint: Callable[[str], str] = lambda name: ""
+) -> tuple[str, tuple[str, ...]] | str:
     """(parent name, path) of a ``foreach_from`` reference, or what is wrong with it.
 
     The parent is the longest direct dependency the reference starts with (task names may hold
-    dots); the rest is the path, one key or list index per dot-separated segment."""
+    dots); the rest is the path, one key or list index per dot-separated segment. ``hint(name)``
+    adds a "did you mean" for a name that is not a dependency."""
     if not ref.startswith(PREFIX):
         return f"foreach_from must read a dependency's output as {FORM}, got {ref!r}"
     rest = ref[len(PREFIX) :]
@@ -36,7 +39,7 @@ def parse_reference(ref: str, parents: Sequence[str]) -> tuple[str, tuple[str, .
         listed = ", ".join(parents) if parents else "none"
         return (
             f"foreach_from reads {named!r}, which is not a direct dependency of this task"
-            f" (depends_on: {listed}): add it to depends_on"
+            f" (depends_on: {listed}){hint(named)}: add it to depends_on"
         )
     path = tuple(rest[len(parent) + 1 :].split(".")) if rest != parent else ()
     for segment in path:

@@ -5,6 +5,8 @@ It runs after the dependencies pass: the parent must be one of the task's resolv
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from shared.definition.compilation import Compilation, Written
 from shared.definition.foreach import parse_reference, template_problems
 from shared.definition.templating import Template, parse_command, parse_template
@@ -23,7 +25,7 @@ def resolve_foreach_from(c: Compilation) -> None:
             add(loc, "a task has either foreach or foreach_from, not both", task.name)
             continue
         _check_templates(c, w)
-        found = parse_reference(task.foreach_from, task.depends_on)
+        found = parse_reference(task.foreach_from, task.depends_on, _hinter(c, task.depends_on))
         if isinstance(found, str):
             add(loc, found, task.name)
             continue
@@ -39,6 +41,16 @@ def resolve_foreach_from(c: Compilation) -> None:
         if source is None:
             continue  # an unknown dependency: reported already
         w.dynamic = ExpandFrom(source, path, c.options.max_expansion_width)
+
+
+def _hinter(c: Compilation, depends_on: list[str]) -> Callable[[str], str]:
+    """The same "did you mean" as depends_on gets: among the dependencies, else every task."""
+    candidates = list(depends_on) or (c.known_names or [])
+
+    def hint(name: str) -> str:
+        return c.suggester.hint(name, candidates)
+
+    return hint
 
 
 def _check_templates(c: Compilation, w: Written) -> None:
