@@ -59,6 +59,30 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(MAKE) --no-print-directory infra-check
+
+# The field's own tools over infra/, offline (tests/infra/offline_checks.py says what each checks).
+# checkov lives in a virtualenv of its own: its pins (pycep-parser 0.5.1, packaging < 24) conflict
+# with dagq's (constraints-checkov.txt). cloud-init comes from Debian (installed here when missing,
+# as root with apt-get, as on CI).
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-stamp
+$(CHECKOV_STAMP): constraints-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -c constraints-checkov.txt checkov
+	touch $@
+
+.PHONY: infra-check cloud-init
+cloud-init:
+	@command -v cloud-init >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing cloud-init (apt-get) for make infra-check"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cloud-init >/dev/null; \
+	  else echo "cloud-init is missing: apt-get install cloud-init (as root)"; exit 1; fi; }
+
+infra-check: $(STAMP) $(CHECKOV_STAMP) cloud-init
+	$(PY) -m tests.infra.offline_checks --checkov $(CHECKOV_VENV)/bin/checkov \
+	  --kubernetes-validate $(VENV)/bin/kubernetes-validate --cloud-init "$$(command -v cloud-init)"
 	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
@@ -71,7 +95,7 @@ bench: install
 	done
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .run
+	rm -rf $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .run
 
 # The local stack in the background (Azurite + the Functions app + cpu/gpu workers); see
 # docs/local-development.md. `make up` twice is harmless; `make down` stops what it started.

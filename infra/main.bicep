@@ -127,8 +127,8 @@ param gpuImageId string = ''
 @description('Install NVIDIA\'s driver on first boot (false for an image that has it).')
 param gpuInstallNvidiaDriver bool = true
 
-@description('Shell script run as root on each GPU VM\'s first boot before the workers start: your task environment (docs/azure-gpu-quickstart.md).')
-param gpuSetupScript string = ''
+@description('Base64 (base64 -w0 setup.sh) of a shell script run as root on each GPU VM\'s first boot before the workers start: your task environment (docs/azure-gpu-quickstart.md).')
+param gpuSetupScriptBase64 string = ''
 
 @allowed([
   'Spot'
@@ -339,7 +339,7 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     maxCapacity: gpuMaxCapacity
     imageId: gpuImageId
     installNvidiaDriver: gpuInstallNvidiaDriver
-    setupScript: gpuSetupScript
+    setupScriptBase64: gpuSetupScriptBase64
     priority: gpuPriority
     evictionPolicy: gpuEvictionPolicy
     maxPrice: gpuMaxPrice

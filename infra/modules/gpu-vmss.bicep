@@ -61,8 +61,8 @@ param imageSku string = 'server'
 @description('Resource id of a custom image (Azure Compute Gallery image version or managed image) with your environment baked in (CUDA, conda, your code); replaces the marketplace image above. With the driver in the image, set installNvidiaDriver false.')
 param imageId string = ''
 
-@description('Shell script run as root on first boot, after the agent is installed and before the workers start: set up the task environment (e.g. a conda environment, git clone of your code). docs/azure-gpu-quickstart.md has an example; empty: none.')
-param setupScript string = ''
+@description('Base64 of a shell script run as root on first boot, after the agent is installed and before the workers start: set up the task environment (e.g. a conda environment, git clone of your code). Base64 (base64 -w0 setup.sh) so that any script survives azd\'s and az\'s parameter files. docs/azure-gpu-quickstart.md has an example; empty: none.')
+param setupScriptBase64 string = ''
 
 @description('Longest wait between polls of empty queues (DAGQ_WORKER_MAX_POLL_S): one receive per queue and agent every this many seconds while idle.')
 @minValue(1)
@@ -129,9 +129,9 @@ var cloudInit10 = replace(cloudInit9, '{{queues}}', join(queues, ' '))
 var cloudInit11 = replace(cloudInit10, '{{taskUser}}', taskUser)
 // The constraints go into an indented YAML block: every line gets the block's indentation.
 var cloudInit12 = replace(cloudInit11, '{{workerConstraints}}', replace(trim(workerConstraints), '\n', '\n      '))
-// The setup script reaches the VM base64-encoded (write_files encoding b64): any text is safe in
-// the YAML, whatever quotes or indentation it has.
-var cloudInit13 = replace(cloudInit12, '{{setupScriptBase64}}', base64(setupScript))
+// The setup script stays base64-encoded up to the VM (write_files encoding b64): any text is safe
+// in the YAML, whatever quotes or indentation it has.
+var cloudInit13 = replace(cloudInit12, '{{setupScriptBase64}}', setupScriptBase64)
 var cloudInit14 = replace(cloudInit13, '{{idlePollSeconds}}', string(idlePollSeconds))
 var cloudInit = cloudInit14
 
@@ -184,6 +184,8 @@ resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
 }
 
 resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
+  // checkov:skip=CKV_AZURE_95: workers scale to zero and each new VM boots the latest image (version latest, or your imageId); automatic OS upgrades need a rolling upgrade policy and would restart VMs under running tasks
+  // checkov:skip=CKV_AZURE_97: encryption at host needs the EncryptionAtHost feature registered on the subscription, which would break a first deployment; disks are encrypted at rest by the platform
   name: name
   location: location
   tags: tags

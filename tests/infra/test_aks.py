@@ -14,6 +14,7 @@ import yaml
 from shared.names import ResourceNames
 from shared.settings import Settings
 from tests.infra.bicep_model import INFRA, deployment
+from tests.infra.offline_checks import AKS_VALUES
 from worker_agent.cli import build_parser
 from worker_agent.config import WorkerSettings
 
@@ -23,14 +24,8 @@ TELEMETRY = {"APPLICATIONINSIGHTS_CONNECTION_STRING", "APPLICATIONINSIGHTS_AUTHE
 NOT_OUTPUTS = {"WORKER_IMAGE", "APPLICATIONINSIGHTS_CONNECTION_STRING"}
 """The image you built, and the App Insights connection string, which the deployment keeps out of
 its outputs (infra/README.md reads it with az)."""
-# What `envsubst` fills in (infra/README.md): deployment outputs, plus the image you built.
-VALUES = {
-    "DAGQ_PREFIX": "dagq",
-    "DAGQ_STORAGE_ACCOUNT": "stabcdefghijklm",
-    "WORKER_CLIENT_ID": "00000000-0000-0000-0000-000000000001",
-    "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=0;IngestionEndpoint=https://x/",
-    "WORKER_IMAGE": "example.azurecr.io/dagq-worker:1",
-}
+VALUES = AKS_VALUES
+"""What `envsubst` fills in (infra/README.md): deployment outputs, plus the image you built."""
 
 
 def manifests() -> list[dict[str, Any]]:

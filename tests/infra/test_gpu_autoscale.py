@@ -4,6 +4,7 @@ workers, and an idle poll that does not cost a receive every half second."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def test_the_scale_set_starts_at_the_minimum_and_autoscale_owns_the_count() -> N
     main, _ = deployment()
     assert main.default("gpuMinCapacity") == 0
     params = Template.body(main.modules["gpuPool"])["params"]
-    for name in ("minCapacity", "maxCapacity", "imageId", "installNvidiaDriver", "setupScript"):
+    for name in ("minCapacity", "maxCapacity", "imageId", "installNvidiaDriver", "setupScriptBase64"):
         assert name in params
 
 
@@ -78,7 +79,9 @@ def test_a_custom_image_replaces_the_marketplace_image() -> None:
 
 def test_the_setup_script_runs_once_before_the_workers_start(tmp_path: Path) -> None:
     script = 'echo "it\'s: {{not a placeholder}}" > "$SANDBOX/setup-ran"\nnvidia-smi\n'
-    cloud_init = yaml.safe_load(render(gpu_pool(setupScript=script, installNvidiaDriver=False)))
+    encoded = base64.b64encode(script.encode()).decode()
+    pool = gpu_pool(setupScriptBase64=encoded, installNvidiaDriver=False)
+    cloud_init = yaml.safe_load(render(pool))
     boot = first_boot(cloud_init, tmp_path)
     assert boot.failures == []
     assert (tmp_path / "setup-ran").read_text() == "it's: {{not a placeholder}}\n"
