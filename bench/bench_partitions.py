@@ -18,6 +18,11 @@ is not what limits eight partitions (rates are multiplied back by it):
   briefly for a lease held elsewhere; synthetic workers run 8 fan-outs of 150 tasks. Bounces
   (trigger events handed back to the queue) / events. bounce_rate_release_each_pass: the same with
   the previous design (lease released after every pass, no wait).
+- Under the platform's scale controller (bench/scale_controller.py: instances = queue length /
+  batchSize, up to maximumInstanceCount, re-evaluated every ``--cadence-s``), for each maximum M in
+  ``--max-instances``: sc_bounce_rate_mM (bounced / applied events), sc_billed_s_per_1000_mM
+  (billed execution seconds per 1,000 completions), sc_peak_instances_mM and sc_elapsed_s_mM;
+  recommended_max_instances is the smallest M whose run is within 10 % of the fastest one.
 
 Ends with ONE line of key=value pairs. Usage: python bench/bench_partitions.py [--slowdown 10]
 """
@@ -34,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.modelled_stack import FunctionsInstance, fan, queues_empty, stage_running_leaves
+from bench.scale_controller import PartitionFunction, run_controller
 from shared.coordinator import CoordinatorOptions
 from shared.coordinator.process import PartitionSet
 from shared.names import ResourceNames
@@ -115,7 +121,65 @@ async def bounce_rate(instances: int, keep_lease: bool) -> tuple[float, int]:
     return bounces / events, events
 
 
-async def main(slowdown: float, instances: int, per_partition: int) -> None:
+async def under_scale_controller(max_instances: int, cadence_s: float) -> dict[str, float]:
+    """The bounce_rate run (2 partitions, 8 fan-outs of 150 tasks, real speed) with instances
+    started and stopped by the modelled scale controller instead of a fixed count."""
+    base = memory_storage("bench")
+    storage = modelled(base, StorageModel(AzureModel()))
+    options = CoordinatorOptions(lease_s=15)
+    functions = [PartitionFunction(storage, NAMES, p, options, max_instances) for p in range(2)]
+    workers = [SyntheticWorker(storage, NAMES, ["cpu"], concurrency=16, worker_id=f"w{i}")
+               for i in range(2)]  # fmt: skip
+    stop = asyncio.Event()
+    jobs = [asyncio.create_task(run_controller(functions, stop, cadence_s))]
+    jobs += [asyncio.create_task(w.run(stop)) for w in workers]
+    from shared.api import service
+
+    wf = fan(150)
+    ids = [wid for wids in ids_for(2, 4, f"sc{max_instances}w").values() for wid in wids]
+    start = time.perf_counter()
+    for wid in ids:
+        await service.submit(storage, wf, now=time.time(), workflow_id=wid, partitions=2)
+    deadline = time.monotonic() + 300
+    while sum(w.executions.total() for w in workers) < len(ids) * len(wf.tasks):
+        if time.monotonic() > deadline:
+            raise SystemExit("the scale-controller run did not finish")
+        await asyncio.sleep(0.1)
+    elapsed = time.perf_counter() - start
+    await asyncio.sleep(1.0)  # the last completions are applied
+    stop.set()
+    await asyncio.gather(*jobs)
+    events = len(ids) * (len(wf.tasks) + 1)
+    billed = sum(f.billing.executing_s for f in functions)
+    return {
+        "bounce_rate": sum(f.bounces for f in functions) / events,
+        "billed_s_per_1000": billed / (len(ids) * len(wf.tasks)) * 1000,
+        "peak_instances": max(f.billing.peak_instances for f in functions),
+        "elapsed_s": elapsed,
+    }
+
+
+async def scale_controller_figures(maxima: list[int], cadence_s: float) -> str:
+    """key=value figures of the scale-controller runs, and the recommended maximum."""
+    runs = {m: await under_scale_controller(m, cadence_s) for m in maxima}
+    for m, run in runs.items():
+        print(f"maximumInstanceCount={m}: bounce rate {run['bounce_rate']:.4f}, "
+              f"{run['billed_s_per_1000']:.0f} billed s per 1,000 completions, "
+              f"peak {run['peak_instances']:.0f} instances per partition, "
+              f"{run['elapsed_s']:.1f} s")  # fmt: skip
+    fastest = min(run["elapsed_s"] for run in runs.values())
+    recommended = min(m for m, run in runs.items() if run["elapsed_s"] <= 1.1 * fastest)
+    figures = [
+        f"sc_{key}_m{m}={value:.4f}" if key == "bounce_rate" else f"sc_{key}_m{m}={value:.1f}"
+        for m, run in runs.items()
+        for key, value in run.items()
+    ]
+    return " ".join(figures) + f" recommended_max_instances={recommended} cadence_s={cadence_s:g}"
+
+
+async def main(
+    slowdown: float, instances: int, per_partition: int, maxima: list[int], cadence_s: float
+) -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("dagq.coordinator").setLevel(logging.ERROR)
     rates: dict[int, float] = {}
@@ -130,6 +194,7 @@ async def main(slowdown: float, instances: int, per_partition: int) -> None:
     efficiency = rates[8] / (8 * rates[1])
     bounces, events = await bounce_rate(instances, keep_lease=True)
     before, _ = await bounce_rate(instances, keep_lease=False)
+    controller = await scale_controller_figures(maxima, cadence_s)
     print(f"scaling efficiency at P=8: {efficiency:.2f} of linear")
     print(f"bounce rate: {bounces:.4f} of {events} events ({instances} instances, 2 partitions); "
           f"releasing the lease after every pass: {before:.4f}")  # fmt: skip
@@ -137,7 +202,8 @@ async def main(slowdown: float, instances: int, per_partition: int) -> None:
     print(
         f"{figures} scaling_efficiency_p8={efficiency:.2f} flushes_per_completion={flushes:.3f} "
         f"lease_handovers={handovers} bounce_rate={bounces:.4f} "
-        f"bounce_rate_release_each_pass={before:.4f} instances={instances} slowdown={slowdown:g}"
+        f"bounce_rate_release_each_pass={before:.4f} instances={instances} slowdown={slowdown:g} "
+        f"{controller}"
     )
 
 
@@ -146,5 +212,14 @@ if __name__ == "__main__":
     parser.add_argument("--slowdown", type=float, default=10.0)
     parser.add_argument("--instances", type=int, default=3)
     parser.add_argument("--per-partition", type=int, default=1000)
+    parser.add_argument("--max-instances", type=int, nargs="+", default=[1, 2, 4, 16])
+    parser.add_argument("--cadence-s", type=float, default=1.0)
+    parser.add_argument("--only-scale-controller", action="store_true")
     args = parser.parse_args()
-    asyncio.run(main(args.slowdown, args.instances, args.per_partition))
+    if args.only_scale_controller:
+        print(asyncio.run(scale_controller_figures(args.max_instances, args.cadence_s)))
+    else:
+        asyncio.run(
+            main(args.slowdown, args.instances, args.per_partition, args.max_instances,
+                 args.cadence_s)
+        )  # fmt: skip
