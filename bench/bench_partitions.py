@@ -45,6 +45,7 @@ from shared.coordinator.process import PartitionSet
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled
+from shared.storage.ports import Storage
 from tests.support.partition_ids import ids_in_each_partition as ids_for
 from tests.support.synthetic_worker import SyntheticWorker
 
@@ -87,6 +88,34 @@ async def drain_rate(
     return completions / elapsed * slowdown, flushes / completions, acquired - partitions
 
 
+async def run_fanouts(
+    storage: Storage, stop: asyncio.Event, jobs: list[asyncio.Task[None]], prefix: str
+) -> tuple[list[str], int, float]:
+    """Two synthetic workers run 8 fan-outs of 150 tasks over 2 partitions beside ``jobs`` (the
+    coordinators); then ``stop`` and wait. (workflow ids, tasks per workflow, seconds until every
+    task ran.)"""
+    from shared.api import service
+
+    workers = [SyntheticWorker(storage, NAMES, ["cpu"], concurrency=16, worker_id=f"w{i}")
+               for i in range(2)]  # fmt: skip
+    jobs = jobs + [asyncio.create_task(w.run(stop)) for w in workers]
+    wf = fan(150)
+    ids = [wid for wids in ids_for(2, 4, prefix).values() for wid in wids]
+    start = time.perf_counter()
+    for wid in ids:
+        await service.submit(storage, wf, now=time.time(), workflow_id=wid, partitions=2)
+    deadline = time.monotonic() + 300
+    while sum(w.executions.total() for w in workers) < len(ids) * len(wf.tasks):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the {prefix} run did not finish")
+        await asyncio.sleep(0.1)
+    elapsed = time.perf_counter() - start
+    await asyncio.sleep(1.0)  # the last completions are applied
+    stop.set()
+    await asyncio.gather(*jobs)
+    return ids, len(wf.tasks), elapsed
+
+
 async def bounce_rate(instances: int, keep_lease: bool) -> tuple[float, int]:
     """(bounces / events, events) of a Functions-shaped run with 2 partitions, at the model's real
     speed (the host's polling and the lease waits run in real time, so slowing the storage down
@@ -97,27 +126,11 @@ async def bounce_rate(instances: int, keep_lease: bool) -> tuple[float, int]:
     if not keep_lease:
         options = CoordinatorOptions(lease_s=15, lease_wait_s=0.0)
     hosts = [FunctionsInstance(storage, NAMES, 2, options, keep_lease) for _ in range(instances)]
-    workers = [SyntheticWorker(storage, NAMES, ["cpu"], concurrency=16, worker_id=f"w{i}")
-               for i in range(2)]  # fmt: skip
     stop = asyncio.Event()
     jobs = [asyncio.create_task(h.run(stop)) for h in hosts]
-    jobs += [asyncio.create_task(w.run(stop)) for w in workers]
-    from shared.api import service
-
-    wf = fan(150)
-    ids = [wid for wids in ids_for(2, 4, f"b{int(keep_lease)}w").values() for wid in wids]
-    for wid in ids:
-        await service.submit(storage, wf, now=time.time(), workflow_id=wid, partitions=2)
-    deadline = time.monotonic() + 300
-    while sum(w.executions.total() for w in workers) < len(ids) * len(wf.tasks):
-        if time.monotonic() > deadline:
-            raise SystemExit("the Functions-shaped run did not finish")
-        await asyncio.sleep(0.1)
-    await asyncio.sleep(1.0)  # the last completions are applied
-    stop.set()
-    await asyncio.gather(*jobs)
+    ids, tasks, _ = await run_fanouts(storage, stop, jobs, f"b{int(keep_lease)}w")
     bounces = sum(c.bounces for h in hosts for c in h.coordinators)
-    events = len(ids) * (len(wf.tasks) + 1)  # a completion per task and an activate
+    events = len(ids) * (tasks + 1)  # a completion per task and an activate
     return bounces / events, events
 
 
@@ -128,32 +141,14 @@ async def under_scale_controller(max_instances: int, cadence_s: float) -> dict[s
     storage = modelled(base, StorageModel(AzureModel()))
     options = CoordinatorOptions(lease_s=15)
     functions = [PartitionFunction(storage, NAMES, p, options, max_instances) for p in range(2)]
-    workers = [SyntheticWorker(storage, NAMES, ["cpu"], concurrency=16, worker_id=f"w{i}")
-               for i in range(2)]  # fmt: skip
     stop = asyncio.Event()
     jobs = [asyncio.create_task(run_controller(functions, stop, cadence_s))]
-    jobs += [asyncio.create_task(w.run(stop)) for w in workers]
-    from shared.api import service
-
-    wf = fan(150)
-    ids = [wid for wids in ids_for(2, 4, f"sc{max_instances}w").values() for wid in wids]
-    start = time.perf_counter()
-    for wid in ids:
-        await service.submit(storage, wf, now=time.time(), workflow_id=wid, partitions=2)
-    deadline = time.monotonic() + 300
-    while sum(w.executions.total() for w in workers) < len(ids) * len(wf.tasks):
-        if time.monotonic() > deadline:
-            raise SystemExit("the scale-controller run did not finish")
-        await asyncio.sleep(0.1)
-    elapsed = time.perf_counter() - start
-    await asyncio.sleep(1.0)  # the last completions are applied
-    stop.set()
-    await asyncio.gather(*jobs)
-    events = len(ids) * (len(wf.tasks) + 1)
+    ids, tasks, elapsed = await run_fanouts(storage, stop, jobs, f"sc{max_instances}w")
+    events = len(ids) * (tasks + 1)
     billed = sum(f.billing.executing_s for f in functions)
     return {
         "bounce_rate": sum(f.bounces for f in functions) / events,
-        "billed_s_per_1000": billed / (len(ids) * len(wf.tasks)) * 1000,
+        "billed_s_per_1000": billed / (len(ids) * tasks) * 1000,
         "peak_instances": max(f.billing.peak_instances for f in functions),
         "elapsed_s": elapsed,
     }
