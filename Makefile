@@ -59,6 +59,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(MAKE) --no-print-directory infra-check
 
 # The field's own tools over infra/, offline (tests/infra/offline_checks.py says what each checks).

@@ -21,7 +21,9 @@ param actionGroupId string = ''
 @minValue(15)
 param workWaitingMinutes int = 30
 
-// The worker registry's partition in the index table (shared/names.py WORKER_PARTITION).
+// The worker registry: a table of its own, one row per running agent in partition 'worker'
+// (shared/names.py registry_table, WORKER_PARTITION).
+var registryTable = '${prefix}WorkersRegistry'
 var workerPartition = 'worker'
 
 resource emailGroup 'Microsoft.Insights/actionGroups@2023-01-01' = if (!empty(alertEmail)) {
@@ -83,7 +85,7 @@ var rules = [
     window: 'PT2H'
     title: 'dagq: a worker stopped heartbeating'
     description: 'A worker agent stopped refreshing its registry row without removing it (a clean stop removes it): the VM or pod died or lost its network.'
-    query: 'StorageTableLogs | where Uri matches regex "PartitionKey=(%27|\')${workerPartition}(%27|\')" | extend worker = extract("RowKey=(?:%27|\')([^\'%]+)", 1, Uri) | summarize last = max(TimeGenerated), removed = countif(OperationName == "DeleteEntity") by worker | where removed == 0 and last < ago(10m)'
+    query: 'StorageTableLogs | where Uri has "/${registryTable}(" and Uri matches regex "PartitionKey=(%27|\')${workerPartition}(%27|\')" | extend worker = extract("RowKey=(?:%27|\')([^\'%]+)", 1, Uri) | summarize last = max(TimeGenerated), removed = countif(OperationName == "DeleteEntity") by worker | where removed == 0 and last < ago(10m)'
   }
   {
     name: 'workers-crash-looping'

@@ -51,6 +51,7 @@ def test_queries_use_the_names_the_code_uses() -> None:
         assert found is not None
         assert found.group(1) == names.task_queue(queue)
     assert f"{WORKER_PARTITION}(%27|')" in rules["workers-lost"]["query"]
+    assert f'"/{names.registry_table}("' in rules["workers-lost"]["query"]
     # A bad definition (4xx) is the caller's problem, not an alert.
     assert ">= 500" in rules["function-failures"]["query"]
     # The crash-loop alert counts the line the agent logs at each start.
