@@ -65,7 +65,13 @@ def test_the_scale_set_starts_at_the_minimum_and_autoscale_owns_the_count() -> N
     main, _ = deployment()
     assert main.default("gpuMinCapacity") == 0
     params = Template.body(main.modules["gpuPool"])["params"]
-    for name in ("minCapacity", "maxCapacity", "imageId", "installNvidiaDriver", "setupScriptBase64"):
+    for name in (
+        "minCapacity",
+        "maxCapacity",
+        "imageId",
+        "installNvidiaDriver",
+        "setupScriptBase64",
+    ):
         assert name in params
 
 
