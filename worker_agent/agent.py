@@ -116,7 +116,10 @@ class Agent:
             self._install_signal_handlers()
         await self._use_cgroups()
         if self.settings.scheduled_events:
-            await asyncio.to_thread(self.peers.hold)
+            try:
+                await asyncio.to_thread(self.peers.hold)
+            except OSError as exc:  # no lock: this agent may acknowledge under a running peer
+                self.log.warning("cannot mark this agent in %s: %s", self.peers.directory, exc)
         watcher = asyncio.create_task(
             PreemptionWatcher(
                 self.settings.metadata_url if self.settings.scheduled_events else "",

@@ -155,3 +155,13 @@ def test_only_the_last_agent_of_a_vm_to_stop_acknowledges(tmp_path: Path) -> Non
     crashed.hold()
     crashed.release()  # as when its process died: its file stays, its lock does not
     assert not gpu.others_running()
+
+
+def test_a_second_lock_on_the_same_file_is_refused(tmp_path: Path) -> None:
+    # Two agents given the same worker id: the second cannot hold the lock (the agent logs it
+    # and runs on without one, rather than failing to start).
+    first, second = PeerLock(tmp_path, "vm-7"), PeerLock(tmp_path, "vm-7")
+    first.hold()
+    with pytest.raises(OSError):
+        second.hold()
+    first.release()
