@@ -26,6 +26,7 @@ import os
 
 import azure.functions as func
 
+from shared.api import cost_http as cost
 from shared.api import dashboard, task_http, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
@@ -142,6 +143,21 @@ async def health(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 async def openapi(req: func.HttpRequest) -> func.HttpResponse:
     return await api.openapi(req)
+
+
+# -- cost (shared/api/cost_http.py, docs/cost.md) -------------------------------------------------
+
+
+@app.function_name("get_workflow_cost")
+@app.route(route="workflows/{id}/cost", methods=["GET"])
+async def get_workflow_cost(req: func.HttpRequest) -> func.HttpResponse:
+    return await cost.workflow_cost(req)
+
+
+@app.function_name("get_cost")
+@app.route(route="cost", methods=["GET"])
+async def get_cost(req: func.HttpRequest) -> func.HttpResponse:
+    return await cost.period_cost(req)
 
 
 # -- the dashboard (shared/api/dashboard.py, docs/dashboard.md) -----------------------------------

@@ -206,7 +206,7 @@ def keep_up(say: Callable[..., Any], api_url: str, workflow_id: str) -> None:
 def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False) -> int:
     from rich.console import Console
 
-    from shared.cli import render
+    from shared.cli import cost_render, render
     from shared.cli.follow import follow
     from shared.client import Client
 
@@ -230,6 +230,7 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
                                timeout_s=timeout_s)  # fmt: skip
                 final = client.get(submitted.id)
                 outputs, logs = save_results(client, submitted.id, run_dir / submitted.id)
+                cost = client.workflow_cost(submitted.id)
             say("")
             say(render.status_view(final))
             say("")
@@ -247,6 +248,9 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
                 say(f"published model card: {published.get('card')}")
             elif "publish" in final.tasks:
                 say(f"publish: {final.tasks['publish'].state} (its condition decided)")
+            say("")
+            say(f"cost (dagq cost {submitted.id}):")
+            say(cost_render.render(cost))
             folder = run_dir / submitted.id
             say(f"outputs: {folder / 'outputs.json'}", soft_wrap=True)
             say(f"logs:    {logs}/<task>.log", soft_wrap=True)

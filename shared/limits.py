@@ -46,6 +46,22 @@ MAX_CWD_CHARS = 1024
 MAX_WORKFLOW_NAME = 200
 """Longest workflow name."""
 
+MAX_TASK_GPUS = 64
+"""Most GPUs a task may say it uses (``gpus``: its cost and its cache key)."""
+
+MAX_CACHE_VERSION = 64
+"""Longest ``cache.version`` of a task."""
+
+MAX_CACHE_TTL_S = 365 * 86400.0
+"""Longest ``cache.ttl``: how long a result cache entry may be reused (the storage lifecycle
+backstop deletes entries a day after it)."""
+
+MAX_REFRESH_TASKS = 100
+"""Most task names one submit's ``?refresh=`` lists."""
+
+MAX_COST_WORKFLOWS = 500
+"""Most workflows one period's cost report reads (``GET /api/cost``): each is a state read."""
+
 MAX_QUEUE_NAME = 40
 """Longest queue name in a definition: ``{prefix}-q-{queue}`` must stay within Azure's 63."""
 

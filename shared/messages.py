@@ -70,6 +70,9 @@ class OutputRef(_Message):
     """Blob name in the outputs container, when the output is too large to inline."""
     size: int = Field(default=0, ge=0, le=MAX_OUTPUT_SIZE)
     """Size of the output's JSON encoding in bytes."""
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """Hex SHA-256 of a blob output's bytes (the cache key of a task reading it uses this, never
+    the blob's per-run name); None for inline outputs and from older workers."""
 
     @model_validator(mode="after")
     def _one_place(self) -> OutputRef:

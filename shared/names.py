@@ -122,6 +122,23 @@ class ResourceNames:
         """Events that could not be applied, each kept with its reason."""
         return f"{self.prefix}-deadletter"
 
+    @property
+    def cache_container(self) -> str:
+        """Result cache entries (``cache:`` tasks), one blob per key; removed when they expire."""
+        return f"{self.prefix}-cache"
+
+    @staticmethod
+    def cache_entry_blob(key: str) -> str:
+        """A cache key's entry blob (the key is a hex SHA-256, checked here: it names a blob)."""
+        if not re.fullmatch(r"[0-9a-f]{64}", key):
+            raise ValueError(f"invalid cache key {key[:80]!r}")
+        return f"{key[:2]}/{key}"
+
+    @staticmethod
+    def cache_key_of_blob(name: str) -> str:
+        """The key of an entry blob (``cache_entry_blob``'s inverse)."""
+        return name.rpartition("/")[2]
+
     # -- table ------------------------------------------------------------------------------
     @property
     def index_table(self) -> str:
@@ -172,7 +189,12 @@ class ResourceNames:
         return "tasks" if azure_name.startswith(f"{self.prefix}-q-") else "other"
 
     def all_containers(self) -> tuple[str, ...]:
-        return (self.workflows_container, self.outputs_container, self.deadletter_container)
+        return (
+            self.workflows_container,
+            self.outputs_container,
+            self.deadletter_container,
+            self.cache_container,
+        )
 
     # -- blobs in the workflows container ---------------------------------------------------
     @staticmethod

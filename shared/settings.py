@@ -199,6 +199,12 @@ class Settings(BaseSettings):
     )
 
     # -- API ----------------------------------------------------------------------------------
+    prices: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_PRICES"),
+        description="The price table of cost estimates (dagq cost, GET /api/workflows/{id}/cost):"
+        " a JSON or YAML file's path, or inline JSON; unset: illustrative defaults (docs/cost.md).",
+    )
     max_definition_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,

@@ -18,6 +18,7 @@ worker neither reports nor deletes: the new holder does both.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -346,7 +347,7 @@ class AttemptRunner:
             return OutputRef(inline=value, size=len(compact))
         name = ResourceNames.output_blob(message.workflow_id, message.task, message.attempt)
         await self.reporter.upload(name, raw, content_type="application/json", logger=log)
-        return OutputRef(blob=name, size=len(raw))
+        return OutputRef(blob=name, size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
 
     def _failed(
         self,

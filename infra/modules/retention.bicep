@@ -1,8 +1,8 @@
 // Retention: a blob lifecycle management policy that deletes old task outputs and dead letters.
 //
 // This is the storage account's backstop for blobs nothing else deletes: outputs, logs, upstream
-// bundles and claims under '{prefix}-outputs/', and dead-lettered events under
-// '{prefix}-deadletter/'. It never touches definitions, states or the index table: those go with
+// bundles and claims under '{prefix}-outputs/', dead-lettered events under '{prefix}-deadletter/',
+// and result cache entries under '{prefix}-cache/' (past the longest ttl). It never touches definitions, states or the index table: those go with
 // `dagq purge` / DELETE /api/workflows/{id}, which removes a whole workflow consistently
 // (docs/operations.md, "Retention end to end"). Keep outputsRetentionDays at least as long as the
 // age you purge at, or old workflows stay listed with their logs and outputs already gone.
@@ -20,14 +20,20 @@ param prefix string = 'dagq'
 @maxValue(36500)
 param outputsRetentionDays int = 90
 
+@description('Days after their last write that result cache entries are deleted (a backstop: entries expire by their ttl, at most 365 days, and purge removes expired ones).')
+@minValue(1)
+@maxValue(36500)
+param cacheRetentionDays int = 366
+
 @description('Days after they were written that dead-lettered events are deleted.')
 @minValue(1)
 @maxValue(36500)
 param deadletterRetentionDays int = 30
 
-// Mirrors shared/names.py ResourceNames.outputs_container / deadletter_container.
+// Mirrors shared/names.py ResourceNames.outputs_container / deadletter_container / cache_container.
 var outputsContainer = '${prefix}-outputs'
 var deadletterContainer = '${prefix}-deadletter'
+var cacheContainer = '${prefix}-cache'
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -78,6 +84,28 @@ resource policy 'Microsoft.Storage/storageAccounts/managementPolicies@2023-05-01
               baseBlob: {
                 delete: {
                   daysAfterModificationGreaterThan: deadletterRetentionDays
+                }
+              }
+            }
+          }
+        }
+        {
+          name: 'dagq-cache'
+          enabled: true
+          type: 'Lifecycle'
+          definition: {
+            filters: {
+              blobTypes: [
+                'blockBlob'
+              ]
+              prefixMatch: [
+                '${cacheContainer}/'
+              ]
+            }
+            actions: {
+              baseBlob: {
+                delete: {
+                  daysAfterModificationGreaterThan: cacheRetentionDays
                 }
               }
             }

@@ -73,6 +73,7 @@ var names = {
   workflowsContainer: '${prefix}-workflows'
   outputsContainer: '${prefix}-outputs'
   deadletterContainer: '${prefix}-deadletter'
+  cacheContainer: '${prefix}-cache'
   indexTable: '${prefix}WorkflowsIndex'
   registryTable: '${prefix}WorkersRegistry'
   eventQueue: '${prefix}-events'
@@ -159,6 +160,14 @@ resource outputsContainer 'Microsoft.Storage/storageAccounts/blobServices/contai
 resource deadletterContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
   parent: blobService
   name: names.deadletterContainer
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource cacheContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: names.cacheContainer
   properties: {
     publicAccess: 'None'
   }
@@ -316,6 +325,7 @@ output tableEndpoint string = storage.properties.primaryEndpoints.table
 output workflowsContainerName string = names.workflowsContainer
 output outputsContainerName string = names.outputsContainer
 output deadletterContainerName string = names.deadletterContainer
+output cacheContainerName string = names.cacheContainer
 output indexTableName string = names.indexTable
 output registryTableName string = names.registryTable
 output eventQueueName string = names.eventQueue

@@ -25,6 +25,7 @@ from shared.api.context import CONTEXT
 from shared.api.problems import PROBLEM_CONTENT_TYPE, Problem, problem_for
 from shared.api.request import (
     bool_param,
+    cache_params,
     list_params,
     parse_definition_body,
     route_param,
@@ -109,11 +110,13 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     settings = CONTEXT.settings
     text, fmt = parse_definition_body(req, settings.max_definition_bytes)
     workflow_id = submit_id(req)
+    overrides = cache_params(req)
     # Compiling and encoding a large definition takes a while: keep the event loop (and the
     # coordinator trigger sharing it) responsive.
     wf, encoded = await asyncio.to_thread(
-        service.compile_definition, text, fmt, max_expansion_width=settings.max_expansion_width
-    )
+        service.compile_definition, text, fmt,
+        max_expansion_width=settings.max_expansion_width, **overrides,
+    )  # fmt: skip
     storage = await CONTEXT.storage()
     result = await service.submit(
         storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded,

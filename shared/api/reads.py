@@ -60,7 +60,8 @@ def _output_view(
 
 
 def _task_fields(wf: CompiledWorkflow, view: TaskView, i: int) -> dict[str, Any]:
-    return {
+    fields = _cache_fields(view)
+    return fields | {
         "state": view.state,
         "attempt": view.attempt,
         "queue": wf.tasks[i].queue,
@@ -71,6 +72,14 @@ def _task_fields(wf: CompiledWorkflow, view: TaskView, i: int) -> dict[str, Any]
         "error": view.error,
         "worker": view.worker,
     }
+
+
+def _cache_fields(view: TaskView) -> dict[str, Any]:
+    """``cached_from``, only for a task whose result came from the result cache."""
+    from shared.views import CachedFromView
+
+    origin = view.cached_from
+    return {} if origin is None else {"cached_from": CachedFromView(**origin.model_dump())}
 
 
 def task_summary(

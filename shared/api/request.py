@@ -13,7 +13,7 @@ import azure.functions as func
 
 from shared.api.problems import bad_request
 from shared.errors import RequestError
-from shared.limits import MAX_LIST_LIMIT, MAX_NAME_FILTER, MAX_TOKEN_CHARS
+from shared.limits import MAX_LIST_LIMIT, MAX_NAME_FILTER, MAX_REFRESH_TASKS, MAX_TOKEN_CHARS
 from shared.states import WorkflowStatus
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
@@ -120,6 +120,20 @@ def submit_id(req: func.HttpRequest) -> str | None:
     workflow_id: str = req.params["id"]
     check_workflow_id(workflow_id)
     return workflow_id
+
+
+def cache_params(req: func.HttpRequest) -> dict[str, Any]:
+    """``?no_cache=true`` and ``?refresh=TASK[,TASK]`` of a submit (result caching overrides)."""
+    from shared.names import safe_name_problem
+
+    refresh = [name for name in (req.params.get("refresh") or "").split(",") if name]
+    if len(refresh) > MAX_REFRESH_TASKS:
+        raise bad_request(f"refresh names more than {MAX_REFRESH_TASKS} tasks")
+    for name in refresh:
+        problem = safe_name_problem(name)
+        if problem:
+            raise bad_request(f"refresh: {problem}")
+    return {"no_cache": bool_param(req, "no_cache", False), "refresh": tuple(refresh)}
 
 
 def list_params(req: func.HttpRequest) -> dict[str, Any]:

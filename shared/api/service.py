@@ -70,15 +70,21 @@ def compile_definition(
     fmt: Literal["json", "yaml"] | None = None,
     *,
     max_expansion_width: int | None = None,
+    no_cache: bool = False,
+    refresh: tuple[str, ...] = (),
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
-    runs it in a thread). Raises DefinitionError listing every problem."""
+    runs it in a thread), with the submit's result caching overrides (``no_cache``: none for this
+    run; ``refresh``: these tasks recompute and replace their entries). Raises DefinitionError
+    listing every problem."""
     from shared.codec.definition import encode_definition
     from shared.definition.compiler import compile_text
+    from shared.definition.passes.cache import with_cache_overrides
     from shared.limits import MAX_EXPANSIONS
 
     width = MAX_EXPANSIONS if max_expansion_width is None else max_expansion_width
     wf = compile_text(text, source="request body", fmt=fmt, max_expansion_width=width)
+    wf = with_cache_overrides(wf, no_cache=no_cache, refresh=refresh, source="request body")
     return wf, encode_definition(wf)
 
 

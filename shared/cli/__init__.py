@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.watch",
     "shared.cli.control",
     "shared.cli.ops",
+    "shared.cli.cost",
     "shared.cli.ui",
 )
 """Modules that register subcommands, in the order ``dagq --help`` lists them."""

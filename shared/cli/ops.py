@@ -7,31 +7,22 @@ so these need only its URL and key.
 from __future__ import annotations
 
 import argparse
-import re
 
 from shared.cli.connect import api_options, open_client, report_errors
+from shared.durations import parse_duration, spell_duration
 from shared.states import WorkflowStatus
 
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _PURGEABLE = tuple(status.value for status in WorkflowStatus if status.is_terminal)
 
 
 def parse_age(text: str) -> float:
     """``30d``, ``12h``, ``90m``, ``3600s``, ``2w`` (or plain seconds) -> seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
-    if not match:
+    try:
+        return parse_duration(text)
+    except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected an age such as 30d, 12h, 90m or 3600s, got {text!r}"
-        )
-    return float(match.group(1)) * _AGE_UNITS[match.group(2) or "s"]
-
-
-def _age(seconds: float) -> str:
-    """The largest whole unit: 2592000 -> ``30d``."""
-    for unit in "wdhm":
-        if seconds and seconds % _AGE_UNITS[unit] == 0:
-            return f"{seconds / _AGE_UNITS[unit]:g}{unit}"
-    return f"{seconds:g}s"
+        ) from None
 
 
 def parse_statuses(text: str) -> list[str]:
@@ -218,5 +209,6 @@ def _purge_older(args: argparse.Namespace) -> int:
         verb = "found" if args.dry_run else "finished"
         print(f"{verb} {len(resumed)} interrupted purge(s): {', '.join(resumed)}")
     verb = "would purge" if args.dry_run else "purged"
-    print(f"{verb} {len(items)} workflow(s) finished more than {_age(args.older_than)} ago")
+    age = spell_duration(args.older_than)
+    print(f"{verb} {len(items)} workflow(s) finished more than {age} ago")
     return 0

@@ -33,6 +33,8 @@ STATE_ORDER: tuple[str, ...] = (
 )
 """Task states in the order the views list them (every state, once)."""
 
+CACHED = "cached"
+"""What the task table shows for a task that completed from the result cache (it did not run)."""
 STATE_STYLE: dict[str, str] = {
     TaskState.COMPLETED: "green",
     TaskState.RUNNING: "cyan",
@@ -228,6 +230,8 @@ class TaskTable:
         from shared.cli.live_render import progress_text
 
         self.rows: list[dict[str, str]] = []
+        self.last_column = "error" if any(info.error for _, info in items) else "note"
+        """``error``, or ``note`` when the column only says where cached results came from."""
         for name, info in items:
             took = None
             if info.started_at is not None and info.finished_at is not None:
@@ -235,14 +239,14 @@ class TaskTable:
             self.rows.append(
                 {
                     "task": name,
-                    "state": info.state,
+                    "state": CACHED if info.cached_from is not None else info.state,
                     "progress": progress_text(info.progress, info.metrics),
                     "try": str(info.attempt or "-"),
                     "queue": info.queue or "-",
                     "started": timestamp(info.started_at)[11:] if info.started_at else "-",
                     "took": duration(took),
                     "exit": "-" if info.exit_code is None else str(info.exit_code),
-                    "error": first_line(info.error, limit=200),
+                    "error": _cached_note(info) or first_line(info.error, limit=200),
                 }
             )
 
@@ -275,10 +279,14 @@ class TaskTable:
                 column, no_wrap=True, min_width=widths[column], justify="right" if right else "left"
             )
         if show_error:
-            table.add_column("error", no_wrap=True, overflow="ellipsis", max_width=error_width)
+            table.add_column(
+                self.last_column, no_wrap=True, overflow="ellipsis", max_width=error_width
+            )
         for row in self.rows:
             cells: list[str | Text] = [
-                Text(row[c], style=STATE_STYLE.get(row[c], "")) if c == "state" else row[c]
+                Text(row[c], style=STATE_STYLE.get(_shown_state(row[c]), ""))
+                if c == "state"
+                else row[c]
                 for c in columns
             ]
             if show_error:
@@ -288,6 +296,20 @@ class TaskTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.layout(options.max_width)
+
+
+def _shown_state(text: str) -> str:
+    """The state whose style a state cell takes (a cached task looks completed)."""
+    return TaskState.COMPLETED if text == CACHED else text
+
+
+def _cached_note(info: TaskInfo) -> str:
+    """Where a cached task's result came from (shown in the last column)."""
+    origin = info.cached_from
+    if origin is None:
+        return ""
+    saved = duration(origin.run_s)
+    return f"from {origin.workflow_id} {origin.task} try {origin.attempt} (saved {saved})"
 
 
 def task_table(wf: Workflow, limit: int | None = 50) -> tuple[TaskTable, int]:

@@ -22,6 +22,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         ),
         epilog="examples:\n  dagq submit examples/pipeline.yaml --wait\n"
         "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
+        "  dagq submit pipeline.yaml --refresh train    # retrain, reuse the rest\n"
         "  generate-flow | dagq submit -",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -32,6 +33,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="ID",
         help="idempotent submit: the same id and definition return the existing workflow;"
         " a different definition is refused (exit 4)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every task: no result is taken from the cache and none is recorded",
+    )
+    parser.add_argument(
+        "--refresh",
+        action="append",
+        default=[],
+        metavar="TASK",
+        help="recompute this cached task (a foreach task's name: all of it) and replace its"
+        " cache entry; repeat for several",
     )
     parser.add_argument("--wait", action="store_true", help="follow the workflow until it ends")
     add_follow_options(parser)
@@ -74,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             data,
             workflow_id=args.workflow_id,
             fmt="json" if fmt == "json" else None,
+            no_cache=args.no_cache,
+            refresh=args.refresh,
         )
         if not submitted.created:
             err.print(

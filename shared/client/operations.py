@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -11,6 +11,7 @@ import httpx
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from shared.client.config import ClientConfig
+from shared.client.cost import CostMixin
 from shared.client.models import (
     CancelAccepted,
     RetryAccepted,
@@ -33,12 +34,13 @@ Definition = str | bytes | Mapping[str, Any] | Path
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class Client(OperationsMixin, TaskLogsMixin):
+class Client(OperationsMixin, TaskLogsMixin, CostMixin):
     """Synchronous client of one dagq deployment. Use as a context manager or call ``close``.
 
     The operations methods (``workers``, ``doctor``, ``delete``, ``purge``) come from
     ``shared.client.ops``; ``logs``, ``follow_log`` and ``attempts`` from
-    ``shared.client.task_logs``."""
+    ``shared.client.task_logs``; the cost methods (``workflow_cost``, ``cost``) from
+    ``shared.client.cost``."""
 
     def __init__(
         self,
@@ -82,11 +84,17 @@ class Client(OperationsMixin, TaskLogsMixin):
         *,
         workflow_id: str | None = None,
         fmt: Literal["yaml", "json"] | None = None,
+        no_cache: bool = False,
+        refresh: Sequence[str] = (),
     ) -> Submitted:
         """Submit a workflow definition (text, bytes, mapping or path). With ``workflow_id`` the
-        submit is idempotent: the same id and definition return the existing workflow."""
+        submit is idempotent: the same id and definition return the existing workflow.
+        ``no_cache``: no result is taken from or written to the result cache; ``refresh``: these
+        cached tasks are recomputed and their entries replaced."""
         if isinstance(definition, Path):
-            return self.submit_file(definition, workflow_id=workflow_id)
+            return self.submit_file(
+                definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh
+            )
         if isinstance(definition, Mapping):
             body = json.dumps(definition).encode()
             fmt = "json"
@@ -97,7 +105,11 @@ class Client(OperationsMixin, TaskLogsMixin):
         if fmt is None:
             fmt = "json" if _is_json(body) else "yaml"
         content_type = "application/json" if fmt == "json" else "application/yaml"
-        params = {"id": workflow_id} if workflow_id else None
+        params: dict[str, str] = {"id": workflow_id} if workflow_id else {}
+        if no_cache:
+            params["no_cache"] = "true"
+        if refresh:
+            params["refresh"] = ",".join(refresh)
         response = self._request(
             "POST", "/workflows", params=params, content=body, content_type=content_type
         )
@@ -107,7 +119,14 @@ class Client(OperationsMixin, TaskLogsMixin):
         except ValidationError as exc:
             raise shape_error(response, exc) from None
 
-    def submit_file(self, path: str | Path, *, workflow_id: str | None = None) -> Submitted:
+    def submit_file(
+        self,
+        path: str | Path,
+        *,
+        workflow_id: str | None = None,
+        no_cache: bool = False,
+        refresh: Sequence[str] = (),
+    ) -> Submitted:
         """Submit the definition in a YAML or JSON file."""
         path = Path(path)
         try:
@@ -115,7 +134,9 @@ class Client(OperationsMixin, TaskLogsMixin):
         except OSError as exc:
             raise DagqError(f"cannot read {path}: {exc.strerror or exc}") from None
         fmt: Literal["yaml", "json"] | None = "json" if path.suffix.lower() == ".json" else None
-        return self.submit(body, workflow_id=workflow_id, fmt=fmt)
+        return self.submit(
+            body, workflow_id=workflow_id, fmt=fmt, no_cache=no_cache, refresh=refresh
+        )
 
     def get(self, workflow_id: str, *, tasks: bool = True) -> Workflow:
         """A workflow's status, per-state counts and (unless ``tasks=False``) its task table."""

@@ -6,7 +6,8 @@ distinct values (queue, env, policies...) is a table of values plus one index pe
 with mostly distinct values (cmd of a foreach) is the plain list. Lists of numbers and strings
 parse far faster than a list of objects, and zlib sees the repeats.
 
-Version 2 adds the ``foreach_from`` column ``x``; a definition without one is written as version 1.
+Version 2 adds the ``foreach_from`` column ``x``; version 3 the result-caching column ``k`` and
+the GPU column ``gpu``. A definition is written in the oldest version that holds it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,22 @@ import json
 from typing import Any
 
 from shared.codec.framing import frame, open_blob
-from shared.definition.workflow import CompiledWorkflow, ExpandFrom, RetryPolicy, TaskDef
+from shared.definition.workflow import (
+    CachePolicy,
+    CompiledWorkflow,
+    ExpandFrom,
+    RetryPolicy,
+    TaskDef,
+)
 from shared.errors import CodecError
 
 DEFINITION_MAGIC = b"DQD"
-DEFINITION_VERSION = 2
-"""Newest definition format read. Version 2 adds ``foreach_from`` (column ``x``); a definition
-without one is still written as version 1."""
+DEFINITION_VERSION = 3
+"""Newest definition format read. Version 2 adds ``foreach_from`` (column ``x``), version 3
+``cache`` and ``gpus`` (columns ``k``, ``gpu``); a definition without them is still written as
+version 1 (or 2)."""
+_VERSION_OF_COLUMN = {"x": 2, "k": 3, "gpu": 3}
+"""The first version with each optional column."""
 
 _RETRY_DEFAULT = RetryPolicy()
 
@@ -82,7 +92,20 @@ _FIELDS: tuple[tuple[str, str, Any, Any, Any], ...] = (
     ("g", "group", None, None, _optional_str),
     ("pa", "params", None, None, lambda raw: raw),
     ("x", "expand", None, lambda e: _expand_to_json(e), lambda raw: _expand(raw)),
+    ("k", "cache", None, lambda c: _cache_to_json(c), lambda raw: _cache(raw)),
+    ("gpu", "gpus", None, None, lambda raw: None if raw is None else int(raw)),
 )
+
+
+def _cache_to_json(policy: CachePolicy | None) -> list[Any] | None:
+    return None if policy is None else [policy.version, policy.ttl_s, policy.refresh]
+
+
+def _cache(raw: Any) -> CachePolicy | None:
+    if raw is None:
+        return None
+    version, ttl_s, refresh = raw
+    return CachePolicy(str(version), float(ttl_s), bool(refresh))
 
 
 def _expand_to_json(e: ExpandFrom | None) -> list[Any] | None:
@@ -154,7 +177,7 @@ def encode_definition(wf: CompiledWorkflow) -> bytes:
     if wf.source is not None:
         doc["src"] = wf.source
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-    version = DEFINITION_VERSION if "x" in doc else 1
+    version = max([1] + [v for key, v in _VERSION_OF_COLUMN.items() if key in doc])
     return frame(DEFINITION_MAGIC, version, text)
 
 

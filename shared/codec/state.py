@@ -20,9 +20,10 @@ bookkeeping (per-state counts, parent counters) is not stored; decoding recomput
 
 Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansions); version 3
 adds the earlier attempts of tasks that ran more than once (meta ``hist``, see
-``shared.engine.attempt_history``). A state is written with the lowest version that holds it:
-one without either is version 1, byte for byte as before. Every version stays readable. A blob
-with an unknown (newer) version, a bad magic or corrupt content raises CodecError.
+``shared.engine.attempt_history``); version 4 results reused from the result cache (meta
+``cached``: task -> the attempt it reused). A state is written with the lowest version that holds
+it: one without any of these is version 1, byte for byte as before. Every version stays
+readable. A blob with an unknown (newer) version, a bad magic or corrupt content raises CodecError.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.caching.entry import CachedFrom
 from shared.codec.framing import frame, open_blob
 from shared.codec.metadata import CODEC_KEY, RUN_KEY, STATUS_KEY
 from shared.definition.workflow import CompiledWorkflow
@@ -51,10 +53,10 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 3
+STATE_VERSION = 4
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
-attempts (meta ``hist``); a state without either is still written as version 1, byte for byte
-what earlier releases wrote."""
+attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``); a state
+without any is still written as version 1, byte for byte what earlier releases wrote."""
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -140,6 +142,8 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
 
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
+    if state.cached:
+        return 4
     return 3 if state.history else 2 if dynamic else 1
 
 
@@ -195,10 +199,7 @@ def encode_state(state: RuntimeState) -> bytes:
     dynamic = _dynamic_to_json(state)
     if dynamic:
         meta["dyn"] = dynamic
-    if state.history:
-        meta["hist"] = {
-            str(t): [past.to_json() for past in kept] for t, kept in sorted(state.history.items())
-        }
+    meta.update(_attempts_to_json(state))
 
     base = [created] * n
     queued_refs = _refs(state.queued_ms, base)
@@ -237,6 +238,21 @@ def encode_state(state: RuntimeState) -> bytes:
         body.append(section)
     version = _version(state, dynamic=bool(dynamic))
     return frame(STATE_MAGIC, version, b"".join(body))
+
+
+def _attempts_to_json(state: RuntimeState) -> dict[str, Any]:
+    """Meta of attempts beyond the current ones: earlier attempts (``hist``, version 3) and
+    results reused from the cache (``cached``, version 4); empty when there are none."""
+    meta: dict[str, Any] = {}
+    if state.history:
+        meta["hist"] = {
+            str(t): [past.to_json() for past in kept] for t, kept in sorted(state.history.items())
+        }
+    if state.cached:
+        meta["cached"] = {
+            str(t): origin.model_dump(mode="json") for t, origin in sorted(state.cached.items())
+        }
+    return meta
 
 
 def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
@@ -363,6 +379,10 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     st.outputs = {
         t: OutputRef.model_validate(v)
         for t, v in _task_keys(meta.get("outputs", {}), n, "outputs").items()
+    }
+    st.cached = {
+        t: CachedFrom.model_validate(v)
+        for t, v in _task_keys(meta.get("cached", {}), n, "cached").items()
     }
     names = [str(w) for w in meta.get("workers", [])]
     st.workers = {t: names[w - 1] for t, w in enumerate(_unpack("I", worker_col, n)) if w}

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from shared import engine
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
+from shared.coordinator.results import ResultCacheSteps
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.state import RuntimeState
 from shared.errors import ApplyError, DispatchBoundError, DispatchError, MessageError
 from shared.limits import ERROR_TAIL_CHARS
-from shared.messages import Event, TaskFailedEvent
+from shared.messages import Event, TaskCompletedEvent, TaskFailedEvent
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -38,6 +39,10 @@ class Tally:
     deferred: list[Envelope] = field(default_factory=list)
     set_aside: list[Envelope] = field(default_factory=list)
     """Not applied: the workflow's slice of the pass ran out first (left for a later pass)."""
+    completed: list[TaskCompletedEvent] = field(default_factory=list)
+    """Completions applied (their cached tasks' results are recorded after the flush)."""
+    cache_hits: int = 0
+    """Dispatches answered from the result cache (completed without running)."""
 
 
 def apply_events(
@@ -69,6 +74,8 @@ def apply_events(
         tally.applied += 1
         if not out and fingerprint(wf, state, event) == before:
             tally.duplicates += 1
+        elif isinstance(event, TaskCompletedEvent):
+            tally.completed.append(event)
         commands.extend(out)
 
     # Premature events get a second chance: their rerun may come later in this very batch.
@@ -91,8 +98,8 @@ def _take_deferred(tally: Tally) -> list[Envelope]:
 
 def dispatch_rounds(wf: CompiledWorkflow) -> int:
     """How many send rounds ``dispatch_all`` may need: every round but the last fails at least one
-    attempt whose message cannot be sent, and one run of the workflow has at most
-    sum(num_retries + 1) attempts."""
+    attempt whose message cannot be sent or completes one from the result cache, and one run of
+    the workflow has at most sum(num_retries + 1) attempts."""
     return sum(task.num_retries + 1 for task in wf.tasks) + 1
 
 
@@ -107,11 +114,14 @@ async def dispatch_all(
     sent: set[SentKey],
     now: float,
     max_rounds: int | None = None,
+    results: ResultCacheSteps | None = None,
 ) -> None:
     """Send the dispatches among ``commands``. An attempt whose message cannot be sent at all
     fails (reason ``error``), which may dispatch its retry: rounds go on until no dispatch is
     left, at most ``max_rounds`` (default ``dispatch_rounds(wf)``) — if that is ever reached,
-    DispatchBoundError (never a silently dropped dispatch)."""
+    DispatchBoundError (never a silently dropped dispatch). With ``results``, a dispatch of a
+    cached task whose result is in the cache completes from it instead of being sent (its
+    children's dispatches follow in the next round)."""
     rounds = dispatch_rounds(engine.expanded(wf, state)) if max_rounds is None else max_rounds
     for _ in range(rounds):
         dispatches = [c for c in commands if isinstance(c, Dispatch)]
@@ -121,14 +131,19 @@ async def dispatch_all(
         if not may_send():
             raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
         # The workflow as it runs: the definition plus its foreach_from expansions.
-        outcome = await dispatcher.send_all(
-            workflow_id, engine.expanded(wf, state), dispatches, sent
-        )
+        running = engine.expanded(wf, state)
+        hits = await results.lookup_all(workflow_id, running, dispatches, now) if results else []
+        answered = {id(hit.dispatch) for hit in hits}
+        dispatches = [d for d in dispatches if id(d) not in answered]
+        outcome = await dispatcher.send_all(workflow_id, running, dispatches, sent)
         tally.dispatched += outcome.sent
         tally.upstream_blobs += outcome.upstream_blobs
         if not outcome.ok:
             raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
         commands = []
+        for hit in hits:
+            commands += engine.complete_from_cache(wf, state, hit.completion, hit.origin, now)
+        tally.cache_hits += len(hits)
         for command, reason in outcome.unsendable:
             failure = TaskFailedEvent(
                 workflow_id=workflow_id,

@@ -12,6 +12,7 @@ however many tasks report outputs, and a hostile event cannot grow it without bo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 from shared.coordinator.envelope import Envelope
@@ -68,4 +69,5 @@ async def _spill(
 ) -> None:
     name = ResourceNames.output_blob(event.workflow_id, event.task, event.attempt)
     await outputs.put(name, data)
-    env.event = event.model_copy(update={"output": OutputRef(blob=name, size=len(data))})
+    ref = OutputRef(blob=name, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    env.event = event.model_copy(update={"output": ref})

@@ -57,6 +57,10 @@ class PassStats:
     inline limit, or over the workflow state's inline total)."""
     upstream_blobs: int = 0
     """Dispatches whose upstream map was written to a blob because it did not fit the message."""
+    cache_hits: int = 0
+    """Dispatches answered from the result cache (the task completed without running)."""
+    cache_records: int = 0
+    """Result cache entries written for cached tasks that completed."""
     flushes: int = 0
     flush_conflicts: int = 0
     """State writes that lost the ETag compare-and-swap (each is re-read and re-applied)."""

@@ -26,6 +26,7 @@ from shared.coordinator.lists import read_lists
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
+from shared.coordinator.results import ResultCacheSteps
 from shared.coordinator.stats import PassStats
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
@@ -85,6 +86,7 @@ class WorkflowUpdater:
         self.acks = acks
         self.clock = clock
         self._dispatcher = dispatcher
+        self.results = ResultCacheSteps(storage)
         self.empty_queues: frozenset[str] = frozenset()
         """Queues seen holding no message at the start of the current sweep (lost dispatches)."""
 
@@ -233,7 +235,7 @@ class WorkflowUpdater:
             # Dispatch before the flush: a crash in between re-sends on redelivery (workers
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
             await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
-                               commands, tallies[-1], sent, now)  # fmt: skip
+                               commands, tallies[-1], sent, now, results=self.results)  # fmt: skip
 
         async def write(state: RuntimeState, data: bytes, etag: str) -> str:
             if not self.leadership.ok():
@@ -273,7 +275,14 @@ class WorkflowUpdater:
         stats.tasks_dispatched += tally.dispatched
         stats.upstream_blobs += tally.upstream_blobs
         stats.workflows_finished += tally.finished
-        row = replace(index_row(wf, flushed.cached.state), partition=self.storage.partition)
+        stats.cache_hits += tally.cache_hits
+        state = flushed.cached.state
+        if flushed.changed and tally.completed:  # after the flush: only results that stand
+            running = engine.expanded(wf, state)
+            stats.cache_records += await self.results.record_all(
+                state.workflow_id, running, state, tally.completed, self.clock()
+            )
+        row = replace(index_row(wf, state), partition=self.storage.partition)
         if flushed.changed:  # an unchanged state has nothing new to project (index-repair mends)
             await self.projector.project(row, stats, urgent=tally.finished > 0)
         if tally.set_aside:

@@ -7,7 +7,7 @@ and compiles; ``compile_workflow`` compiles a ``WorkflowSpec``. Both raise
 Compiling is one ``Compilation`` (``shared.definition.compilation``) handed to each pass of
 ``shared.definition.passes`` in the order ``run_passes`` shows:
 
-    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> build
+    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> cache -> build
 
 A pass reports what it finds and lets the next ones run, so one submit sees every problem; only
 the budgets pass ends the compilation early. Every pass is linear in the size of the definition
@@ -28,6 +28,7 @@ from shared.definition.passes import (
     acyclic,
     budgets,
     build,
+    cache,
     dependencies,
     expansion,
     foreach_from,
@@ -49,6 +50,7 @@ def run_passes(c: Compilation) -> CompiledWorkflow:
     dependencies.resolve_dependencies(c)  # depends_on -> deps, dep_policy, conditions
     foreach_from.resolve_foreach_from(c)  # the parent's output and {{ item }} templates
     acyclic.check_acyclic(c)  # no dependency cycle
+    cache.check_cache(c)  # cache: version and ttl
     return build.build_workflow(c)  # every issue, or the CompiledWorkflow
 
 

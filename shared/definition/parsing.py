@@ -15,7 +15,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError
 
-from shared.definition.spec import RetrySpec, TaskKwargs, TaskSpec, WorkflowSpec, type_word
+from shared.definition.spec import (
+    CacheSpec,
+    RetrySpec,
+    TaskKwargs,
+    TaskSpec,
+    WorkflowSpec,
+    type_word,
+)
 from shared.definition.suggestions import Suggester
 from shared.errors import DefinitionError, Issue
 from shared.limits import MAX_DEFINITION_BYTES, MAX_YAML_NODES
@@ -255,6 +262,7 @@ _MODEL_AT: dict[tuple[str, ...], type[Any]] = {
     ("tasks", "*"): TaskSpec,
     ("tasks", "*", "kwargs"): TaskKwargs,
     ("tasks", "*", "retry"): RetrySpec,
+    ("tasks", "*", "cache"): CacheSpec,
 }
 _KEYS_AT: dict[tuple[str, ...], list[str]] = {
     path: list(model.model_fields) for path, model in _MODEL_AT.items()
@@ -266,9 +274,18 @@ def _shape_issues(exc: ValidationError, raw: dict[str, Any]) -> list[Issue]:
     suggester = Suggester()
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
+        if _other_cache_member(loc):
+            continue
+        loc = tuple(part for part in loc if part != "CacheSpec")  # the union member's tag
         location, task = _render_loc(loc, raw)
         issues.append(Issue(location, _error_message(error, loc, suggester), task))
     return issues
+
+
+def _other_cache_member(loc: tuple[Any, ...]) -> bool:
+    """An error of ``cache: bool | CacheSpec``'s boolean member on a mapping: the mapping's own
+    errors (unknown key, bad type) say what is wrong; "expected a boolean" would only confuse."""
+    return len(loc) >= 4 and loc[0] == "tasks" and loc[2:4] == ("cache", "bool")
 
 
 def _render_loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str, str | None]:

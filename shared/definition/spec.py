@@ -6,8 +6,8 @@ whole workflow (names, dependencies, cycles, foreach expansion, templates, limit
 ``shared.definition.workflow.CompiledWorkflow``.
 
 ai4s-jobq's workflow format is a subset: every ai4s-jobq definition is a valid ``WorkflowSpec``.
-dagq's extensions are ``foreach``, ``retry``, ``queue_timeout_s`` (per task) and ``env`` (per
-workflow).
+dagq's extensions are ``foreach``, ``foreach_from``, ``retry``, ``queue_timeout_s``, ``cache``,
+``gpus`` (per task) and ``env`` (per workflow).
 Unknown keys are errors everywhere. The JSON Schema in
 ``shared/definition/schema/workflow.schema.json`` is
 generated from these models (``python -m shared.definition.schema``).
@@ -19,6 +19,8 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from shared.limits import MAX_CACHE_VERSION, MAX_TASK_GPUS
 
 Scalar = str | int | float | bool
 """A foreach parameter value."""
@@ -71,6 +73,27 @@ class RetrySpec(_Spec):
     are always retried while budget remains."""
 
 
+class CacheSpec(_Spec):
+    """Result caching options of a task (dagq): see docs/workflow-format.md, "Result caching"."""
+
+    version: str = Field(default="", max_length=MAX_CACHE_VERSION)
+    """Part of the cache key: change it to recompute results whose inputs did not change (a new
+    model, a fixed bug in the script)."""
+    ttl: str | int | float | None = None
+    """How long an entry may be reused: ``7d``, ``12h``, ``90m``, ``3600s``, ``2w`` or seconds
+    (the default is 30 days; at most 365 days)."""
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _check_ttl(cls, value: Any) -> Any:
+        # One clear message instead of pydantic's per-union-member errors.
+        if value is None or (isinstance(value, str | int | float) and not isinstance(value, bool)):
+            return value
+        raise ValueError(
+            f"ttl must be a duration such as 7d, 12h or 3600 (seconds), got {type_word(value)}"
+        )
+
+
 class TaskSpec(_Spec):
     """One task as written; a task with ``foreach`` stands for several tasks."""
 
@@ -102,6 +125,22 @@ class TaskSpec(_Spec):
     """Backoff between attempts and which exit codes are retried (dagq)."""
     queue_timeout_s: float | None = Field(default=None, gt=0)
     """How long an attempt may wait for a worker before it fails as not started (dagq)."""
+    cache: bool | CacheSpec = False
+    """Reuse an earlier successful result when the command, environment, queue, GPUs, cache
+    version and parents' outputs are the same (dagq): ``true``, or ``{version, ttl}``."""
+    gpus: int | None = Field(default=None, ge=0, le=MAX_TASK_GPUS)
+    """GPUs one attempt uses, for its cost and its cache key (dagq; the queue's price-table
+    figure when absent). Workers hand out GPUs by their own ``--gpus-per-task``."""
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _check_cache(cls, value: Any) -> Any:
+        # One clear message instead of pydantic's per-union-member errors.
+        if isinstance(value, bool | dict):
+            return value
+        raise ValueError(
+            f"cache must be true, false or a mapping {{version, ttl}}, got {type_word(value)}"
+        )
 
     @field_validator("dep_policy", mode="before")
     @classmethod

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+DEFAULT_CACHE_TTL_S = 30 * 86400.0
+"""How long a cache entry may be reused when the task's ``cache`` gives no ``ttl``."""
+
 DepPolicy = Literal["all", "any", "all_settled"] | int
 """``all``: every parent succeeded (completed or skipped). ``any``: at least one succeeded.
 ``all_settled``: every parent is terminal and at least one succeeded. ``N``: at least N
@@ -59,6 +62,18 @@ class ExpandFrom:
 
 
 @dataclass(frozen=True, slots=True)
+class CachePolicy:
+    """A cached task's options (``cache:`` in the definition, plus the submit's overrides)."""
+
+    version: str = ""
+    """Part of the cache key (``shared.caching.key``)."""
+    ttl_s: float = DEFAULT_CACHE_TTL_S
+    """How long an entry this task records may be reused."""
+    refresh: bool = False
+    """Do not look up (``dagq submit --refresh TASK``): run, and replace the entry."""
+
+
+@dataclass(frozen=True, slots=True)
 class TaskDef:
     """One task of a compiled workflow."""
 
@@ -84,6 +99,10 @@ class TaskDef:
     expand: ExpandFrom | None = None
     """Set on a ``foreach_from`` task: it never runs itself, it expands when its list is known
     (its ``cmd`` and ``env`` are then templates of ``{{ item }}`` / ``{{ item.<key> }}``)."""
+    cache: CachePolicy | None = None
+    """Result caching (None: never looked up, never recorded)."""
+    gpus: int | None = None
+    """GPUs one attempt uses, as the definition says (None: the queue's price-table figure)."""
 
 
 @dataclass(frozen=True)

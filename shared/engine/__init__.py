@@ -9,9 +9,10 @@ to the tasks it touches (the task and its children), never to the size of the wo
 Modules: ``transitions`` (the events), ``sweep`` (the timer's checks), ``step`` (the primitives
 both are made of), ``rerun`` (rerun from failure), ``policy`` (dependency policies and conditions),
 ``capture`` and ``expansion`` (dynamic fan-out: ``expanded(wf, state)`` is the workflow as it runs,
-definition plus expansions).
+definition plus expansions), ``cached`` (a dispatch answered from the result cache).
 """
 
+from shared.engine.cached import complete_from_cache
 from shared.engine.capture import list_sources
 from shared.engine.expansion import expanded
 from shared.engine.sweep import TIMEOUT_GRACE_S, sweep
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_LIST_BYTES",
     "TIMEOUT_GRACE_S",
     "apply",
+    "complete_from_cache",
     "expanded",
     "list_sources",
     "new_state",

@@ -245,7 +245,19 @@ def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[Task
                 f" {MAX_EXPANDED_BYTES:,} characters (the limit a submit enforces too)"
             )
         fields = (cwd, parents, policy, timeout, queue_timeout, retries, retry, None, tdef.name)
-        made.append(TaskDef(names[i], text, queue, task_env, *fields, {"item": item}, None))
+        made.append(
+            TaskDef(
+                names[i],
+                text,
+                queue,
+                task_env,
+                *fields,
+                {"item": item},
+                None,
+                cache=tdef.cache,
+                gpus=tdef.gpus,
+            )
+        )
     return made
 
 

@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from shared.caching.entry import CachedFrom
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt, archive
 from shared.engine.task_moves import is_legal
@@ -91,6 +92,8 @@ class TaskView:
     output: OutputRef | None
     log_blob: str | None
     worker: str | None
+    cached_from: CachedFrom | None = None
+    """Set when the attempt completed from the result cache: the attempt whose result it reused."""
 
 
 class RuntimeState:
@@ -106,6 +109,7 @@ class RuntimeState:
     __slots__ = (
         "attempt",
         "base_attempt",
+        "cached",
         "cancel_requested",
         "cancel_requested_at",
         "codes",
@@ -177,6 +181,8 @@ class RuntimeState:
         """Task -> its earlier attempts, oldest first (bounded: see ``attempt_history``)."""
         self.n_history = 0
         """Earlier attempts kept in all (derived: not stored)."""
+        self.cached: dict[int, CachedFrom] = {}
+        """Task -> the attempt whose cached result its current attempt reused."""
         self.lists: dict[int, ItemList] = {}
         """``foreach_from`` task -> the list captured for it (kept while the workflow lives)."""
         self.expansions: list[tuple[int, int]] = []
@@ -221,6 +227,7 @@ class RuntimeState:
             output=self.outputs.get(i),
             log_blob=self.log_blob.get(i),
             worker=self.workers.get(i),
+            cached_from=self.cached.get(i),
         )
 
     def counts(self) -> dict[str, int]:
@@ -286,6 +293,7 @@ class RuntimeState:
         self.sent_ms.pop(i, None)
         self.workers.pop(i, None)
         self.log_blob.pop(i, None)
+        self.cached.pop(i, None)
 
     def record_start(self, i: int, started_ms: int, worker: str | None) -> None:
         """A worker started the current attempt of task ``i``."""
@@ -317,6 +325,10 @@ class RuntimeState:
             self.log_blob[i] = log_blob
         if worker is not None:
             self.workers[i] = worker
+
+    def note_cached(self, i: int, origin: CachedFrom) -> None:
+        """The current attempt of task ``i`` completed with ``origin``'s cached result."""
+        self.cached[i] = origin
 
     def note_error(self, i: int, text: str | None) -> None:
         """Keep ``text`` (truncated) as task ``i``'s error; None clears it."""

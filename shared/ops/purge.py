@@ -17,7 +17,9 @@ cancelled, as their state blob says) are purged: 409 otherwise. A workflow that 
 terminal meanwhile (a retry applied after the check, or after an interrupted purge) is never
 deleted: step 3's condition fails, or a marked workflow's state is found running again; then the
 purge gives up on it, puts its index row back and removes the marker. Nothing of a running
-workflow is deleted before step 3, so it loses nothing.
+workflow is deleted before step 3, so it loses nothing. The first step of a bulk purge also
+deletes result cache entries past their ttl (a cache entry owns a copy of its output, so purging
+the workflow that computed it never breaks a later hit).
 """
 
 from __future__ import annotations
@@ -180,6 +182,9 @@ async def purge_many(
     page = await storage.index.created_before(cutoff, limit=limit, continuation=continuation)
     chosen = [row for row in page.rows if is_candidate(row, cutoff, statuses)]
     purged = chosen if dry_run else await _purge_rows(storage, chosen)
+    expired = await storage.cache.expired(now, limit) if continuation is None else []
+    if not dry_run:
+        await asyncio.gather(*(storage.cache.delete(key) for key in expired))
     return PurgeReport(
         dry_run=dry_run,
         older_than_s=older_than_s,
@@ -187,6 +192,7 @@ async def purge_many(
         workflows=[_item(row) for row in purged],
         resumed=sorted(marks),
         next=page.next,
+        cache_entries_expired=len(expired),
     )
 
 

@@ -239,6 +239,7 @@ def modelled(base: Storage, model: StorageModel) -> ModelledStorage:
         queues=_Modelled(base.queues, model, "queues"),
         index=_Modelled(base.index, model, "index"),
         registry=_Modelled(base.registry, model, "registry"),
+        cache=_Modelled(base.cache, model, "cache"),
         event_queue=_queue(base.event_queue, model),
         event_poison_queue=_queue(base.event_poison_queue, model),
         partition=base.partition,

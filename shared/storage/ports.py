@@ -118,6 +118,27 @@ class OutputBlobs(Protocol):
         ...
 
 
+class ResultCache(Protocol):
+    """The result cache container: one entry blob per cache key (``shared.caching.entry``), each
+    with its expiry in its metadata so a sweep finds expired entries from a listing alone."""
+
+    async def get(self, key: str) -> bytes | None:
+        """An entry's bytes, or None if there is none (one GET)."""
+        ...
+
+    async def put(self, key: str, data: bytes, expires_at: float) -> None:
+        """Create or replace an entry (the later success wins)."""
+        ...
+
+    async def expired(self, now: float, limit: int = 1000) -> builtins.list[str]:
+        """Keys of up to ``limit`` entries whose expiry is before ``now``."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Delete an entry; no error if it is gone."""
+        ...
+
+
 class DeadLetters(Protocol):
     """Events that could not be applied, each kept with its reason (never dropped silently)."""
 
@@ -318,6 +339,8 @@ class Storage:
     event_poison_queue: Queue
     registry: Registry
     """Worker heartbeats, queues ever polled, recurring jobs' last runs (in the index table)."""
+    cache: ResultCache
+    """Entries of the result cache (``cache:`` tasks)."""
     partition: int = field(default=0, kw_only=True)
 
     def for_partition(self, partition: int) -> Storage:

@@ -29,6 +29,12 @@ from shared.views.base import (
     View,
     dump,
 )
+from shared.views.cost import (
+    CostGroup,
+    CostReport,
+    TaskCost,
+    WorkflowCost,
+)
 from shared.views.health import (
     CoordinatorHealth,
     Health,
@@ -54,6 +60,7 @@ from shared.views.problems import (
 from shared.views.workflows import (
     Accepted,
     BlobOutput,
+    CachedFromView,
     CancelAccepted,
     Graph,
     GraphTask,
@@ -75,8 +82,11 @@ __all__ = [
     "AttemptList",
     "AttemptView",
     "BlobOutput",
+    "CachedFromView",
     "CancelAccepted",
     "CoordinatorHealth",
+    "CostGroup",
+    "CostReport",
     "DoctorFinding",
     "DoctorReport",
     "DoctorSummary",
@@ -97,6 +107,7 @@ __all__ = [
     "QueueDepth",
     "RetryAccepted",
     "Submitted",
+    "TaskCost",
     "TaskDetail",
     "TaskSummary",
     "View",
@@ -105,6 +116,7 @@ __all__ = [
     "WorkersView",
     "Workflow",
     "WorkflowBase",
+    "WorkflowCost",
     "WorkflowPage",
     "WorkflowSummary",
     "dump",
@@ -126,5 +138,7 @@ COMPONENTS: tuple[type[View], ...] = (
     DoctorReport,
     PurgedView,
     PurgeReport,
+    WorkflowCost,
+    CostReport,
 )
 """The models the OpenAPI document names (with every model they use)."""

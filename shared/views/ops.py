@@ -81,6 +81,8 @@ class PurgeReport(View):
     """Ids of interrupted purges found (and finished, unless this is a dry run)."""
     next: str | None
     """Pass back as ``next`` to go on; None when the scan is done."""
+    cache_entries_expired: int = 0
+    """Result cache entries past their ttl deleted by the first step (in a dry run: found)."""
 
 
 class DoctorFinding(View):

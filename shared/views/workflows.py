@@ -17,6 +17,16 @@ class Submitted(View):
     """The workflow's URL (also the ``Location`` header)."""
 
 
+class CachedFromView(View):
+    """The attempt whose result a task reused from the result cache (it did not run)."""
+
+    workflow_id: str
+    task: str
+    attempt: int
+    run_s: float
+    """How long that attempt ran: the run time the hit saved."""
+
+
 class TaskSummary(View):
     """One task of a workflow, as ``GET /workflows/{id}`` lists it."""
 
@@ -39,6 +49,8 @@ class TaskSummary(View):
     metrics: dict[str, float] | None = None
     """The running attempt's latest metrics (plain names -> numbers, at most 8); sent only
     while the task runs and has reported some."""
+    cached_from: CachedFromView | None = None
+    """Set when the current attempt completed from the result cache (``cache:`` tasks)."""
 
 
 class InlineOutput(View):

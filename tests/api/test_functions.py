@@ -69,6 +69,8 @@ EXPECTED_HTTP = {
     "health": ("health", ["GET"]),
     "openapi": ("openapi.json", ["GET"]),
     "get_workflow_graph": ("workflows/{id}/graph", ["GET"]),
+    "get_workflow_cost": ("workflows/{id}/cost", ["GET"]),
+    "get_cost": ("cost", ["GET"]),
     "dashboard": ("ui", ["GET"]),
     "dashboard_asset": ("ui/{*path}", ["GET"]),
 }

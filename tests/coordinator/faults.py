@@ -92,4 +92,5 @@ def faulty(storage: Storage, plan: FaultPlan) -> Storage:
         event_poison_queue=_Proxy(storage.event_poison_queue, plan, "poison"),
         partition=storage.partition,
         registry=_Proxy(storage.registry, plan, "registry"),
+        cache=_Proxy(storage.cache, plan, "cache"),
     )

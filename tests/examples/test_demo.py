@@ -42,6 +42,10 @@ def test_demo_runs_the_pipeline_and_cleans_up(tmp_path: Path) -> None:
     assert "completed" in out
     assert "best run: train.lr=" in out
     assert "stopped everything the demo started" in out
+    # What it cost (dagq cost ID): the "GPU" runs count GPU-hours, prep and evaluate CPU-hours.
+    assert "GPU-hours" in out
+    assert "CPU-hours" in out
+    assert "estimated cost" in out
 
     folders = [p for p in run_dir.iterdir() if (p / "outputs.json").exists()]
     assert len(folders) == 1, out

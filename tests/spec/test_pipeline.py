@@ -15,6 +15,7 @@ from shared.definition.passes import (
     acyclic,
     budgets,
     build,
+    cache,
     dependencies,
     expansion,
     foreach_from,
@@ -29,6 +30,7 @@ PASSES: dict[str, tuple[Any, str]] = {
     "dependencies": (dependencies, "resolve_dependencies"),
     "foreach_from": (foreach_from, "resolve_foreach_from"),
     "acyclic": (acyclic, "check_acyclic"),
+    "cache": (cache, "check_cache"),
     "build": (build, "build_workflow"),
 }
 """Each pass's module and entry point."""
@@ -66,6 +68,7 @@ def test_the_documented_order_is_the_issue_s() -> None:
         "dependencies",
         "foreach_from",
         "acyclic",
+        "cache",
         "build",
     ]
     assert list(PASSES) == documented_order()

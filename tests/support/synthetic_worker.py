@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import hashlib
 import json
 import logging
 import time
@@ -298,4 +299,4 @@ class SyntheticWorker:
             return OutputRef(inline=value, size=len(data))
         blob = self.names.output_blob(message.workflow_id, message.task, message.attempt)
         await self.storage.outputs.put(blob, data)
-        return OutputRef(blob=blob, size=len(data))
+        return OutputRef(blob=blob, size=len(data), sha256=hashlib.sha256(data).hexdigest())

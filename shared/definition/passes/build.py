@@ -1,9 +1,10 @@
-"""Pass 7, build: with no issue found, the final tasks -> the ``TaskDef``s of a
+"""Pass 8, build: with no issue found, the final tasks -> the ``TaskDef``s of a
 ``CompiledWorkflow``; otherwise ``DefinitionError`` with every issue."""
 
 from __future__ import annotations
 
 from shared.definition.compilation import Compilation, Written
+from shared.definition.passes.cache import cache_policy
 from shared.definition.spec import RetrySpec
 from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 
@@ -30,6 +31,7 @@ def _task_defs(c: Compilation, w: Written) -> list[TaskDef]:
     retry = _retry_policy(task.retry)
     timeout = task.timeout_s if task.timeout_s is not None else spec.default_task_timeout_s
     group = task.name if task.foreach is not None else None
+    policy = cache_policy(c, w)
     return [
         TaskDef(
             name=e.name,
@@ -47,6 +49,8 @@ def _task_defs(c: Compilation, w: Written) -> list[TaskDef]:
             group=group,
             params=e.params,
             expand=w.dynamic,
+            cache=policy,
+            gpus=task.gpus,
         )
         for e in w.expansions
     ]

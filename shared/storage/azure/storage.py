@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage.azure.blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
+from shared.storage.azure.cache import AzureResultCache
 from shared.storage.azure.clients import AzureClients
 from shared.storage.azure.index import AzureIndex
 from shared.storage.azure.lease import AzureLease
@@ -28,6 +29,7 @@ class AzureStorage(Storage):
     event_queue: AzureQueue
     event_poison_queue: AzureQueue
     registry: AzureRegistry
+    cache: AzureResultCache
     clients: AzureClients = field(kw_only=True)
     names: ResourceNames = field(kw_only=True)
 
@@ -63,6 +65,7 @@ def azure_storage(settings: Settings, clients: AzureClients | None = None) -> Az
         event_queue=queues.get(names.event_queue),
         event_poison_queue=queues.get(names.event_poison_queue),
         registry=AzureRegistry(clients.table.get_table_client(names.registry_table)),
+        cache=AzureResultCache(clients.blob.get_container_client(names.cache_container)),
         clients=clients,
         names=names,
     )

@@ -12,6 +12,7 @@ from shared.storage.memory.blobs import (
     MemoryOutputBlobs,
     MemoryWorkflowBlobs,
 )
+from shared.storage.memory.cache import MemoryResultCache
 from shared.storage.memory.clock import Clock
 from shared.storage.memory.index import MemoryIndex
 from shared.storage.memory.lease import MemoryLease
@@ -34,6 +35,7 @@ class MemoryStorage(Storage):
     event_queue: MemoryQueue
     event_poison_queue: MemoryQueue
     registry: MemoryRegistry
+    cache: MemoryResultCache
     names: ResourceNames = field(kw_only=True)
     leases: dict[int, MemoryLease] = field(kw_only=True, hash=False, compare=False)
     """Every partition's lease, shared by all views of this storage."""
@@ -73,6 +75,7 @@ def memory_storage(prefix: str = "mem", clock: Clock = time.time) -> MemoryStora
         event_queue=queues.get(names.event_queue),
         event_poison_queue=queues.get(names.event_poison_queue),
         registry=MemoryRegistry(clock),
+        cache=MemoryResultCache(),
         names=names,
         leases={0: lease},
     )

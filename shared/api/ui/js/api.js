@@ -69,6 +69,7 @@ export const api = {
   list: (params) => call(`workflows?${new URLSearchParams(params)}`),
   workflow: (id) => call(`workflows/${seg(id)}`),
   graph: (id) => call(`workflows/${seg(id)}/graph`),
+  cost: (id) => call(`workflows/${seg(id)}/cost`),
   task: (id, task) => call(`workflows/${seg(id)}/tasks/${seg(task)}`),
   log: (id, task) => call(`workflows/${seg(id)}/tasks/${seg(task)}/log`, { as: "text" }),
   logPiece,

@@ -4,6 +4,7 @@ import { WORKFLOW_TERMINAL, badge, clear, clock, countsText, duration, elapsed, 
 import { EXPAND_UP_TO, EXPANDABLE_UP_TO, drawGraph, groupsOf } from "./graph.js";
 import { History, criticalText, drawGantt, learnAttempts } from "./gantt.js";
 import { groupPanel, taskPanel } from "./task.js";
+import { costPanel } from "./cost.js";
 
 export function runView(root, route, ctx) {
   const id = route.id;
@@ -29,7 +30,14 @@ export function runView(root, route, ctx) {
   const canvas = h("div", { class: "canvas", role: "tabpanel", id: "run-panel" }, tools, stage);
   const detail = h("aside", { class: "detail", "aria-label": "Selection detail", hidden: true });
   const body = h("div", { class: "run-body" }, h("div", {}, tabs, canvas), detail);
-  root.append(h("p", { class: "small" }, h("a", { href: "#/" }, "← Workflows")), head, body);
+  const cost = h("section", { class: "cost-panel", id: "cost-panel", "aria-label": "Cost" });
+  let costOf = "";
+  root.append(h("p", { class: "small" }, h("a", { href: "#/" }, "← Workflows")), head, body, cost);
+  /** The cost changes only when tasks change state (or time passes while they run): refetch then. */
+  function refreshCost() {
+    const key = `${wf.status} ${JSON.stringify(wf.counts)}`;
+    if (key !== costOf) { costOf = key; costPanel(cost, id); }
+  }
 
   const href = (t, sel = selection) => {
     const q = sel ? `?${sel.kind}=${encodeURIComponent(sel.name)}` : "";
@@ -142,6 +150,7 @@ export function runView(root, route, ctx) {
         renderHead();
         renderStage();
         renderDetail();
+        refreshCost();
         return;
       }
       const before = wf;
@@ -149,6 +158,7 @@ export function runView(root, route, ctx) {
       history.observe(wf.tasks);
       if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
       keepFocus(head, renderHead);
+      refreshCost();
       if (Object.keys(wf.tasks).length !== graph.tasks.length) {
         // A foreach_from expanded at run time: the DAG grew (its graph is not cached).
         graph = await api.graph(id);

@@ -1,0 +1,41 @@
+// The cost panel of a run: GPU-hours, CPU-hours, an estimate from the deployment's price table,
+// the storage requests it caused and what the result cache saved (GET /api/workflows/{id}/cost).
+import { api } from "./api.js";
+import { clear, h } from "./dom.js";
+
+function money(amount, currency) {
+  return `${amount >= 1 || amount === 0 ? amount.toFixed(2) : amount.toFixed(4)} ${currency}`;
+}
+
+function fact(term, value, id) {
+  return h("div", {}, h("dt", {}, term), h("dd", id ? { id } : {}, value));
+}
+
+/** Fill `panel` with the cost of workflow `id`; a failure is shown in the panel, never thrown. */
+export async function costPanel(panel, id) {
+  let cost;
+  try {
+    cost = await api.cost(id);
+  } catch (err) {
+    clear(panel).append(h("h2", {}, "Cost"), h("p", { class: "muted small" }, `cost unavailable: ${err.message}`));
+    return;
+  }
+  const c = cost.currency;
+  const cached = cost.tasks.filter((t) => t.cached_from);
+  const top = [...cost.tasks].filter((t) => t.estimated_cost > 0).sort((a, b) => b.estimated_cost - a.estimated_cost).slice(0, 5);
+  clear(panel).append(
+    h("h2", {}, "Cost"),
+    h("dl", {},
+      fact("estimated", money(cost.estimated_cost, c), "cost-estimate"),
+      fact("GPU-hours", cost.gpu_hours.toFixed(4), "cost-gpu-hours"),
+      fact("CPU-hours", cost.cpu_hours.toFixed(4), "cost-cpu-hours"),
+      fact("queue wait", `${cost.queue_wait_hours.toFixed(3)} h`),
+      fact("storage", `~${Math.round(cost.storage_requests).toLocaleString()} requests, ${money(cost.storage_cost, c)}`),
+      fact("cache saved", `${cost.cached_saved_hours.toFixed(3)} h, ${money(cost.cached_saved_cost, c)} (${cached.length} task${cached.length === 1 ? "" : "s"} reused)`, "cost-saved")),
+    top.length ? h("table", { class: "small", id: "cost-tasks" },
+      h("thead", {}, h("tr", {}, ["task", "queue", "GPUs", "GPU-h", "CPU-h", "cost"].map((x) => h("th", {}, x)))),
+      h("tbody", {}, top.map((t) => h("tr", {},
+        h("td", { class: "mono" }, t.name), h("td", {}, t.queue), h("td", {}, String(t.gpus)),
+        h("td", {}, t.gpu_hours.toFixed(3)), h("td", {}, t.cpu_hours.toFixed(3)), h("td", {}, money(t.estimated_cost, c)))))) : null,
+    h("p", { class: "muted small" }, "Estimated from the price table (DAGQ_PRICES); see docs/cost.md."));
+}

@@ -1,0 +1,157 @@
+"""The coordinator's side of the result cache: answer a dispatch from the cache (a hit), and
+record a cached task's successful result after the flush that applied it.
+
+A look-up costs one GET of the entry, plus one PUT when the output was a blob (it becomes this
+attempt's own output blob, so everything downstream reads it as if the task had run). Tasks
+without ``cache`` cost nothing. Any storage trouble or a damaged entry is a miss: the task runs.
+Recording is best effort (a lost entry is a later miss, never a wrong result); only completed
+attempts that really ran are recorded, never failures, never results themselves reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from shared.caching.entry import CachedFrom, CacheEntry, decode_entry, encode_entry
+from shared.caching.key import key_of_task
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.commands import Dispatch
+from shared.engine.state import COMPLETED, RuntimeState
+from shared.errors import CodecError
+from shared.messages import OutputRef, TaskCompletedEvent
+from shared.names import ResourceNames
+from shared.storage.ports import Storage
+
+log = logging.getLogger("dagq.coordinator")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A dispatch answered from the cache: the completion it stands for, and where from."""
+
+    dispatch: Dispatch
+    completion: TaskCompletedEvent
+    origin: CachedFrom
+
+
+class ResultCacheSteps:
+    """Look-ups and records against one deployment's cache (``storage.cache``)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    async def lookup_all(
+        self, workflow_id: str, wf: CompiledWorkflow, dispatches: list[Dispatch], now: float
+    ) -> list[Hit]:
+        """The hits among ``dispatches`` (``wf``: the workflow as it runs, with expansions)."""
+        wanted = [d for d in dispatches if _looks_up(wf, d)]
+        if not wanted:
+            return []
+        found = await asyncio.gather(*(self._lookup(workflow_id, wf, d, now) for d in wanted))
+        return [hit for hit in found if hit is not None]
+
+    async def _lookup(
+        self, workflow_id: str, wf: CompiledWorkflow, dispatch: Dispatch, now: float
+    ) -> Hit | None:
+        key = key_of_task(wf.tasks[dispatch.task], dispatch.upstream)
+        if key is None:
+            return None
+        try:
+            data = await self._storage.cache.get(key)
+            if data is None:
+                return None
+            entry, payload = decode_entry(data, key)
+            if entry.expires_at <= now:
+                return None
+            output = entry.output
+            if payload is not None and output is not None:
+                name = ResourceNames.output_blob(workflow_id, dispatch.name, dispatch.attempt)
+                await self._storage.outputs.put(name, payload)
+                output = OutputRef(blob=name, size=len(payload), sha256=output.sha256)
+        except CodecError as exc:
+            log.warning("cache entry %s is unusable, the task runs: %s", key, exc)
+            return None
+        except Exception as exc:  # storage trouble is a miss: running is always correct
+            log.warning("cache look-up of %s failed, the task runs: %r", key, exc)
+            return None
+        completion = TaskCompletedEvent(
+            workflow_id=workflow_id,
+            task=dispatch.name,
+            attempt=dispatch.attempt,
+            started_at=now,
+            finished_at=now,
+            output=output,
+        )
+        return Hit(dispatch, completion, entry.origin)
+
+    async def record_all(
+        self,
+        workflow_id: str,
+        wf: CompiledWorkflow,
+        state: RuntimeState,
+        completions: Iterable[TaskCompletedEvent],
+        now: float,
+    ) -> int:
+        """Record the results of ``completions`` (applied and flushed) of cached tasks that ran;
+        return how many entries were written."""
+        todo = [c for c in completions if _records(wf, state, c)]
+        if not todo:
+            return 0
+        done = await asyncio.gather(*(self._record(workflow_id, wf, state, c, now) for c in todo))
+        return sum(done)
+
+    async def _record(
+        self,
+        workflow_id: str,
+        wf: CompiledWorkflow,
+        state: RuntimeState,
+        completion: TaskCompletedEvent,
+        now: float,
+    ) -> bool:
+        i = wf.index[completion.task]
+        task = wf.tasks[i]
+        outputs = state.outputs
+        upstream = {wf.tasks[p].name: outputs[p] for p in task.parents if p in outputs}
+        key = key_of_task(task, upstream)
+        if key is None or task.cache is None:
+            return False
+        ref, payload = outputs.get(i), None
+        try:
+            if ref is not None and ref.blob is not None:
+                payload = await self._storage.outputs.get(ref.blob)
+                ref = OutputRef(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
+            run_s = max(0.0, completion.finished_at - completion.started_at)
+            entry = CacheEntry(
+                key=key,
+                origin=CachedFrom(
+                    workflow_id=workflow_id, task=task.name, attempt=completion.attempt, run_s=run_s
+                ),
+                created_at=now,
+                expires_at=now + task.cache.ttl_s,
+                output=ref,
+            )
+            await self._storage.cache.put(key, encode_entry(entry, payload), entry.expires_at)
+        except Exception as exc:  # best effort: a lost entry is a later miss
+            log.warning("recording cache entry %s failed: %r", key, exc)
+            return False
+        return True
+
+
+def _looks_up(wf: CompiledWorkflow, dispatch: Dispatch) -> bool:
+    policy = wf.tasks[dispatch.task].cache
+    return policy is not None and not policy.refresh
+
+
+def _records(wf: CompiledWorkflow, state: RuntimeState, completion: TaskCompletedEvent) -> bool:
+    i = wf.index.get(completion.task)
+    if i is None or wf.tasks[i].cache is None:
+        return False
+    return (
+        state.codes[i] == COMPLETED
+        and state.attempt[i] == completion.attempt
+        and i not in state.cached  # a reused result is not recorded again
+    )

@@ -1,0 +1,94 @@
+"""The price table: what an hour on each queue's hardware and a storage request cost.
+
+Set ``DAGQ_PRICES`` to a JSON or YAML file (or inline JSON) of this shape::
+
+    currency: USD
+    queues:
+      gpu: {gpus: 1, gpu_hour: 3.06}     # per GPU-hour; a task's own ``gpus`` wins
+      cpu: {slot_hour: 0.10}             # per task-slot hour
+    default: {slot_hour: 0.10}           # queues not listed
+    storage: {per_10k_requests: 0.05}
+
+The defaults below are illustrative list prices (docs/cost.md says where they come from); put
+your region's and contract's figures in the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared.errors import ConfigError
+
+
+class _Prices(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class QueuePrice(_Prices):
+    """What running on one queue's hardware costs."""
+
+    gpus: int = Field(default=0, ge=0, le=64)
+    """GPUs one task gets on this queue (0: a CPU queue), unless the task says ``gpus``."""
+    gpu_hour: float = Field(default=3.06, ge=0)
+    """Price of one GPU for one hour."""
+    slot_hour: float = Field(default=0.10, ge=0)
+    """Price of one task slot for one hour, on a queue without GPUs."""
+
+
+class StoragePrice(_Prices):
+    """What storage requests cost (a blend of queue, blob and table transaction prices)."""
+
+    per_10k_requests: float = Field(default=0.05, ge=0)
+
+
+class PriceTable(_Prices):
+    """Prices per queue (``default`` for queues not listed) and of storage requests."""
+
+    currency: str = Field(default="USD", max_length=8)
+    queues: dict[str, QueuePrice] = Field(
+        default_factory=lambda: {"gpu": QueuePrice(gpus=1), "cpu": QueuePrice()}
+    )
+    default: QueuePrice = Field(default_factory=QueuePrice)
+    storage: StoragePrice = Field(default_factory=StoragePrice)
+
+    def of(self, queue: str) -> QueuePrice:
+        """The price of ``queue``'s hardware."""
+        return self.queues.get(queue, self.default)
+
+
+DEFAULT_PRICES = PriceTable()
+MAX_PRICE_FILE_BYTES = 1024 * 1024
+
+
+def load_prices(spec: str | None) -> PriceTable:
+    """The price table of ``DAGQ_PRICES``: None or empty -> the defaults; text starting with
+    ``{`` -> inline JSON; anything else -> a JSON or YAML file's path. Raises ConfigError saying
+    what is wrong and where."""
+    if not spec or not spec.strip():
+        return DEFAULT_PRICES
+    where = "DAGQ_PRICES"
+    text = spec
+    if not spec.lstrip().startswith("{"):
+        path = Path(spec)
+        where = f"DAGQ_PRICES file {path}"
+        try:
+            with path.open("rb") as handle:
+                raw = handle.read(MAX_PRICE_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+        if len(raw) > MAX_PRICE_FILE_BYTES:
+            raise ConfigError(f"{where}: larger than {MAX_PRICE_FILE_BYTES} bytes")
+        text = raw.decode("utf-8", "replace")
+    try:
+        data = yaml.safe_load(text) if where != "DAGQ_PRICES" else json.loads(text)
+        return PriceTable.model_validate(data)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{where}: not valid JSON or YAML: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise ConfigError(f"{where}: {loc}: {first['msg']}") from None

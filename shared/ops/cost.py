@@ -1,0 +1,110 @@
+"""Cost answers read from storage: one workflow's (its state blob), and a period's (the index rows
+of the workflows created since then, newest first, at most ``limit`` states read)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import TYPE_CHECKING, Literal
+
+from shared.cost.model import workflow_cost
+from shared.cost.prices import PriceTable
+from shared.storage.workflow_reads import read_workflow
+from shared.views.cost import CostGroup, CostReport, WorkflowCost
+
+if TYPE_CHECKING:
+    from shared.storage.ports import Storage
+
+READ_CONCURRENCY = 16
+"""States read at once by a period's report."""
+
+
+async def get_workflow_cost(
+    storage: Storage, workflow_id: str, prices: PriceTable, now: float
+) -> WorkflowCost:
+    """``GET /api/workflows/{id}/cost``."""
+    wf, state = await read_workflow(storage, workflow_id)
+    return workflow_cost(wf, state, prices, now)
+
+
+async def period_cost(
+    storage: Storage,
+    *,
+    since: float,
+    by: Literal["queue", "name"],
+    prices: PriceTable,
+    now: float,
+    limit: int,
+) -> CostReport:
+    """``GET /api/cost``: the workflows created since ``since`` (at most ``limit``), grouped."""
+    ids: list[str] = []
+    token: str | None = None
+    truncated = False
+    while True:
+        page = await storage.index.list(limit=min(limit, 100), continuation=token)
+        fresh = [row.workflow_id for row in page.rows if row.created_at >= since]
+        ids += fresh
+        if len(ids) > limit:
+            ids, truncated = ids[:limit], True
+            break
+        if page.next is None or len(fresh) < len(page.rows):
+            break
+        token = page.next
+    slots = asyncio.Semaphore(READ_CONCURRENCY)
+
+    async def one(workflow_id: str) -> WorkflowCost | None:
+        async with slots:
+            try:
+                return await get_workflow_cost(storage, workflow_id, prices, now)
+            except Exception:  # purged meanwhile, or unreadable: left out of the sums
+                return None
+
+    costs = [c for c in await asyncio.gather(*(one(i) for i in ids)) if c is not None]
+    return _report(costs, since=since, by=by, currency=prices.currency, truncated=truncated)
+
+
+def _report(
+    costs: list[WorkflowCost],
+    *,
+    since: float,
+    by: Literal["queue", "name"],
+    currency: str,
+    truncated: bool,
+) -> CostReport:
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0] * 4)
+    members: dict[str, set[str]] = defaultdict(set)
+    for cost in costs:
+        for task in cost.tasks:
+            key = task.queue if by == "queue" else cost.name
+            row = sums[key]
+            row[0] += task.gpu_hours
+            row[1] += task.cpu_hours
+            row[2] += task.estimated_cost
+            row[3] += task.cached_saved_hours
+            members[key].add(cost.id)
+        if by == "name":  # storage belongs to the workflow, not to a queue
+            sums[cost.name][2] += cost.storage_cost
+            members[cost.name].add(cost.id)
+    groups = [
+        CostGroup(
+            key=key,
+            workflows=len(members[key]),
+            gpu_hours=v[0],
+            cpu_hours=v[1],
+            estimated_cost=v[2],
+            cached_saved_hours=v[3],
+        )
+        for key, v in sorted(sums.items(), key=lambda kv: -kv[1][2])
+    ]
+    return CostReport(
+        since=since,
+        by=by,
+        currency=currency,
+        workflows=len(costs),
+        truncated=truncated,
+        gpu_hours=sum(c.gpu_hours for c in costs),
+        cpu_hours=sum(c.cpu_hours for c in costs),
+        estimated_cost=sum(c.estimated_cost for c in costs),
+        cached_saved_hours=sum(c.cached_saved_hours for c in costs),
+        groups=groups,
+    )

@@ -1,0 +1,62 @@
+"""The result cache on Azure Storage: the ``{prefix}-cache`` container, one blob per key
+(``shared.names`` ``cache_entry_blob``), its expiry in the ``expires`` metadata so the purge
+sweep finds expired entries from a listing without downloading them."""
+
+from __future__ import annotations
+
+import builtins
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.blob import ContentSettings
+from azure.storage.blob.aio import ContainerClient
+
+from shared.names import ResourceNames
+from shared.storage.azure.blobs import delete_if_present, raise_missing
+
+_ENTRY = ContentSettings(content_type="application/octet-stream")
+
+
+class AzureResultCache:
+    """ResultCache in one container."""
+
+    def __init__(self, container: ContainerClient) -> None:
+        self.container = container
+
+    async def get(self, key: str) -> bytes | None:
+        name = ResourceNames.cache_entry_blob(key)
+        try:
+            downloader = await self.container.download_blob(name)
+            return await downloader.readall()
+        except ResourceNotFoundError as error:
+            if getattr(error, "error_code", None) == "ContainerNotFound":
+                raise_missing(error, self.container.container_name, f"blob {name!r}")
+            return None
+
+    async def put(self, key: str, data: bytes, expires_at: float) -> None:
+        name = ResourceNames.cache_entry_blob(key)
+        try:
+            await self.container.upload_blob(
+                name,
+                data,
+                overwrite=True,
+                metadata={"expires": repr(float(expires_at))},
+                content_settings=_ENTRY,
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+
+    async def expired(self, now: float, limit: int = 1000) -> builtins.list[str]:
+        found: list[str] = []
+        async for blob in self.container.list_blobs(include=["metadata"]):
+            if len(found) >= limit:
+                break
+            try:
+                expires = float((blob.metadata or {}).get("expires", "inf"))
+            except ValueError:  # not written by dagq: leave it alone
+                continue
+            if expires < now:
+                found.append(ResourceNames.cache_key_of_blob(blob.name))
+        return found
+
+    async def delete(self, key: str) -> None:
+        await delete_if_present(self.container, ResourceNames.cache_entry_blob(key))

@@ -1,0 +1,176 @@
+"""Result caching through the coordinator, in memory with a fake clock: a second run of a
+workflow whose ``cache`` tasks' inputs did not change completes them without dispatching, with
+the same outputs downstream; any change in an input (an upstream output, the version) runs them
+again; failures are never cached; expired, damaged or unreadable entries are misses; two runs of
+one key at once both run and the later success wins."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from pydantic import JsonValue
+
+from shared.caching.entry import decode_entry
+from shared.caching.key import key_of_task
+from shared.definition.workflow import CachePolicy, CompiledWorkflow
+from shared.messages import TaskMessage
+from shared.names import ResourceNames
+from shared.states import TaskState, WorkflowStatus
+from shared.storage.memory import MemoryStorage, memory_storage
+from tests.coordinator.helpers import FakeClock, drive, load, submit, task
+from tests.support.synthetic_worker import Behavior, SyntheticWorker
+
+NAMES = ResourceNames("mem")
+BIG = "x" * 20_000  # travels as a blob output
+
+
+def pipeline(
+    version: str = "", ttl_s: float = 86400.0, prep_cmd: str = "echo prep"
+) -> CompiledWorkflow:
+    """prep (not cached) -> train (cached) -> evaluate (cached)."""
+    cache = CachePolicy(version=version, ttl_s=ttl_s)
+    return CompiledWorkflow.of(
+        "p",
+        [
+            replace(task("prep"), cmd=prep_cmd),
+            task("train", (0,), cache=cache, gpus=1),
+            task("evaluate", (1,), cache=cache),
+        ],
+    )
+
+
+def evaluate_output(message: TaskMessage, upstream: dict[str, JsonValue]) -> JsonValue:
+    return {"score": len(str(upstream.get("train")))}
+
+
+def worker(storage: MemoryStorage, clock: FakeClock, prep: JsonValue = "data-1") -> SyntheticWorker:
+    script = {
+        "prep": Behavior(output=prep),
+        "train": Behavior(output={"weights": BIG}),
+        "evaluate": Behavior(output=evaluate_output),
+    }
+    return SyntheticWorker(storage, NAMES, ["cpu"], script=script, clock=clock)
+
+
+async def run(storage: MemoryStorage, clock: FakeClock, wf: CompiledWorkflow, wid: str,
+              w: SyntheticWorker) -> None:  # fmt: skip
+    await submit(storage, wf, wid, clock())
+
+    async def done() -> bool:
+        return (await load(storage, wf, wid)).status.is_terminal
+
+    await drive(storage, NAMES, w, done, clock=clock)
+
+
+def ran(w: SyntheticWorker) -> list[str]:
+    return [e.message.task for e in w.history]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def storage(clock: FakeClock) -> MemoryStorage:
+    return memory_storage("mem", clock=clock)
+
+
+async def test_a_second_run_reuses_cached_results_without_dispatching(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = pipeline()
+    first = worker(storage, clock)
+    await run(storage, clock, wf, "run1", first)
+    assert ran(first) == ["prep", "train", "evaluate"]
+    assert len(storage.cache.entries) == 2
+    second = worker(storage, clock)
+    await run(storage, clock, wf, "run2", second)
+    assert ran(second) == ["prep"]  # train and evaluate: no message, no worker
+    one, two = await load(storage, wf, "run1"), await load(storage, wf, "run2")
+    assert two.status is WorkflowStatus.COMPLETED
+    for i in (1, 2):
+        view = two.task(i)
+        assert view.state is TaskState.COMPLETED
+        assert view.cached_from is not None
+        assert (view.cached_from.workflow_id, view.cached_from.attempt) == ("run1", 1)
+        assert view.cached_from.task == wf.tasks[i].name
+    assert two.task(0).cached_from is None
+    # Identical outputs downstream: evaluate's inline value, train's blob content (own blob).
+    assert two.outputs[2] == one.outputs[2]
+    train = two.outputs[1]
+    assert train.blob == ResourceNames.output_blob("run2", "train", 1)
+    assert await storage.outputs.get(train.blob) == await storage.outputs.get(one.outputs[1].blob)
+    assert train.sha256 == one.outputs[1].sha256
+
+
+async def test_changed_upstream_content_or_version_runs_again(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    await run(storage, clock, pipeline(), "run1", worker(storage, clock))
+    changed = worker(storage, clock, prep="data-2")
+    await run(storage, clock, pipeline(), "run2", changed)
+    # train ran again; its output is the same as before, so evaluate's inputs did not change.
+    assert ran(changed) == ["prep", "train"]
+    bumped = worker(storage, clock, prep="data-2")
+    await run(storage, clock, pipeline(version="2"), "run3", bumped)
+    assert ran(bumped) == ["prep", "train", "evaluate"]
+
+
+async def test_the_prep_command_is_not_a_cached_input_but_its_output_is(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    await run(storage, clock, pipeline(), "run1", worker(storage, clock))
+    same_output = worker(storage, clock)
+    await run(storage, clock, pipeline(prep_cmd="echo other prep"), "run2", same_output)
+    assert ran(same_output) == ["prep"]
+
+
+async def test_failures_are_never_cached(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = pipeline()
+    failing = worker(storage, clock)
+    failing.script["train"] = Behavior(always_fail=True)
+    await run(storage, clock, wf, "run1", failing)
+    assert (await load(storage, wf, "run1")).status is WorkflowStatus.FAILED
+    assert storage.cache.entries == {}
+
+
+async def test_expired_and_damaged_entries_are_misses(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = pipeline(ttl_s=60.0)
+    await run(storage, clock, wf, "run1", worker(storage, clock))
+    clock.advance(3600)  # past the ttl
+    later = worker(storage, clock)
+    await run(storage, clock, wf, "run2", later)
+    assert ran(later) == ["prep", "train", "evaluate"]
+    for key, (data, expires) in list(storage.cache.entries.items()):
+        storage.cache.entries[key] = (data[:-5] + b"xxxxx", expires)  # damage the payloads
+    damaged = worker(storage, clock)
+    await run(storage, clock, wf, "run3", damaged)
+    assert "train" in ran(damaged)
+    assert (await load(storage, wf, "run3")).status is WorkflowStatus.COMPLETED
+
+
+async def test_the_same_key_at_once_both_run_and_the_later_success_wins(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = pipeline()
+    w = worker(storage, clock)
+    await submit(storage, wf, "left", clock())
+    await submit(storage, wf, "right", clock())
+
+    async def done() -> bool:
+        states = [await load(storage, wf, wid) for wid in ("left", "right")]
+        return all(s.status.is_terminal for s in states)
+
+    await drive(storage, NAMES, w, done, clock=clock)
+    assert sorted(ran(w)) == sorted(["prep", "train", "evaluate"] * 2)
+    last = max((e for e in w.history if e.message.task == "train"), key=w.history.index)
+    right = await load(storage, wf, last.message.workflow_id)
+    key = key_of_task(wf.tasks[1], {"prep": right.outputs[0]})
+    assert key is not None
+    entry, _ = decode_entry(storage.cache.entries[key][0], key)
+    assert entry.origin.workflow_id in ("left", "right")
+    assert all(s is None for s in [right.task(1).cached_from])
