@@ -64,6 +64,10 @@ class Presence:
         self.host = socket.gethostname()
         self.version = dagq_version()
         self._tasks: dict[int, WorkerTask | None] = {}
+        self._busy_since: dict[int, float] = {}
+        """Slot -> when it took its current task."""
+        self._busy_s = 0.0
+        """Busy slot-seconds of the tasks already finished."""
         self.progress_s = progress_s
         """Soonest a changed progress is sent after the previous heartbeat."""
         self.gpus = gpus or GpuSampler()
@@ -73,6 +77,7 @@ class Presence:
 
     def took(self, slot: int, received: ReceivedMessage) -> None:
         """Slot ``slot`` holds this task message now (shown by its ids, if it decodes)."""
+        self._busy_since.setdefault(slot, self.clock())
         try:
             message = decode_task_message(received.text)
         except MessageError:  # the attempt runner dead-letters it; the slot is busy meanwhile
@@ -85,6 +90,9 @@ class Presence:
 
     def freed(self, slot: int) -> None:
         """Slot ``slot`` is free again."""
+        since = self._busy_since.pop(slot, None)
+        if since is not None:
+            self._busy_s += max(0.0, self.clock() - since)
         task = self._tasks.pop(slot, None)
         if task is not None:
             self._progress.pop(AttemptKey(task.workflow_id, task.task, task.attempt), None)
@@ -103,6 +111,8 @@ class Presence:
 
     def record(self) -> WorkerRecord:
         """The record as of now."""
+        now = self.clock()
+        busy_s = self._busy_s + sum(max(0.0, now - since) for since in self._busy_since.values())
         return WorkerRecord(
             worker_id=self.worker_id,
             host=self.host,
@@ -116,8 +126,9 @@ class Presence:
             ],
             version=self.version,
             started_at=self.started_at,
-            last_seen=self.clock(),
+            last_seen=now,
             interval_s=self.interval_s,
+            busy_s=busy_s,
             gpus=list(self._gpu_use),
         )
 

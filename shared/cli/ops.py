@@ -51,6 +51,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     workers.add_argument(
         "--json", action="store_true", help='print {"workers": [...], "lost_after_s": N}'
     )
+    workers.add_argument(
+        "--utilization",
+        action="store_true",
+        help="per queue: busy slot-seconds / alive slot-seconds of the workers polling it, since"
+        " each started (the registry's window)",
+    )
     workers.set_defaults(handler=run_workers)
 
     doctor = commands.add_parser(
@@ -116,6 +122,11 @@ def run_workers(args: argparse.Namespace) -> int:
     console = Console()
     if not view.workers:
         console.print("no workers registered: start one with `dagq-worker QUEUE` (docs/worker.md)")
+        return 0
+    if args.utilization:
+        from shared.cli.utilization import utilization_table
+
+        console.print(utilization_table(view))
         return 0
     console.print(ops_render.workers_table(view, time.time()))
     return 0

@@ -125,6 +125,9 @@ class WorkerRecord:
     last_seen: float
     """The worker's own clock at its latest heartbeat."""
     interval_s: float
+    busy_s: float = 0.0
+    """Busy slot-seconds since the worker started (its slots' run time, summed): with ``slots``
+    and ``started_at``, the worker's utilisation (``dagq workers --utilization``)."""
     """How often this worker writes its heartbeat."""
     gpus: list[GpuUse] = field(default_factory=list)
     """Its GPUs' use at the latest heartbeat (empty where ``nvidia-smi`` is absent)."""

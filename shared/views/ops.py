@@ -39,6 +39,9 @@ class WorkerView(View):
     status: Literal["alive", "lost"]
     gpus: list[GpuView] = Field(default_factory=list)
     """Its GPUs' use at the latest heartbeat (left out where ``nvidia-smi`` is absent)."""
+    busy_s: float = 0.0
+    """Busy slot-seconds since it started: ``busy_s / (slots * (last_seen - started_at))`` is its
+    utilisation."""
 
 
 class WorkersView(View):

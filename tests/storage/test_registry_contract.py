@@ -36,6 +36,7 @@ def record(worker_id: str = "vm-1-4242", **changes: object) -> WorkerRecord:
         started_at=1000.0,
         last_seen=1010.5,
         interval_s=20.0,
+        busy_s=12.5,
     )
     return WorkerRecord(**{**base.__dict__, **changes})  # type: ignore[arg-type]
 

@@ -73,6 +73,7 @@ def to_entity(record: WorkerRecord) -> dict[str, Any]:
         "StartedAt": float(record.started_at),
         "LastSeen": float(record.last_seen),
         "IntervalS": float(record.interval_s),
+        "BusyS": float(record.busy_s),
         "Progress": progress_text(record.tasks),
         "Gpus": gpus_text(record.gpus),
     }
@@ -100,6 +101,7 @@ def from_entity(entity: Any) -> WorkerRecord:
         started_at=float(entity.get("StartedAt", 0.0)),
         last_seen=float(entity.get("LastSeen", 0.0)),
         interval_s=float(entity.get("IntervalS", 0.0)),
+        busy_s=float(entity.get("BusyS", 0.0)),
         server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
     )
 
