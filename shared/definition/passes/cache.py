@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection
 
-from shared.definition.compilation import CONTROL_RE, Compilation, Written
+from shared.definition.compilation import Compilation, Written
+from shared.definition.passes.values import CONTROL_RE
 from shared.definition.spec import CacheSpec
 from shared.definition.workflow import DEFAULT_CACHE_TTL_S, CachePolicy, CompiledWorkflow, TaskDef
 from shared.durations import EXAMPLES, parse_duration, spell_duration
