@@ -59,6 +59,9 @@ backstop deletes entries a day after it)."""
 MAX_REFRESH_TASKS = 100
 """Most task names one submit's ``?refresh=`` lists."""
 
+INDEX_BATCH = 100
+"""Most index rows one batch transaction projects (Azure Tables' limit per transaction)."""
+
 MAX_COST_WORKFLOWS = 500
 """Most workflows one period's cost report reads (``GET /api/cost``): each is a state read."""
 

@@ -140,6 +140,7 @@ class PassRunner:
                 if time.monotonic() < deadline:
                     receiving = asyncio.create_task(self.receiver.receive(queue, stats))
                 done = await take_in(envelopes, updater, stats, sent)
+                await updater.projector.flush(stats, due_only=True)  # the cycle's rows, batched
                 if trigger is not None and result.trigger_applied is None:
                     result.trigger_applied = any(env is trigger for env in done)
                 acks.append(asyncio.create_task(updater.acks.ack(done)))

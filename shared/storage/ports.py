@@ -275,6 +275,13 @@ class Index(Protocol):
         ``cancel_requested``, which it never clobbers."""
         ...
 
+    async def project_many(self, rows: builtins.list[IndexRow]) -> None:
+        """``project`` several rows (one per workflow) in as few requests as the service allows:
+        batch transactions of up to ``shared.limits.INDEX_BATCH`` rows of the one index
+        partition, each all or nothing. Raises what a failed batch raises (rows of earlier
+        batches stay written)."""
+        ...
+
     async def request_cancel(self, workflow_id: str, created_at: float) -> None:
         """Set the durable cancel flag (merge). Raises NotFoundError if the row is missing."""
         ...

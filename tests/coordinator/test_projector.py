@@ -1,6 +1,7 @@
 """The index write-behind (``projector.py``): a coordinator that keeps its lease between passes
-writes a busy workflow's row at most every ``project_every_s`` (at once on a status change), and
-writes what it held back before it gives the lease up. In memory."""
+writes a busy workflow's row at most every ``project_every_s`` (at the cycle's end on a status
+change), the rows of a cycle in batches (one request per 100 rows), and writes what it held back
+before it gives the lease up. In memory."""
 
 from __future__ import annotations
 
@@ -22,10 +23,18 @@ class CountingIndex(MemoryIndex):
     def __init__(self) -> None:
         super().__init__()
         self.writes: Counter[str] = Counter()
+        self.requests = 0
 
     async def project(self, row: IndexRow) -> None:
+        self.requests += 1
         self.writes[row.workflow_id] += 1
         await super().project(row)
+
+    async def project_many(self, rows: list[IndexRow]) -> None:
+        self.requests += 1
+        for row in rows:
+            self.writes[row.workflow_id] += 1
+            await super().project(row)
 
 
 def _row(status: WorkflowStatus, done: int) -> IndexRow:
@@ -36,14 +45,30 @@ async def test_rows_that_are_not_due_wait_for_a_later_flush_or_the_release() -> 
     index = CountingIndex()
     projector = Projector(index, project_every_s=3600.0)
     stats = PassStats()
-    await projector.project(_row(WorkflowStatus.RUNNING, 0), stats)  # first sight: written
+    await projector.project(_row(WorkflowStatus.RUNNING, 0), stats)  # first sight: due
+    await projector.flush(stats, due_only=True)  # the cycle ends
+    assert index.writes["w1"] == 1
     await projector.project(_row(WorkflowStatus.RUNNING, 1), stats)  # same status: held back
     await projector.flush(stats, due_only=True)  # a pass ends, the lease is kept
     assert index.writes["w1"] == 1
     assert projector.pending == 1
-    await projector.project(_row(WorkflowStatus.COMPLETED, 3), stats)  # status change: at once
+    await projector.project(_row(WorkflowStatus.COMPLETED, 3), stats)  # status change: due
+    await projector.flush(stats, due_only=True)
     assert index.writes["w1"] == 2
     assert projector.pending == 0
+
+
+async def test_the_rows_of_a_cycle_are_written_in_batches_of_a_hundred() -> None:
+    index = CountingIndex()
+    projector = Projector(index, project_every_s=3600.0)
+    stats = PassStats()
+    for i in range(250):
+        row = replace(_row(WorkflowStatus.RUNNING, 0), workflow_id=f"w{i:03d}", created_at=1.0 + i)
+        await projector.project(row, stats)
+    await projector.flush(stats, due_only=True)
+    assert index.requests == 3  # 100 + 100 + 50
+    assert len(index.rows) == 250
+    assert stats.projections == 250
 
 
 async def test_a_coordinator_writes_held_back_rows_before_it_releases_its_lease() -> None:
@@ -54,7 +79,7 @@ async def test_a_coordinator_writes_held_back_rows_before_it_releases_its_lease(
     coordinator = Coordinator(storage, ResourceNames("mem"), options, hold_lease=True)
     tasks = [TaskDef(name="a", cmd="true", queue="cpu")]
     await submit(storage, CompiledWorkflow.of("one", tasks), "w1", 1_800_000_000.0)
-    await coordinator.run_once()  # activate: pending -> running, written at once
+    await coordinator.run_once()  # activate: pending -> running, written at the cycle's end
     assert index.writes["w1"] == 1
     projector = coordinator._passes.updater.projector
     await projector.project(replace(index.rows[next(iter(index.rows))], total=7), PassStats())

@@ -486,3 +486,24 @@ async def test_active_lists_one_partitions_rows(storage: Storage) -> None:
     assert [r.workflow_id for r in await storage.index.active(2)] == ["p2"]
     assert [r.workflow_id for r in await storage.index.active(0)] == ["p0"]
     assert sorted(r.workflow_id for r in await storage.index.active()) == ["p0", "p2", "p3"]
+
+
+async def test_project_many_writes_every_row_and_keeps_the_cancel_flag(storage: Storage) -> None:
+    """A batch projection (one transaction per 100 rows of the index partition) is the same
+    upsert-merge as ``project``: new rows appear, existing ones change, a cancel flag stays."""
+    from dataclasses import replace as _replace
+
+    base = IndexRow("b000", "batch", WorkflowStatus.PENDING, 1_800_000_000.0, 1_800_000_000.0)
+    rows = [
+        _replace(base, workflow_id=f"b{i:03d}", created_at=base.created_at + i) for i in range(130)
+    ]
+    await storage.index.create(rows[0])
+    await storage.index.request_cancel("b000", rows[0].created_at)
+    running = [_replace(r, status=WorkflowStatus.RUNNING, total=3) for r in rows]
+    await storage.index.project_many(running)
+    got = await storage.index.get("b000", rows[0].created_at)
+    assert got is not None
+    assert (got.status, got.total, got.cancel_requested) == (WorkflowStatus.RUNNING, 3, True)
+    last = await storage.index.get("b129", rows[129].created_at)
+    assert last is not None
+    assert last.status is WorkflowStatus.RUNNING

@@ -23,7 +23,7 @@ from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError, NotFoundError
-from shared.limits import MAX_INDEX_ERROR_CHARS
+from shared.limits import INDEX_BATCH, MAX_INDEX_ERROR_CHARS
 from shared.names import INDEX_PARTITION, index_row_key
 from shared.states import WorkflowStatus
 from shared.storage.encoding import (
@@ -162,6 +162,23 @@ class AzureIndex:
             await self.table.upsert_entity(to_entity(row, with_cancel=False), mode=UpdateMode.MERGE)
         except ResourceNotFoundError as error:
             raise _missing_table(error, self.table.table_name) or error from error
+
+    async def project_many(self, rows: builtins.list[IndexRow]) -> None:
+        # Every row is in the one index partition: a transaction writes up to INDEX_BATCH of
+        # them in one request (the same upsert-merge as ``project``, all or none).
+        for start in range(0, len(rows), INDEX_BATCH):
+            batch = rows[start : start + INDEX_BATCH]
+            if len(batch) == 1:
+                await self.project(batch[0])
+                continue
+            operations: list[Any] = [
+                ("upsert", to_entity(row, with_cancel=False), {"mode": UpdateMode.MERGE})
+                for row in batch
+            ]
+            try:
+                await self.table.submit_transaction(operations)
+            except ResourceNotFoundError as error:
+                raise _missing_table(error, self.table.table_name) or error from error
 
     async def _set_cancel(self, workflow_id: str, created_at: float, value: bool) -> None:
         entity = {

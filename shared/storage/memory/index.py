@@ -48,6 +48,10 @@ class MemoryIndex:
         for name in _PROJECTED_FIELDS:
             setattr(current, name, getattr(fresh, name))
 
+    async def project_many(self, rows: builtins.list[IndexRow]) -> None:
+        for row in rows:
+            await self.project(row)
+
     def _existing(self, workflow_id: str, created_at: float) -> IndexRow:
         row = self.rows.get(index_row_key(workflow_id, created_at))
         if row is None:
