@@ -59,8 +59,14 @@ export async function taskPanel(panel, { id, name, close, ctx }) {
   else output.append(h("p", { class: "small" }, `Stored as a blob (${t.output.size} bytes): `, fetchButton("Show", () => api.output(id, name), output, ctx)));
   const fullHref = `#/runs/${encodeURIComponent(id)}/log/${encodeURIComponent(name)}`;
   const logs = h("div", { id: "task-logs" });
-  panel.append(h("h3", {}, "Log ", h("a", { href: fullHref, class: "small", id: "full-log" }, "(full log)")), logs);
-  await attemptsAndLog(logs, { id, name, t });
+  if (t.cached_from) {
+    // The result was reused from the cache: no worker ran this attempt, so it has no log.
+    panel.append(h("h3", {}, "Log"), logs);
+    logs.append(h("p", { class: "muted small" }, `No log: the result was reused from ${t.cached_from.workflow_id} (its log is there).`));
+  } else {
+    panel.append(h("h3", {}, "Log ", h("a", { href: fullHref, class: "small", id: "full-log" }, "(full log)")), logs);
+    await attemptsAndLog(logs, { id, name, t });
+  }
   if (!restoreFocus(panel, focused) && !hadFocus) heading.focus({ preventScroll: true });
 }
 
