@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from pydantic import JsonValue
 
 from shared.caching.entry import decode_entry
@@ -17,7 +16,7 @@ from shared.definition.workflow import CachePolicy, CompiledWorkflow
 from shared.messages import TaskMessage
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
-from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, drive, load, submit, task
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
@@ -65,16 +64,6 @@ async def run(storage: MemoryStorage, clock: FakeClock, wf: CompiledWorkflow, wi
 
 def ran(w: SyntheticWorker) -> list[str]:
     return [e.message.task for e in w.history]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
 
 
 async def test_a_second_run_reuses_cached_results_without_dispatching(
