@@ -19,8 +19,9 @@ log = logging.getLogger("dagq.coordinator")
 
 
 class Leadership:
-    """One coordinator's lease. ``on_lost`` runs when a held lease turns out to be gone (the
-    coordinator then drops whatever it cached under it)."""
+    """One coordinator's lease. ``on_lost`` runs when a held lease turns out to be gone, and when
+    a lease is acquired anew (the coordinator then drops whatever it cached under an earlier
+    tenure)."""
 
     def __init__(
         self, lease: Lease, options: CoordinatorOptions, on_lost: Callable[[], None]
@@ -51,6 +52,10 @@ class Leadership:
         lease_id = await self._lease.acquire(self._options.lease_s)
         if lease_id is None:
             return False
+        # A new tenure: others may have held the lease and written since this coordinator last
+        # did, so nothing it cached before is known to be current (a no-op update would decide
+        # from it without any ETag check, e.g. dead-letter a completion as never dispatched).
+        self._on_lost()
         self._lease_id = lease_id
         self._renewed_at = time.monotonic()
         self.lost = False
