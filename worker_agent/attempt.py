@@ -65,6 +65,9 @@ ERROR_RETRY_S = 5
 """After an unexpected error (storage outage, bug) the message comes back this much later."""
 
 CANCELLED_STATUSES = frozenset({WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED})
+FINISHED_STATUSES = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED})
+"""A redelivered message of a workflow in one of these is late (its worker reported and died
+before deleting it): it is dropped, never run after its workflow ended."""
 
 
 def _tail(text: str) -> str:
@@ -142,6 +145,12 @@ class AttemptRunner:
         devices: str | None,
         log: TaskLogger,
     ) -> None:
+        if received.dequeue_count > 1 and await self._finished(message.workflow_id):
+            # Only a redelivery: a first delivery may be a rerun sent just before the coordinator
+            # records it (the state still says failed for a moment), and it must run.
+            log.info("workflow finished already: dropping a late redelivery of the task")
+            await self._finish(heartbeat, log)
+            return
         if not await self._claim(message, received):
             log.info("duplicate dispatch of an attempt another message holds: dropping it")
             await self._finish(heartbeat, log)
@@ -252,6 +261,14 @@ class AttemptRunner:
         except NotFoundError:
             return True
         return owner.decode(errors="replace") == received.id
+
+    async def _finished(self, workflow_id: str) -> bool:
+        """Whether the workflow completed or failed (its state blob's metadata says so)."""
+        try:
+            metadata = await self.storage.workflows.state_metadata(workflow_id)
+        except NotFoundError:
+            return False  # gone: the cancel check reports it
+        return status_from_metadata(metadata) in FINISHED_STATUSES
 
     async def _cancelled(self, workflow_id: str) -> bool:
         """Whether the workflow is cancelling/cancelled, or gone (its state blob deleted)."""

@@ -1,0 +1,70 @@
+"""A worker does not run a late redelivery of a task whose workflow has finished (found by the
+simulation: docs/simulation.md).
+
+A message comes back after its worker reported and died before deleting it (or after its
+visibility ran out while storage stalled). If the workflow completed or failed meanwhile, running
+the command again is a task running after its workflow ended: the worker drops the message
+instead. A first delivery still runs: a rerun's message may arrive while the state says failed
+for a moment (dispatched before the coordinator's flush), and dropping it would wedge the rerun
+(the simulation found that too, in the first version of this fix).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from shared.messages import TaskMessage, encode
+from shared.names import ResourceNames
+from shared.storage.memory import memory_storage
+from worker_agent.agent import Agent
+from worker_agent.config import WorkerSettings
+
+pytestmark = [pytest.mark.subprocess]
+
+
+async def _run_agent(
+    worker_settings: Callable[..., WorkerSettings],
+    status: str,
+    tmp_path: Path,
+    *,
+    redelivered: bool,
+) -> tuple[bool, int]:
+    """Whether the task ran, and how many events it sent."""
+    storage = memory_storage("fin")
+    await storage.workflows.create_state("wf1", b"{}", {"status": status})
+    queue = storage.queues.get(ResourceNames("fin").task_queue("cpu"))
+    marker = tmp_path / "ran"
+    cmd = f"touch {marker}"
+    await queue.send(
+        encode(TaskMessage(workflow_id="wf1", task="t", attempt=1, queue="cpu", cmd=cmd))
+    )
+    if redelivered:  # a worker received it once and died
+        (first,) = await queue.receive(1, 30)
+        await queue.extend(first, 0)
+    agent = Agent(worker_settings(), storage, ResourceNames("fin"))
+    run = asyncio.create_task(agent.run())
+    for _ in range(400):
+        if not await queue.approximate_count():
+            break
+        await asyncio.sleep(0.025)
+    agent.shutdown("test over", 0)
+    await asyncio.wait_for(run, timeout=10)
+    assert await queue.approximate_count() == 0
+    return marker.exists(), await storage.event_queue.approximate_count()
+
+
+@pytest.mark.parametrize("status", ["completed", "failed"])
+async def test_a_late_redelivery_of_a_finished_workflows_task_is_not_run(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path, status: str
+) -> None:
+    assert await _run_agent(worker_settings, status, tmp_path, redelivered=True) == (False, 0)
+
+
+async def test_a_first_delivery_runs_even_if_the_state_still_says_failed(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path
+) -> None:
+    assert await _run_agent(worker_settings, "failed", tmp_path, redelivered=False) == (True, 1)
