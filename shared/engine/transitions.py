@@ -95,9 +95,10 @@ def apply(
 
 
 def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
-    """Whether ``event`` reports an attempt AHEAD of a task that this state has as terminal, or a
-    task of a ``foreach_from`` expansion this state has not made yet (the same crash: the pass that
-    expanded and dispatched it was lost, and the parent's completion is being redelivered).
+    """Whether ``event`` reports an attempt AHEAD of a task that this state has as terminal, or as
+    still waiting on its parents, or a task of a ``foreach_from`` expansion this state has not
+    made yet (the same crash: the pass that expanded and dispatched it was lost, and the parent's
+    completion is being redelivered).
 
     Only a rerun dispatches an attempt past a terminal one, so such an event comes from a rerun this
     state has not seen: the coordinator crashed after dispatching the rerun but before flushing it,
@@ -112,6 +113,11 @@ def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
         return False
     if task is None:
         return awaits_expansion(wf, state, event.task)
+    if state.codes[task] == PENDING:
+        # Still waiting on its parents here, so whoever sent this attempt had applied a parent's
+        # result this state has not seen (that pass died before its flush; the parent's event is
+        # being redelivered). Adopting it now would retry the task without that parent's output.
+        return event.attempt > state.attempt[task]
     if not IS_TERMINAL[state.codes[task]]:
         return False
     # A lost rerun dispatches at most the new run's retry budget past the terminal attempt; an

@@ -12,9 +12,10 @@ from hypothesis import strategies as hs
 
 from shared.codec.state import encode_state
 from shared.engine import apply, premature
+from shared.engine.commands import Dispatch
 from shared.errors import MessageError
 from shared.limits import MAX_COUNTER
-from shared.messages import TaskCompletedEvent, TaskStartedEvent
+from shared.messages import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent
 from shared.states import TaskState, WorkflowStatus
 
 from .history import WF_ID, History, task, workflow
@@ -96,3 +97,22 @@ def test_an_attempt_is_applied_only_if_it_can_have_been_dispatched(
         return
     apply(h.wf, h.st, event, h.now + 1)
     assert h.state("a") is (S.COMPLETED if attempt >= current else S.QUEUED)
+
+
+def test_a_report_for_a_task_still_waiting_on_its_parents_waits_for_them() -> None:
+    """Found by the simulation (docs/simulation.md): a pass applied a's completion, sent b/1 and
+    died before its flush; b/1's failure then arrived before a's redelivered completion. Applied
+    at once, b was adopted from pending and retried as b/2 without a's output — a child run
+    before its parent, under ``dep_policy: all``. The report waits on the queue instead."""
+    h = History(workflow(task("a"), task("b", 0, retries=1)))
+    h.activate()
+    failure = TaskFailedEvent(
+        workflow_id=WF_ID, task="b", attempt=1, started_at=h.now, finished_at=h.now,
+        reason="exit", exit_code=1,
+    )  # fmt: skip
+    assert h.st.task(1).state is S.PENDING
+    assert premature(h.wf, h.st, failure)
+    h.completed("a")
+    assert not premature(h.wf, h.st, failure)
+    commands = apply(h.wf, h.st, failure, h.now + 1)
+    assert [(c.name, c.attempt) for c in commands if isinstance(c, Dispatch)] == [("b", 2)]
