@@ -4,6 +4,7 @@
 #   make demo    the whole stack on this machine, running examples/pipeline.yaml (KEEP=1: stay up)
 #   make screenshots  the dashboard's screenshots in docs/screenshots/
 #   make bench   benchmarks under bench/ (each prints one key=value line)
+#   make sim     the deterministic simulation over SEEDS seeds (default 500; SEEDS=10000 for long runs)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +14,9 @@ NODE_STAMP := node_modules/.installed-stamp
 CONSTRAINTS := constraints.txt
 PYTEST_ARGS ?=
 
-.PHONY: install test lint format bench clean constraints
+.PHONY: install test lint format bench sim clean constraints
+
+SEEDS ?= 500
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -94,6 +97,11 @@ bench: install
 	@set -e; for script in bench/bench_*.py; do \
 		echo "== $$script"; $(PY) $$script; \
 	done
+
+# Every seed is the whole system (API, coordinators, workers, storage faults) on a virtual clock;
+# a failing seed prints its replay command (docs/simulation.md).
+sim: $(STAMP)
+	PYTHONHASHSEED=0 $(PY) -m sim --seeds $(SEEDS)
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .run

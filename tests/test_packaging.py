@@ -65,7 +65,8 @@ def test_requirements_txt_is_the_runtime_dependencies_plus_azure_functions() -> 
 
 def test_funcignore_keeps_development_files_out_of_the_deployment() -> None:
     ignored = set((ROOT / ".funcignore").read_text().split())
-    for folder in ("tests", "infra", "worker_agent", "bench", "devtools", "node_modules", ".venv"):
+    dev = ("tests", "infra", "worker_agent", "bench", "sim", "devtools", "node_modules", ".venv")
+    for folder in dev:
         assert any(entry.strip("/") == folder for entry in ignored), folder
     assert "constraints.txt" not in ignored  # the remote build reads it beside requirements.txt
 

@@ -1,0 +1,288 @@
+"""The simulated processes: Functions hosts running coordinator instances, task workers, and
+the lease-breaking chaos. (The users, who call the API, are in ``sim.users``.)
+
+Each runs as an asyncio task on the virtual loop. A process that dies (``Crash`` from its storage
+view) is replaced by a fresh one — new caches, new lease bookkeeping — after a restart delay, as
+the platform would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
+
+from shared.coordinator import Coordinator
+from shared.errors import NotFoundError
+from shared.messages import (
+    OutputRef,
+    TaskCompletedEvent,
+    TaskFailedEvent,
+    TaskMessage,
+    TaskStartedEvent,
+    decode_task_message,
+    encode,
+)
+from shared.names import ResourceNames
+from shared.storage.ports import Queue, ReceivedMessage, Storage
+from sim.faults import Crash, Tooth
+from sim.storage import Actor, view
+from sim.workload import QUEUES, fails
+
+if TYPE_CHECKING:
+    from sim.world import World
+
+HOST_MAX_DEQUEUE = 5
+"""host.json maxDequeueCount: a trigger message that failed this often goes to the poison queue."""
+HOST_VISIBILITY_S = 120
+"""How long the host keeps a trigger message it received invisible (Functions: up to 10 min,
+renewed while the function runs; shorter here so a dead host's message returns sooner)."""
+TASK_VISIBILITY_S = 30
+HEARTBEAT_S = 10.0
+
+
+async def restarting(world: World, name: str, body: Callable[[Actor, int], Awaitable[None]],
+                     partition: int | None = None) -> None:  # fmt: skip
+    """Run ``body`` as process ``name``, replacing it after each death until the world stops."""
+    generation = 0
+    while not world.stopping:
+        actor = Actor(f"{name}#{generation}", partition)
+        try:
+            await body(actor, generation)
+        except Crash:
+            actor.dead = True
+        except Exception as exc:  # a bug in the code under test: the run fails on it
+            actor.dead = True
+            world.oracle.fail(actor.name, f"process raised {exc!r}")
+        generation += 1
+        await asyncio.sleep(world.rng.uniform(1.0, 10.0))
+
+
+# -- coordinators --------------------------------------------------------------------------------
+
+
+async def functions_host(world: World, actor: Actor, _generation: int) -> None:
+    """One Functions instance of one partition: the queue trigger (host receive -> call ->
+    delete, poison after ``HOST_MAX_DEQUEUE``), the timer trigger, now and then a plain pass."""
+    rng, partition = world.rng, actor.partition or 0
+    storage = view(world.platform, world.raw, actor)
+    skew = rng.uniform(-world.config.max_skew_s, world.config.max_skew_s)
+    coordinator = Coordinator(
+        storage, world.names, world.options, clock=lambda: world.now() + skew, keep_lease=True
+    )
+    idle = 0.5
+    while not world.stopping:
+        roll = rng.random()
+        try:
+            if roll < 0.9:
+                busy = await _trigger(coordinator, storage)
+            elif roll < 0.95:
+                busy = bool((await coordinator.run_sweeps()).stats.events_received)
+            else:
+                busy = bool((await coordinator.run_once()).stats.events_received)
+        except Exception as exc:  # storage trouble surfacing from a pass: the host retries
+            world.platform.log(actor.name, f"pass raised {exc!r}")
+            busy = False
+        idle = 0.2 if busy else min(idle * 2, world.config.max_poll_s)
+        await asyncio.sleep(rng.uniform(0, idle))
+    _ = partition
+
+
+async def _trigger(coordinator: Coordinator, storage: Storage) -> bool:
+    queue = storage.event_queue
+    messages = await queue.receive(1, HOST_VISIBILITY_S)
+    if not messages:
+        return False
+    message = messages[0]
+    if message.dequeue_count > HOST_MAX_DEQUEUE:
+        await storage.event_poison_queue.send(message.text)
+        await queue.delete(message)
+        return True
+    try:
+        await coordinator.handle_trigger_message(message.text, message.id, message.dequeue_count)
+    except Exception:  # the host makes the message visible again for another try
+        await queue.extend(message, 0)
+        return True
+    await queue.delete(message)
+    return True
+
+
+# -- workers -------------------------------------------------------------------------------------
+
+
+async def worker(world: World, actor: Actor, _generation: int) -> None:
+    """A task worker: poll the task queues, claim, run (with heartbeats), report, delete."""
+    storage = view(world.platform, world.raw, actor)
+    queues = [storage.queues.get(world.names.task_queue(q)) for q in QUEUES]
+    idle = 0.5
+    while not world.stopping:
+        got = 0
+        for queue in world.rng.sample(queues, len(queues)):
+            try:
+                messages = await queue.receive(1, TASK_VISIBILITY_S)  # one per free slot
+            except Exception as exc:  # storage trouble: poll again later
+                world.platform.log(actor.name, f"receive failed: {exc!r}")
+                continue
+            for message in messages:
+                got += 1
+                try:
+                    await _attempt(world, actor, storage, queue, message)
+                except Crash:
+                    raise
+                except Exception as exc:  # storage trouble: the message comes back on its own
+                    world.platform.log(actor.name, f"attempt abandoned: {exc!r}")
+        idle = 0.2 if got else min(idle * 2, world.config.max_poll_s)
+        await asyncio.sleep(world.rng.uniform(0, idle))
+
+
+async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
+                   received: ReceivedMessage) -> None:  # fmt: skip
+    message = decode_task_message(received.text)
+    wid = message.workflow_id
+    if received.dequeue_count > 1 and await _status(storage, wid) in ("completed", "failed"):
+        await queue.delete(received)  # a late redelivery: never run after the end (as the worker)
+        return
+    if Tooth.NO_CLAIM not in world.platform.teeth:
+        claim = ResourceNames.claim_blob(wid, message.task, message.attempt)
+        mine = await storage.outputs.create_if_absent(claim, received.id.encode())
+        if not mine and (await storage.outputs.get(claim)).decode() != received.id:
+            await queue.delete(received)  # a duplicate dispatch: someone else runs it
+            return
+    events = storage.for_partition(_report_partition(world, message)).event_queue
+    status = await _status(storage, wid)
+    if status in ("gone", "cancelling", "cancelled"):
+        await events.send(encode(_failed(actor, message, "cancelled", world.now())))
+        await queue.delete(received)
+        return
+    world.oracle.started(actor.name, wid, message.key, received.id)
+    reported = False
+    upstream: dict[str, JsonValue] | None = None
+    try:
+        started_at = world.now()
+        upstream = await _upstream(storage, message)
+        if world.rng.random() < 0.3:
+            await events.send(encode(TaskStartedEvent(
+                workflow_id=wid, task=message.task, attempt=message.attempt,
+                worker=actor.name, started_at=started_at)))  # fmt: skip
+        received_now = await _run(world, actor, storage, queue, received, message)
+        if received_now is None:
+            return
+        received = received_now
+        if fails(message.env, message.attempt):
+            event: Any = _failed(actor, message, "exit", started_at)
+        else:
+            value: dict[str, JsonValue] = {"task": message.task, "up": _digest(upstream)}
+            size = len(json.dumps(value))
+            event = TaskCompletedEvent(
+                workflow_id=wid, task=message.task, attempt=message.attempt, worker=actor.name,
+                started_at=started_at, finished_at=world.now(),
+                output=OutputRef(inline=value, size=size))  # fmt: skip
+        reported = True  # from here the report may reach the queue (a lost reply still does)
+        await events.send(encode(event))
+    finally:
+        world.oracle.ended(wid, message.key, reported=reported, upstream=upstream)
+    if await queue.delete(received):
+        world.oracle.deleted(wid, message.key)
+
+
+def _report_partition(world: World, message: TaskMessage) -> int:
+    if world.partitions > 1 and world.platform.chance(world.platform.faults.misroute):
+        return (message.partition + 1) % world.partitions
+    return message.partition
+
+
+async def _run(
+    world: World, actor: Actor, storage: Storage, queue: Queue, received: ReceivedMessage,
+    message: TaskMessage,
+) -> ReceivedMessage | None:  # fmt: skip
+    """'Run' the command with heartbeats; None if the run ended without a report (eviction,
+    cancel noticed). A death raises Crash."""
+    rng, f = world.rng, world.platform.faults
+    duration = rng.choice((0.5, 2.0, 5.0)) if rng.random() < 0.85 else rng.uniform(20, 60)
+    crash_at = rng.uniform(0, duration) if world.platform.chance(f.worker_crash) else None
+    evict_at = rng.uniform(0, duration) if world.platform.chance(f.preempt) else None
+    elapsed = 0.0
+    while elapsed < duration:
+        step = min(HEARTBEAT_S, duration - elapsed)
+        for stop_at, what in ((crash_at, "crash"), (evict_at, "evict")):
+            if stop_at is not None and elapsed <= stop_at < elapsed + step:
+                await asyncio.sleep(stop_at - elapsed)
+                if what == "crash":
+                    actor.dead = True
+                    world.platform.log(actor.name, f"died running {message.key}")
+                    raise Crash(message.key)
+                world.platform.log(actor.name, f"evicted running {message.key}")
+                await queue.extend(received, 0)
+                return None
+        await asyncio.sleep(step)
+        elapsed += step
+        if elapsed < duration:
+            renewed = await queue.extend(received, TASK_VISIBILITY_S)
+            if renewed is None:
+                world.platform.log(actor.name, f"lost the message of {message.key}")
+                return None
+            received = renewed
+            if await _cancelled(storage, message.workflow_id):
+                events = storage.for_partition(message.partition).event_queue
+                await events.send(encode(_failed(actor, message, "cancelled", world.now())))
+                await queue.delete(received)
+                return None
+    return received
+
+
+async def _status(storage: Storage, workflow_id: str) -> str | None:
+    """What the real worker reads before and while it runs a task: the state's status metadata
+    (``gone`` once the state blob was deleted)."""
+    try:
+        meta = await storage.workflows.state_metadata(workflow_id)
+    except NotFoundError:
+        return "gone"
+    return meta.get("status")
+
+
+async def _cancelled(storage: Storage, workflow_id: str) -> bool:
+    return await _status(storage, workflow_id) in ("gone", "cancelling", "cancelled")
+
+
+async def _upstream(storage: Storage, message: TaskMessage) -> dict[str, JsonValue]:
+    refs = message.upstream or {}
+    if message.upstream_blob:
+        raw = json.loads(await storage.outputs.get(message.upstream_blob))
+        refs = {name: OutputRef.model_validate(ref) for name, ref in raw.items()}
+    values: dict[str, JsonValue] = {}
+    for name, ref in refs.items():
+        values[name] = json.loads(await storage.outputs.get(ref.blob)) if ref.blob else ref.inline
+    return values
+
+
+def _digest(upstream: dict[str, JsonValue]) -> str:
+    text = json.dumps(upstream, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _failed(actor: Actor, message: TaskMessage, reason: str, started_at: float) -> TaskFailedEvent:
+    return TaskFailedEvent(
+        workflow_id=message.workflow_id, task=message.task, attempt=message.attempt,
+        worker=actor.name, started_at=started_at, finished_at=started_at,
+        reason=reason,  # type: ignore[arg-type]
+        exit_code=int(message.env.get("SIM_EXIT", "1")) if reason == "exit" else None,
+        error="workflow cancelled" if reason == "cancelled" else "simulated failure",
+    )  # fmt: skip
+
+
+# -- chaos ---------------------------------------------------------------------------------------
+
+
+async def chaos(world: World) -> None:
+    """Break a partition's lease now and then (an operator, a renewal that never arrived)."""
+    while not world.stopping:
+        await asyncio.sleep(1.0)
+        if world.platform.chance(world.platform.faults.lease_break):
+            partition = world.rng.randrange(world.partitions)
+            world.platform.log("chaos", f"breaks the lease of partition {partition}")
+            world.oracle.broken_at[partition] = world.now()
+            await world.raw.for_partition(partition).lease.break_lease()

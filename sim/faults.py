@@ -1,0 +1,91 @@
+"""The platform faults the simulation injects, how often, and the planted bugs ("teeth").
+
+Every rate is a probability per storage call (or per message, per task run), drawn from the run's
+one seeded RNG. ``FaultRates.QUIET`` is what the world switches to when the fault phase ends:
+storage answers promptly and nobody crashes, so every workflow must then finish.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, fields
+
+
+class Crash(BaseException):
+    """The simulated process died at this storage call (a BaseException: no ``except Exception``
+    in the code under test may swallow a death)."""
+
+
+class TransientError(Exception):
+    """A 503, a timeout, or a reply lost on the way back (the call may have taken effect)."""
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    """How hostile the platform is."""
+
+    crash_before: float = 0.004
+    """The caller dies before its call reaches storage."""
+    crash_after: float = 0.004
+    """The call took effect, then the caller died (before it saw the reply)."""
+    transient: float = 0.02
+    """503 or timeout before the call took effect."""
+    reply_lost: float = 0.01
+    """The call took effect but the caller gets a timeout (write succeeded, reply lost)."""
+    slow: float = 0.01
+    """A storage call stalls for up to ``slow_max_s`` (a GC pause, a throttled account)."""
+    slow_max_s: float = 25.0
+    stall: float = 0.03
+    """A lease renewal or a state write stalls for up to ``slow_max_s`` (longer than a lease):
+    the calls whose timing the one-writer rule depends on."""
+    latency_s: float = 0.004
+    """Mean ordinary latency of a storage call (exponential)."""
+    duplicate: float = 0.02
+    """A sent message is delivered twice."""
+    reorder: float = 0.05
+    """A sent message becomes visible up to ``reorder_max_s`` late (overtaken by later ones)."""
+    reorder_max_s: float = 3.0
+    lease_break: float = 0.03
+    """Per chaos tick (1 s): some partition's lease is broken (operator, or lost renewal)."""
+    worker_crash: float = 0.03
+    """Per task run: the worker dies mid-task (its message comes back after its visibility)."""
+    preempt: float = 0.03
+    """Per task run: a Spot eviction (message made visible at once, no event)."""
+    misroute: float = 0.0
+    """Per event a worker sends: it goes to another partition's queue (a worker with a stale
+    partition config). Off unless a run asks for it: the design forbids it (no sender may use
+    another partition's queue), but the coordinator must still not be corrupted by it."""
+
+    @classmethod
+    def quiet(cls) -> FaultRates:
+        """No faults: prompt storage, no crashes, no duplicates (the convergence phase)."""
+        zero = {f.name: 0.0 for f in fields(cls)}
+        return cls(**zero | {"latency_s": 0.002})
+
+
+class Tooth(enum.StrEnum):
+    """A bug planted on purpose: the simulation must catch each within ``CATCH_WITHIN`` seeds."""
+
+    NO_IF_MATCH = "no-if-match"
+    """Storage ignores the ETag of a state write: a blind overwrite (a lost update)."""
+    ACK_BEFORE_FLUSH = "ack-before-flush"
+    """The coordinator acknowledges a workflow's events even when its update failed."""
+    SKIP_LEASE_CHECK = "skip-lease-check"
+    """The coordinator writes whether or not it still holds the lease."""
+    FORGET_REDELIVERY = "forget-redelivery"
+    """A queue never makes a received message visible again (visibility expiry loses it)."""
+    NO_CLAIM = "no-claim"
+    """Workers run duplicate deliveries of an attempt instead of dropping them by the claim."""
+    RETRY_UNBOUNDED = "retry-unbounded"
+    """The engine grants one more attempt than the retry budget."""
+
+
+CATCH_WITHIN: dict[Tooth, int] = {
+    Tooth.NO_IF_MATCH: 10,
+    Tooth.ACK_BEFORE_FLUSH: 10,
+    Tooth.SKIP_LEASE_CHECK: 15,
+    Tooth.FORGET_REDELIVERY: 10,
+    Tooth.NO_CLAIM: 10,
+    Tooth.RETRY_UNBOUNDED: 10,
+}
+"""Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

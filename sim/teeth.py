@@ -1,0 +1,56 @@
+"""The planted bugs that are not faults of the simulated storage: small patches of the code under
+test, applied only for the run that asks for them (``sim.faults.Tooth``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from shared.coordinator.leadership import Leadership
+from shared.coordinator.update import UpdateResult, WorkflowUpdater
+from shared.engine.step import Step
+from sim.faults import Tooth
+
+
+@contextlib.contextmanager
+def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
+    """Apply the code patches of ``teeth`` (storage and worker teeth act elsewhere)."""
+    saved: list[tuple[Any, str, Any]] = []
+
+    def patch(owner: Any, name: str, value: Any) -> None:
+        saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    if Tooth.ACK_BEFORE_FLUSH in teeth:
+        update = WorkflowUpdater.update
+
+        async def acking(self: WorkflowUpdater, workflow_id: str, envelopes: Any, *a: Any,
+                         **kw: Any) -> UpdateResult:  # fmt: skip
+            result: UpdateResult = await update(self, workflow_id, envelopes, *a, **kw)
+            return UpdateResult(done=list(envelopes), row=result.row)
+
+        patch(WorkflowUpdater, "update", acking)
+    if Tooth.SKIP_LEASE_CHECK in teeth:
+        patch(Leadership, "ok", lambda self: True)
+    if Tooth.RETRY_UNBOUNDED in teeth:
+        fail = Step.fail
+
+        def generous(self: Step, task: int, *a: Any, **kw: Any) -> None:
+            bases = self.st.base_attempt
+            had = task in bases
+            bases[task] = bases.get(task, 0) + 1  # one attempt fewer counted: one more allowed
+            try:
+                fail(self, task, *a, **kw)
+            finally:
+                if had:
+                    bases[task] -= 1
+                else:
+                    bases.pop(task, None)
+
+        patch(Step, "fail", generous)
+    try:
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
