@@ -22,7 +22,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import shared.storage.memory as memory
+import shared.storage.memory.blobs as memory_blobs
+import shared.storage.memory.lease as memory_lease
+import shared.storage.memory.queues as memory_queues
 from shared.storage.memory import MemoryQueue, MemoryStorage, memory_storage
 from shared.storage.ports import Storage
 from sim.faults import Crash, FaultRates, Tooth, TransientError
@@ -75,14 +77,20 @@ def deterministic_ids(rng: random.Random) -> Iterator[None]:
         def uuid4() -> uuid.UUID:
             return uuid.UUID(int=rng.getrandbits(128), version=4)
 
-    saved = memory.__dict__["uuid"], memory._etags
-    setattr(memory, "uuid", _Ids)  # noqa: B010 - the module's own name for uuid, swapped
-    memory._etags = itertools.count(1)
+    saved = (
+        memory_blobs._etags,
+        memory_lease.__dict__["uuid"],
+        memory_queues.__dict__["uuid"],
+    )
+    memory_blobs._etags = itertools.count(1)
+    for module in (memory_lease, memory_queues):
+        setattr(module, "uuid", _Ids)  # noqa: B010 - the module's own name for uuid, swapped
     try:
         yield
     finally:
-        setattr(memory, "uuid", saved[0])  # noqa: B010
-        memory._etags = saved[1]
+        memory_blobs._etags = saved[0]
+        setattr(memory_lease, "uuid", saved[1])  # noqa: B010
+        setattr(memory_queues, "uuid", saved[2])  # noqa: B010
 
 
 def new_storage(platform: Platform) -> MemoryStorage:

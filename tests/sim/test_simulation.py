@@ -19,6 +19,10 @@ REGRESSION_SEEDS = {
     " completion as never dispatched); tests/coordinator/test_cache_tenure.py",
     4: "a worker ran a late redelivery of a task whose workflow had failed;"
     " tests/worker/test_finished_workflow.py",
+    1029: "the first fix of the above dropped a rerun's first delivery (the state still said"
+    " failed): the rerun wedged; tests/worker/test_finished_workflow.py",
+    1042: "a child's failure applied before its parent's redelivered completion retried the child"
+    " without the parent's output; tests/engine/test_attempts.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
