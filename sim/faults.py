@@ -81,7 +81,7 @@ class Tooth(enum.StrEnum):
 
 
 CATCH_WITHIN: dict[Tooth, int] = {
-    Tooth.NO_IF_MATCH: 10,
+    Tooth.NO_IF_MATCH: 20,
     Tooth.ACK_BEFORE_FLUSH: 10,
     Tooth.SKIP_LEASE_CHECK: 15,
     Tooth.FORGET_REDELIVERY: 10,

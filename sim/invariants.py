@@ -78,12 +78,15 @@ class Oracle:
     runs: dict[str, Runs] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     _decoded: dict[str, tuple[str, RuntimeState]] = field(default_factory=dict)
+    _replacing: dict[str, str | None] = field(default_factory=dict)
+    """Workflow -> the ETag its state had as a write took effect (checked against If-Match)."""
     broken_at: dict[int, float] = field(default_factory=dict)
     """Partition -> when chaos last broke its lease."""
 
     def __post_init__(self) -> None:
         p = self.platform
         p.before["workflows.write_state"] = self._issued_write
+        p.effect["workflows.write_state"] = self._writing
         p.after["workflows.write_state"] = self._wrote
         p.after["workflows.create_state"] = self._created
         p.effect["workflows.delete"] = self._deleting
@@ -157,8 +160,15 @@ class Oracle:
         if known is not None:
             known.last = codec.decode_state(a[1], known.wf)
 
+    def _writing(self, _actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
+        blob = self.raw.workflows.container.blobs.get(ResourceNames.state_blob(a[0]))
+        self._replacing[a[0]] = blob.etag if blob is not None else None
+
     def _wrote(self, actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
         workflow_id, data = a[0], a[1]
+        if self._replacing.pop(workflow_id, None) != a[2]:
+            self.fail(actor.name, f"{workflow_id}: a state write replaced a version it never read"
+                                  f" (If-Match {a[2]}): a lost update")  # fmt: skip
         known = self.workflows.get(workflow_id)
         if known is None:
             return
