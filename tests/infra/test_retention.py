@@ -27,14 +27,15 @@ def test_main_wires_the_retention_days_into_the_module() -> None:
     assert modules["retention"].env["outputsRetentionDays"] == 90
 
 
-def test_rules_delete_outputs_and_dead_letters_of_the_prefix_only() -> None:
+def test_rules_delete_outputs_dead_letters_and_cache_entries_of_the_prefix_only() -> None:
     _, modules = deployment()
     names = ResourceNames("dagq")
     rules = _rules(modules["retention"])
-    assert set(rules) == {"dagq-outputs", "dagq-deadletters"}
+    assert set(rules) == {"dagq-outputs", "dagq-deadletters", "dagq-cache"}
     expected = {
         "dagq-outputs": (names.outputs_container, 90),
         "dagq-deadletters": (names.deadletter_container, 30),
+        "dagq-cache": (names.cache_container, 366),  # past the longest ttl (365 days)
     }
     for name, (container, days) in expected.items():
         rule = rules[name]
