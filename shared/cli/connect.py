@@ -70,6 +70,10 @@ def report_errors(handler: Handler) -> Handler:
             return handler(args)
         except ApiError as exc:
             print(f"dagq: {exc.describe()}", file=sys.stderr)
+            _json_error(args, exc.extra or {
+                "status": exc.status, "title": exc.title, "detail": exc.detail,
+                "errors": exc.errors,
+            })  # fmt: skip
             if exc.is_not_found:
                 return ExitCode.NOT_FOUND
             if exc.is_invalid_definition:
@@ -83,6 +87,7 @@ def report_errors(handler: Handler) -> Handler:
             return ExitCode.TIMEOUT
         except DagqError as exc:
             print(f"dagq: {exc}", file=sys.stderr)
+            _json_error(args, {"title": type(exc).__name__, "detail": str(exc)})
             return ExitCode.USAGE
         except KeyboardInterrupt:
             print("dagq: interrupted (the workflow keeps running)", file=sys.stderr)
@@ -104,6 +109,15 @@ def report_errors(handler: Handler) -> Handler:
             return ExitCode.API_ERROR
 
     return run
+
+
+def _json_error(args: argparse.Namespace, problem: dict[str, object]) -> None:
+    """With ``--json``, the error as one JSON document on stdout too (``{"error": problem}``),
+    so a script reading stdout sees what went wrong."""
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps({"error": problem}, ensure_ascii=False, default=str))
 
 
 def _silence_stdout() -> None:

@@ -116,3 +116,25 @@ def test_retry_wait_shows_no_stale_status_and_cancel_wait_no_pace(
     assert "cancelling" in out
     assert "tasks/s" not in out
     assert "ETA" not in out
+
+
+def test_submit_json_prints_an_error_as_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    import json
+    from pathlib import Path
+
+    from tests.cli.fake_api import fake_api
+
+    assert isinstance(tmp_path, Path)
+    definition = tmp_path / "bad.yaml"
+    definition.write_text("name: x\ntasks: []\n")
+    problem = {"title": "Invalid definition", "status": 422, "detail": "1 problem",
+               "errors": [{"loc": "tasks", "msg": "no tasks"}]}  # fmt: skip
+    with fake_api() as api:
+        api.on("POST", "/api/workflows", 422, problem)
+        code = main(["submit", str(definition), "--json", "--api-url", api.url])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert json.loads(captured.out)["error"]["errors"] == [{"loc": "tasks", "msg": "no tasks"}]
+    assert "Invalid definition" in captured.err
