@@ -12,7 +12,9 @@ pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 
 
 def test_workers_answers_the_registry_shape(api_host: HostProcess) -> None:
-    response = httpx.get(f"{api_host.url}/workers")
+    # The module's first request opens storage in a cold host: on a loaded machine that can take
+    # longer than httpx's 5 s default.
+    response = httpx.get(f"{api_host.url}/workers", timeout=60)
     assert response.status_code == 200
     assert response.json() == {"workers": [], "lost_after_s": 90.0}
 
