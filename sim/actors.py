@@ -158,7 +158,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return
-    world.oracle.started(actor.name, wid, message.key, received.id)
+    run_key = world.oracle.started(actor.name, wid, message.key, received.id)
     reported = False
     upstream: dict[str, JsonValue] | None = None
     try:
@@ -184,9 +184,9 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         reported = True  # from here the report may reach the queue (a lost reply still does)
         await events.send(encode(event))
     finally:
-        world.oracle.ended(wid, message.key, reported=reported, upstream=upstream)
+        world.oracle.ended(run_key, reported=reported, upstream=upstream)
     if await queue.delete(received):
-        world.oracle.deleted(wid, message.key)
+        world.oracle.deleted(run_key)
 
 
 def _report_partition(world: World, message: TaskMessage) -> int:

@@ -189,8 +189,10 @@ class Oracle:
         known = self.workflows.get(workflow_id)
         return f"{known.incarnation if known else 0}:{key}"
 
-    def started(self, actor: str, workflow_id: str, key: str, message_id: str) -> None:
-        runs = self.runs.setdefault(self._key(workflow_id, key), Runs(message=message_id))
+    def started(self, actor: str, workflow_id: str, key: str, message_id: str) -> str:
+        """Record a run starting; return its key (of the incarnation it started in)."""
+        run_key = self._key(workflow_id, key)
+        runs = self.runs.setdefault(run_key, Runs(message=message_id))
         if runs.message != message_id:
             self.fail(actor, f"attempt {key} ran from a second task message (a duplicate dispatch"
                              " that its claim should have dropped)")  # fmt: skip
@@ -204,16 +206,17 @@ class Oracle:
             # An attempt beyond the state's is a rerun sent just before its flush: it may start.
             if int(key.split("/")[2]) <= state.attempt[task]:
                 self.fail(actor, f"attempt {key} started after its workflow was {state.status}")
+        return run_key
 
-    def ended(self, workflow_id: str, key: str, *, reported: bool, upstream: Any = None) -> None:
-        runs = self.runs[self._key(workflow_id, key)]
+    def ended(self, run_key: str, *, reported: bool, upstream: Any = None) -> None:
+        runs = self.runs[run_key]
         runs.live -= 1
         if reported:
             runs.reported = True
             runs.upstream = upstream
 
-    def deleted(self, workflow_id: str, key: str) -> None:
-        self.runs[self._key(workflow_id, key)].deleted = True
+    def deleted(self, run_key: str) -> None:
+        self.runs[run_key].deleted = True
 
     # -- the end -------------------------------------------------------------------------------
 
