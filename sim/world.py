@@ -54,9 +54,9 @@ class SimConfig:
 
 
 AWAITING_FIX = frozenset({"purge", "purge_resubmit"})
-"""Operations whose known races (purge racing a retry; a purged id submitted again against a
-coordinator's cached state and the purged run's late events) are being fixed by issue 21; the
-default mix leaves them out until that lands (``--ops all`` puts them back)."""
+"""Operations that reach a known open bug: a purged id submitted again receives the purged run's
+late task messages and events (docs/simulation.md); the default mix leaves them out until it is
+fixed (``--ops all`` puts them back)."""
 
 
 def default_ops() -> dict[str, int]:
