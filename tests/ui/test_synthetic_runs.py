@@ -22,6 +22,31 @@ expect = pytest.importorskip(
 ).expect
 
 
+@pytest.fixture(autouse=True)
+def _synthetic_extras(page: Page) -> None:
+    """What the run page asks about a run besides its graph and state, answered for these
+    synthetic runs (they are not in storage): no kept earlier attempts, so the Gantt chart draws
+    the attempts it saw; and a cost of nothing."""
+    page.route(re.compile(r".*/api/workflows/[^/]+/tasks/[^/]+/attempts$"), _no_kept_attempts)
+    page.route(re.compile(r".*/api/workflows/[^/]+/cost$"), _no_cost)
+
+
+def _no_kept_attempts(route: Route) -> None:
+    workflow_id, _, task = route.request.url.split("/api/workflows/", 1)[1].split("/")[:3]
+    route.fulfill(json={"workflow_id": workflow_id, "task": task, "items": []})
+
+
+def _no_cost(route: Route) -> None:
+    workflow_id = route.request.url.split("/api/workflows/", 1)[1].split("/")[0]
+    zero = dict.fromkeys(
+        ["gpu_hours", "cpu_hours", "queue_wait_hours", "compute_cost", "storage_requests",
+         "storage_cost", "estimated_cost", "cached_saved_hours", "cached_saved_cost"], 0.0
+    )  # fmt: skip
+    route.fulfill(
+        json={"id": workflow_id, "name": workflow_id, "currency": "USD", **zero, "tasks": []}
+    )
+
+
 def test_the_gantt_draws_ten_thousand_attempts_and_keeps_the_retries_it_saw(
     page: Page, stack: Stack
 ) -> None:
