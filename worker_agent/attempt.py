@@ -18,26 +18,18 @@ worker neither reports nor deletes: the new holder does both.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import JsonValue
-
 from shared.codec.metadata import status_from_metadata
 from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
-from shared.limits import ERROR_TAIL_CHARS
 from shared.messages import (
-    INLINE_OUTPUT_BYTES,
     FailureReason,
-    OutputRef,
-    TaskCompletedEvent,
     TaskEvent,
     TaskFailedEvent,
     TaskMessage,
-    TaskStartedEvent,
     decode_task_message,
 )
 from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
@@ -46,8 +38,6 @@ from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
 from worker_agent.files import (
     AttemptPaths,
-    compact_json,
-    read_output,
     resolve_cwd,
     upstream_values,
     write_json,
@@ -55,8 +45,10 @@ from worker_agent.files import (
 from worker_agent.heartbeat import Heartbeat
 from worker_agent.live import AttemptKey, LiveAttempt, ProgressSink
 from worker_agent.logfile import LogFile
+from worker_agent.outcome import Outcome, failed_event
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import Command, RunResult, StopRequest, run_command
+from worker_agent.started import StartedAnnouncer
 from worker_agent.task_env import task_environment
 from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
@@ -68,10 +60,6 @@ CANCELLED_STATUSES = frozenset({WorkflowStatus.CANCELLING, WorkflowStatus.CANCEL
 FINISHED_STATUSES = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED})
 """A redelivered message of a workflow in one of these is late (its worker reported and died
 before deleting it): it is dropped, never run after its workflow ended."""
-
-
-def _tail(text: str) -> str:
-    return text[-ERROR_TAIL_CHARS:]
 
 
 @dataclass
@@ -281,7 +269,7 @@ class AttemptRunner:
     async def _run(
         self, message: TaskMessage, command: Command, stop: StopRequest, log: TaskLogger
     ) -> RunResult:
-        announcer = _StartedAnnouncer(self, message, log)
+        announcer = StartedAnnouncer(self.settings, self.reporter, message, log)
         announce = asyncio.create_task(announcer.run())
         watch = asyncio.create_task(self._watch_cancel(message.workflow_id, stop, log))
         log.info("running: %s", message.cmd[:200])
@@ -323,48 +311,8 @@ class AttemptRunner:
         log: TaskLogger,
     ) -> TaskEvent:
         """Upload the log (and a large output) and build the event that reports ``result``."""
-        log_blob = await live.finish()
-
-        def failed(reason: FailureReason, error: str) -> TaskFailedEvent:
-            return self._failed(
-                message, result, reason, result.returncode, error, log_blob=log_blob
-            )
-
-        if result.stopped == "timeout":
-            return failed("timeout", f"timed out after {message.timeout_s:g} s")
-        if result.stopped == "cancelled":
-            return failed("cancelled", "stopped because the workflow was cancelled")
-        if result.returncode != 0:
-            tail = result.stderr_tail.strip() or task_log.tail(ERROR_TAIL_CHARS).strip()
-            return failed("exit", _tail(tail) or f"exited with code {result.returncode}")
-        try:
-            output = await asyncio.to_thread(
-                read_output, paths.output, self.settings.max_output_bytes
-            )
-            ref = None if output is None else await self._output_ref(message, *output, log=log)
-        except AttemptError as exc:
-            log.warning("%s", exc)
-            return failed("error", str(exc))
-        return TaskCompletedEvent(
-            workflow_id=message.workflow_id,
-            task=message.task,
-            attempt=message.attempt,
-            worker=self.settings.worker_id,
-            started_at=result.started_at,
-            finished_at=result.finished_at,
-            output=ref,
-            log_blob=log_blob,
-        )
-
-    async def _output_ref(
-        self, message: TaskMessage, value: JsonValue, raw: bytes, *, log: TaskLogger
-    ) -> OutputRef:
-        compact = compact_json(value)
-        if len(compact) <= INLINE_OUTPUT_BYTES:
-            return OutputRef(inline=value, size=len(compact))
-        name = ResourceNames.output_blob(message.workflow_id, message.task, message.attempt)
-        await self.reporter.upload(name, raw, content_type="application/json", logger=log)
-        return OutputRef(blob=name, size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+        outcome = Outcome(self.settings, self.reporter, message, log)
+        return await outcome.event(result, paths, task_log, live)
 
     def _failed(
         self,
@@ -373,21 +321,8 @@ class AttemptRunner:
         reason: FailureReason,
         exit_code: int | None,
         error: str,
-        *,
-        log_blob: str | None = None,
     ) -> TaskFailedEvent:
-        return TaskFailedEvent(
-            workflow_id=message.workflow_id,
-            task=message.task,
-            attempt=message.attempt,
-            worker=self.settings.worker_id,
-            started_at=result.started_at if result else None,
-            finished_at=result.finished_at if result else time.time(),
-            reason=reason,
-            exit_code=exit_code,
-            error=_tail(error),
-            log_blob=log_blob,
-        )
+        return failed_event(self.settings.worker_id, message, result, reason, exit_code, error)
 
     # -- the message ---------------------------------------------------------------------------
 
@@ -444,30 +379,3 @@ class AttemptRunner:
             log.error("could not dead-letter message %s: %s", received.id, exc)
             return
         await retry_transient("deleting a malformed message", lambda: queue.delete(received))
-
-
-class _StartedAnnouncer:
-    """Posts the 'started' event once the task has run for ``started_after_s``."""
-
-    def __init__(self, runner: AttemptRunner, message: TaskMessage, log: TaskLogger) -> None:
-        self.runner = runner
-        self.message = message
-        self.log = log
-        self.started_at = time.time()
-        self.posting = False
-        """Set once the event is being sent: from then on it must not be cancelled halfway."""
-
-    async def run(self) -> None:
-        await asyncio.sleep(self.runner.settings.started_after_s)
-        self.posting = True
-        await self.runner.reporter.post(
-            TaskStartedEvent(
-                workflow_id=self.message.workflow_id,
-                task=self.message.task,
-                attempt=self.message.attempt,
-                worker=self.runner.settings.worker_id,
-                started_at=self.started_at,
-            ),
-            partition=self.message.partition,
-            logger=self.log,
-        )
