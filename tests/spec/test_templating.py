@@ -200,6 +200,26 @@ def test_dotted_placeholders_render_for_a_dynamic_fan_out() -> None:
     assert rendered == 'fit --lr 0.1 --all \'{"lr":0.1,"x":"a b"}\''
 
 
+def test_a_value_with_a_line_break_is_read_from_its_variable() -> None:
+    template = parse_command("run {{ v }} --seed {{ s }}")
+    rendered = template.render({"v": "a\nb", "s": 1}, quote=True)
+    assert rendered == 'run "$DAGQ_VAR_v" --seed 1'
+    assert variable_env({"v": "a\nb", "s": 1})["DAGQ_VAR_v"] == "a\nb"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_bash_error_recovery_cannot_run_the_next_line_of_a_value(
+    shell: str, tmp_path: Path
+) -> None:
+    # Found by the property below: bash drops a line it cannot parse and runs the next one, so a
+    # quoted value's second line ran in a command that was not valid shell.
+    cmd = "x=(      ; }{{ v }}"
+    payload = "x\ntouch PWNED\n"
+    rendered = parse_command(cmd).render({"v": payload}, quote=True)
+    run(shell, rendered, tmp_path, env=variable_env({"v": payload}))
+    assert not (tmp_path / "PWNED").exists(), rendered
+
+
 FRAGMENTS = [
     " ", "echo ", "printf %s ", "true", ";", "\n", " && ", " | ", "'", '"', "\\", "$", "$(", "(",
     ")", "${X:-", "}", "`", "$'", "#", "<<EOF\n", "\nEOF\n", "$((", "))", "[[ ", " ]]", "x=",
@@ -227,8 +247,8 @@ def test_an_accepted_command_never_runs_a_value(cmd: str, payload: str) -> None:
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"dagq-templating-{os.getpid()}"
     scratch.mkdir(exist_ok=True)
     try:
-        for shell in SHELLS:
-            run(shell, rendered, scratch)
+        for shell in SHELLS:  # with the task's DAGQ_VAR_* variables, as a worker runs it
+            run(shell, rendered, scratch, env=variable_env({"v": payload}))
             assert not (scratch / "PWNED").exists(), (shell, cmd, rendered)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

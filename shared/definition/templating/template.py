@@ -8,7 +8,8 @@ command from values (a dynamic fan-out's ``{{ item }}`` / ``{{ item.key }}``):
   (``shared.definition.templating.shell_lexer``), so a rendered command can never run a value as
   shell code.
 - ``Template.render(values, quote=True)`` fills a command: each value becomes one shell word
-  (``shlex.quote``); ``quote=False`` fills text that is not shell (env values, cwd, queue).
+  (``shlex.quote``; a value with a line break is read from its ``DAGQ_VAR_`` variable instead);
+  ``quote=False`` fills text that is not shell (env values, cwd, queue).
 - ``variable_env(values)`` is the environment every templated task also gets: one
   ``DAGQ_VAR_<name>`` per variable, ``.`` in a name becoming ``_`` (``item.lr`` ->
   ``DAGQ_VAR_item_lr``). Reading ``"$DAGQ_VAR_lr"`` (double-quoted) in the shell or
@@ -61,8 +62,18 @@ class Template:
                 out.append(part)
             else:
                 text = render_value(values[part])
-                out.append(shlex.quote(text) if quote else text)
+                out.append(_shell_word(part, text) if quote else text)
         return "".join(out)
+
+
+def _shell_word(name: str, text: str) -> str:
+    """``text`` as one shell word. A value with a line break is read from its variable instead
+    (``"$DAGQ_VAR_<name>"``, which every templated task has, with the same text): after a syntax
+    error bash drops the rest of the *line* and runs the next one, so a line break inside single
+    quotes would let the value's next line run as code in a command bash cannot parse."""
+    if "\n" in text or "\r" in text:
+        return f'"${env_var_name(name)}"'
+    return shlex.quote(text)
 
 
 def parse_template(text: str) -> Template:
