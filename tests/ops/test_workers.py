@@ -52,6 +52,6 @@ async def test_listing_puts_alive_first_and_forgets_long_lost_records() -> None:
     body = dump(view)
     assert body["workers"][0]["tasks"] == [{"workflow_id": "wf", "task": "t", "attempt": 1}]
     assert set(body["workers"][0]) == {
-        "worker_id", "host", "queues", "slots", "busy_slots", "tasks", "version", "started_at",
-        "last_seen", "status",
+        "worker_id", "host", "queues", "slots", "busy_slots", "busy_s", "tasks", "version",
+        "started_at", "last_seen", "status",
     }  # fmt: skip
