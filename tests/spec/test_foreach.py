@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -238,8 +239,13 @@ HOSTILE = [
 def test_substituted_values_are_one_shell_word_each() -> None:
     wf = compile_dict(workflow(task("t", "printf '%s\\n' {{ v }}", foreach={"v": HOSTILE})))
     for expansion, value in zip(wf.tasks, HOSTILE, strict=True):
-        out = subprocess.run(
-            ["sh", "-c", expansion.cmd], capture_output=True, text=True, check=True, timeout=10
+        out = subprocess.run(  # with the expansion's env (DAGQ_VAR_v), as a worker runs it
+            ["sh", "-c", expansion.cmd],
+            env={**os.environ, **expansion.env},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
         )
         assert out.stdout == value + "\n", (expansion.cmd, out.stdout)
 
