@@ -110,7 +110,7 @@ class Facts:
     active_total: int = 0
     """Active workflows in the index (``workflows`` holds at most MAX_EXAMINED of them)."""
     workflow_id: str | None = None
-    """The one workflow asked about, if any."""
+    """The one workflow asked about, if any (then the first of ``workflows``)."""
     partial: list[str] = field(default_factory=list)
     """What a budget left unexamined (empty: the view is complete)."""
 
@@ -132,29 +132,30 @@ def limits_of(settings: Settings) -> Limits:
 async def gather(
     storage: Storage, settings: Settings, *, now: float, workflow_id: str | None = None
 ) -> Facts:
-    """Read the facts: the registry, the partitions, dead letters, and the active workflows (or
-    only ``workflow_id``: NotFoundError if it does not exist)."""
+    """Read the facts: the registry, the partitions, dead letters, and the active workflows —
+    with ``workflow_id``, that one too, first and whatever the budgets (NotFoundError if it does
+    not exist). Either way the counts are the deployment's, so ``doctor ID`` and ``doctor`` say
+    the same numbers about the same stack."""
     partial: list[str] = []
-    if workflow_id is not None:
-        rows = [await _row_of(storage, workflow_id)]
-        active_total = 1
-    else:
-        active = await storage.index.active(limit=MAX_ACTIVE_READ)
-        active_total = len(active)
-        if active_total >= MAX_ACTIVE_READ:
-            partial.append(f"the index was read for the first {MAX_ACTIVE_READ:,} active"
-                           " workflows only; there may be more")  # fmt: skip
-        rows = _within_budget(sorted(active, key=lambda r: r.created_at), partial)
+    asked = None if workflow_id is None else await _row_of(storage, workflow_id)
+    active = await storage.index.active(limit=MAX_ACTIVE_READ)
+    active_total = len(active)
+    if active_total >= MAX_ACTIVE_READ:
+        partial.append(f"the index was read for the first {MAX_ACTIVE_READ:,} active"
+                       " workflows only; there may be more")  # fmt: skip
+    rows = _within_budget(sorted(active, key=lambda r: r.created_at), partial)
+    if asked is not None:  # its row from its state (authoritative), not the index's copy
+        rows = [asked, *(row for row in rows if row.workflow_id != asked.workflow_id)]
     examined = await asyncio.gather(*(_examine(storage, row) for row in rows))
     workflows = [wf for wf, _ in examined]
     queued = [task for _, tasks in examined for task in tasks][:MAX_QUEUED]
-    asked = {q for wf in workflows for q in wf.queues}
+    queues = {q for wf in workflows for q in wf.queues}
     workers, known, partitions, letters, depths = await asyncio.gather(
         storage.registry.workers(),
         storage.registry.queues(),
         _partitions(storage, settings.partitions),
         storage.deadletters.list(RECENT_DEAD_LETTERS),
-        _depths(storage, settings.names, asked),
+        _depths(storage, settings.names, queues),
     )
     return Facts(
         now=now,

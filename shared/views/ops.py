@@ -108,8 +108,11 @@ class DoctorSummary(View):
     workers_alive: int
     workers_lost: int
     active_workflows: int
+    """Active workflows in the deployment's index (with or without an id: the same count)."""
     examined_workflows: int
+    """Workflows whose state this run read (the asked one included)."""
     queued_tasks: int
+    """Queued tasks of the examined workflows."""
     queue_depths: dict[str, int]
     """Definition queue name -> messages on it (visible or not)."""
     partitions: int

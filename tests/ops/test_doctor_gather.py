@@ -105,3 +105,55 @@ async def test_a_run_stays_within_its_budgets_and_says_what_it_left_out(
     assert [f.severity for f in partial] == ["info"]
     assert note in (partial[0].detail or "")
     assert report.summary.queued_tasks == 2  # task a of each examined workflow
+
+
+async def test_doctor_id_counts_what_the_unfiltered_doctor_counts(storage: Storage) -> None:
+    # Issue 20: `dagq doctor ID` said "1 active workflow(s), 1 queued task(s)" on a stack where
+    # `dagq doctor` said 3 and 2 — its counts were of the one workflow, under the same words. Now
+    # both count the deployment; ID also makes sure that workflow is examined and names its status.
+    settings = settings_of(storage)
+    now = time.time()
+    for wid in ("wf1", "wf2", "wf3"):
+        await submit(storage, diamond(), wid, now)
+    await Coordinator(storage, settings.names, fast_options()).run_once()  # all running
+    await storage.registry.mark("sweep", now)
+
+    everything = await doctor(storage, settings, now=now)
+    one = await doctor(storage, settings, now=now, workflow_id="wf2")
+    assert everything.summary.workflow_status is None
+    assert one.summary.workflow_status == "running"
+    assert one.summary.model_dump(exclude={"workflow_status"}) == everything.summary.model_dump(
+        exclude={"workflow_status"}
+    )
+    assert everything.summary.active_workflows == 3
+    assert everything.summary.queued_tasks == 3
+    assert checks_of(one) == checks_of(everything)
+
+
+async def test_doctor_id_examines_its_workflow_beyond_the_budgets(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shared.ops.doctor_facts as doctor_facts
+
+    monkeypatch.setattr(doctor_facts, "MAX_EXAMINED", 1)  # the oldest (wf1) only
+    settings = settings_of(storage)
+    now = time.time()
+    for i, wid in enumerate(("wf1", "wf2")):
+        await submit(storage, diamond(), wid, now + i)
+    await Coordinator(storage, settings.names, fast_options()).run_once()
+    await storage.registry.mark("sweep", now)
+    queue = storage.queues.get(settings.names.task_queue("cpu"))
+    for message in await queue.receive(2, 5):
+        await queue.delete(message)  # both task messages are lost
+
+    later = time.time() + 70
+    unfiltered = await doctor(storage, settings, now=later)
+    assert unfiltered.summary.examined_workflows == 1
+    lost = [f for f in unfiltered.findings if f.check == "lost_dispatch"]
+    assert "wf1/a#1" in lost[0].detail
+    assert "wf2/" not in lost[0].detail
+    asked = await doctor(storage, settings, now=later, workflow_id="wf2")
+    assert asked.summary.active_workflows == 2
+    assert asked.summary.examined_workflows == 2
+    lost = [f for f in asked.findings if f.check == "lost_dispatch"]
+    assert "wf2/a#1" in lost[0].detail
