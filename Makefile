@@ -2,7 +2,7 @@
 #   make test    install everything (virtualenv, pip packages, Azurite from npm) and run the whole suite
 #   make lint    ruff + mypy + the import contracts (lint-imports; docs/architecture.md)
 #   make demo    the whole stack on this machine, running examples/pipeline.yaml (KEEP=1: stay up)
-#   make screenshots  the dashboard's screenshots in docs/screenshots/
+#   make screenshots  the dashboard's screenshots in .run/screenshots/ (UPDATE=1: docs/screenshots/)
 #   make bench   benchmarks under bench/ (each prints one key=value line)
 #   make sim     the deterministic simulation over SEEDS seeds (default 500; SEEDS=10000 for long runs)
 SHELL := /bin/bash
@@ -122,11 +122,12 @@ down:
 demo: install
 	$(PY) -m devtools.demo $(if $(KEEP),--keep)
 
-# The dashboard's views as PNGs in docs/screenshots/ (the README shows them): a demo stack,
-# a few workflows, headless chromium.
+# The dashboard's views as PNGs in .run/screenshots/ (a demo stack, a few workflows, headless
+# chromium); UPDATE=1 writes them to docs/screenshots/ instead, the ones the README shows. Without
+# it no tracked file changes (each run's pixels differ a little: times, ids).
 .PHONY: screenshots
 screenshots: install browser
-	$(PY) -m devtools.screenshots
+	$(PY) -m devtools.screenshots $(if $(UPDATE),--update)
 
 # The dashboard's layout library, vendored (committed) so the app needs no build step and no
 # network: `make vendor-ui` after changing its pinned version in package.json.

@@ -1,11 +1,14 @@
-"""``make screenshots``: the dashboard's views as PNGs in docs/screenshots/ (the README shows them).
+"""``make screenshots``: the dashboard's views as PNGs, in ``.run/screenshots/`` to look at, or
+with ``--update`` (``make screenshots UPDATE=1``) in docs/screenshots/, the ones the README shows.
 
-Starts the demo's stack (Azurite, the app under the local host, cpu and gpu workers) in
-``.run/screenshots``, runs ``examples/pipeline.yaml`` plus a few small workflows that give the list
-some variety (a foreach sweep, a failure, a cancelled run), and photographs each view in headless
-chromium on a laptop-sized viewport. Everything stays on 127.0.0.1; everything started is stopped.
+By default no tracked file changes: every run draws slightly different pixels (times, ids), so
+rewriting docs/screenshots/ each time would dirty the tree for nothing. Starts the demo's stack
+(Azurite, the app under the local host, cpu and gpu workers) in ``.run/screenshots/stack``, runs
+``examples/pipeline.yaml`` plus a few small workflows that give the list some variety (a foreach
+sweep, a failure, a cancelled run), and photographs each view in headless chromium on a
+laptop-sized viewport. Everything stays on 127.0.0.1; everything started is stopped.
 
-    python -m devtools.screenshots [--out DIR]
+    python -m devtools.screenshots [--update | --out DIR]
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ if TYPE_CHECKING:
 
     from shared.client import Client
 
-OUT = REPO_ROOT / "docs" / "screenshots"
+DOCS_OUT = REPO_ROOT / "docs" / "screenshots"
+"""The README's screenshots: written only when asked (``--update``)."""
 RUN_DIR = REPO_ROOT / ".run" / "screenshots"
+"""Where the PNGs go by default (git-ignored); the stack lives in its ``stack`` folder."""
 SWEEP = """
 name: seed-sweep
 default_queue: cpu
@@ -109,23 +114,41 @@ def take(client: Client, base: str, out: Path) -> None:
         shoot(page, "workflows", out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m devtools.screenshots", description=__doc__)
-    parser.add_argument("--out", type=Path, default=OUT, help="where the PNGs go")
-    args = parser.parse_args(argv)
+def capture(out: Path) -> None:
+    """Start the demo's stack in ``RUN_DIR/stack``, photograph the views into ``out``, stop it."""
     from shared.client import Client
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    if RUN_DIR.exists():
-        shutil.rmtree(RUN_DIR)
-    RUN_DIR.mkdir(parents=True)
-    stack = DemoStack(RUN_DIR)
+    stack_dir = RUN_DIR / "stack"
+    if stack_dir.exists():
+        shutil.rmtree(stack_dir)
+    stack_dir.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
+    stack = DemoStack(stack_dir)
     try:
         stack.start()
         with Client(stack.api_url) as client:
-            take(client, dashboard_url(stack.api_url), args.out)
+            take(client, dashboard_url(stack.api_url), out)
     finally:
         stack.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.screenshots", description=__doc__)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--update",
+        action="store_true",
+        help=f"write the README's screenshots ({DOCS_OUT.relative_to(REPO_ROOT)}/)",
+    )
+    where.add_argument(
+        "--out", type=Path, help=f"where the PNGs go (default {RUN_DIR.relative_to(REPO_ROOT)}/)"
+    )
+    args = parser.parse_args(argv)
+    out: Path = DOCS_OUT if args.update else (args.out or RUN_DIR)
+    capture(out.resolve())
+    if not args.update:
+        print(f"the README's screenshots ({DOCS_OUT.relative_to(REPO_ROOT)}/) are unchanged:"
+              " make screenshots UPDATE=1 replaces them")  # fmt: skip
     return 0
 
 
