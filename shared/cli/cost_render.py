@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from shared.cli.fit_table import Column, FitTable, Phrases
 from shared.cli.render import duration
 from shared.views import CostReport, WorkflowCost
+
+TASK_COLUMNS = (
+    Column("task", "name", floor=20),
+    Column("queue", "name", drop=4, floor=8),
+    Column("gpus", right=True, drop=3),
+    Column("tries", right=True, drop=2),
+    Column("ran", right=True),
+    Column("waited", right=True, drop=1),
+    Column("gpu-h", right=True),
+    Column("cpu-h", right=True, drop=5),
+    Column("cost", right=True),
+)
+"""The columns of a run's cost per task (the cost and what it is made of stay longest)."""
+GROUP_COLUMNS = (
+    Column("workflows", right=True),
+    Column("gpu-h", right=True),
+    Column("cpu-h", right=True, drop=1),
+    Column("cost", right=True),
+    Column("saved-h", right=True, drop=2),
+)
 
 
 def money(amount: float, currency: str) -> str:
@@ -22,18 +42,25 @@ def render(view: WorkflowCost | CostReport) -> RenderableType:
 
 def workflow_view(cost: WorkflowCost) -> RenderableType:
     c = cost.currency
-    head = Text.assemble(
-        (f"{cost.id}", "bold"), f"  {cost.name}\n",
-        f"GPU-hours {cost.gpu_hours:.3f}  CPU-hours {cost.cpu_hours:.3f}  "
-        f"queue wait {cost.queue_wait_hours:.3f} h\n",
-        "estimated cost ", (money(cost.estimated_cost, c), "bold"),
-        f" (compute {money(cost.compute_cost, c)}, storage {money(cost.storage_cost, c)} for"
-        f" ~{cost.storage_requests:,.0f} requests)\n",
-        f"cache saved {cost.cached_saved_hours:.3f} h ({money(cost.cached_saved_cost, c)})",
-    )  # fmt: skip
-    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-    for column in ("task", "queue", "gpus", "tries", "ran", "waited", "gpu-h", "cpu-h", "cost"):
-        table.add_column(column, justify="left" if column in ("task", "queue") else "right")
+    # Each phrase stays on one line, so an amount keeps its unit.
+    saved = f"cache saved {cost.cached_saved_hours:.3f} h ({money(cost.cached_saved_cost, c)})"
+    head = Group(
+        Phrases(Text(cost.id, "bold"), cost.name),
+        Phrases(
+            f"GPU-hours {cost.gpu_hours:.3f}",
+            f"CPU-hours {cost.cpu_hours:.3f}",
+            f"queue wait {cost.queue_wait_hours:.3f} h",
+        ),
+        Phrases(
+            Text.assemble("estimated cost ", (money(cost.estimated_cost, c), "bold")),
+            f"(compute {money(cost.compute_cost, c)},",
+            f"storage {money(cost.storage_cost, c)}",
+            f"for ~{cost.storage_requests:,.0f} requests)",
+            sep=" ",
+        ),
+        Phrases(saved),
+    )
+    table = FitTable(TASK_COLUMNS)
     for t in cost.tasks:
         ran = "cached" if t.cached_from is not None else duration(t.run_s)
         table.add_row(
@@ -46,15 +73,15 @@ def workflow_view(cost: WorkflowCost) -> RenderableType:
 def period_view(report: CostReport) -> RenderableType:
     c = report.currency
     more = " (more were created: the newest are counted)" if report.truncated else ""
-    head = Text.assemble(
-        f"{report.workflows} workflow(s){more}\n",
-        f"GPU-hours {report.gpu_hours:.3f}  CPU-hours {report.cpu_hours:.3f}  estimated cost ",
-        (money(report.estimated_cost, c), "bold"),
-        f"  cache saved {report.cached_saved_hours:.3f} h",
-    )
-    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-    for column in (report.by, "workflows", "gpu-h", "cpu-h", "cost", "saved-h"):
-        table.add_column(column, justify="left" if column == report.by else "right")
+    head = Group(
+        Phrases(f"{report.workflows} workflow(s){more}"),
+        Phrases(
+            f"GPU-hours {report.gpu_hours:.3f}", f"CPU-hours {report.cpu_hours:.3f}",
+            Text.assemble("estimated cost ", (money(report.estimated_cost, c), "bold")),
+            f"cache saved {report.cached_saved_hours:.3f} h",
+        ),
+    )  # fmt: skip
+    table = FitTable([Column(report.by, "name", floor=20), *GROUP_COLUMNS])
     for g in report.groups:
         table.add_row(
             g.key, str(g.workflows), f"{g.gpu_hours:.3f}", f"{g.cpu_hours:.3f}",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rich.table import Table
 from rich.text import Text
 
+from shared.cli.fit_table import Column, FitTable
 from shared.cli.render import STATE_STYLE, duration, first_line, timestamp
 from shared.views import AttemptList, GpuView
 
@@ -44,14 +44,21 @@ def gpu_text(gpus: list[GpuView]) -> str:
     return " ".join(shown) or "-"
 
 
-def attempts_table(listing: AttemptList) -> Table:
+ATTEMPT_COLUMNS = (
+    Column("try", right=True),
+    Column("state"),
+    Column("worker", "name", floor=12),
+    Column("queued", drop=3),
+    Column("started", drop=2),
+    Column("took", right=True),
+    Column("exit", right=True),
+    Column("error", "text", drop=1),
+)
+
+
+def attempts_table(listing: AttemptList) -> FitTable:
     """The table of ``dagq attempts ID TASK``: one row per attempt, oldest first."""
-    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-    for column, right in (
-        ("try", True), ("state", False), ("worker", False), ("queued", False),
-        ("started", False), ("took", True), ("exit", True), ("error", False),
-    ):  # fmt: skip
-        table.add_column(column, no_wrap=column != "error", justify="right" if right else "left")
+    table = FitTable(ATTEMPT_COLUMNS)
     for item in listing.items:
         took = None
         if item.started_at is not None and item.finished_at is not None:

@@ -5,9 +5,9 @@ Pure functions from client results to rich renderables, tested without an API.
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
+from shared.cli.fit_table import Column, FitTable
 from shared.cli.live_render import gpu_text, progress_text
 from shared.cli.render import duration
 from shared.views import DoctorReport, WorkersView, WorkerView
@@ -25,26 +25,28 @@ def _doing(worker: WorkerView, limit: int = 3) -> str:
     return ", ".join(shown) or "-"
 
 
-def workers_table(view: WorkersView, now: float) -> Table:
+WORKER_COLUMNS = (
+    Column("worker", "name", floor=24),
+    Column("status"),
+    Column("queues", "words", drop=3),
+    Column("busy", right=True),
+    Column("seen", right=True, drop=2),
+    Column("up", right=True, drop=4),
+    Column("version", drop=5),
+)
+GPU_COLUMN = Column("gpus (use, memory)", "words", drop=1)
+RUNNING_COLUMN = Column("running", "words")
+
+
+def workers_table(view: WorkersView, now: float) -> FitTable:
     """The table of ``dagq workers``: alive first, then lost."""
-    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-    id_width = max((len(w.worker_id) for w in view.workers), default=6)
-    table.add_column("worker", no_wrap=True, min_width=id_width)
-    table.add_column("status", no_wrap=True)
-    table.add_column("queues", no_wrap=True)
-    table.add_column("busy", no_wrap=True, justify="right")
-    table.add_column("seen", no_wrap=True, justify="right")
-    table.add_column("up", no_wrap=True, justify="right")
-    table.add_column("version", no_wrap=True)
     show_gpus = any(w.gpus for w in view.workers)
-    if show_gpus:
-        table.add_column("gpus (use, memory)", overflow="fold")
-    table.add_column("running", overflow="fold")
+    table = FitTable([*WORKER_COLUMNS, *([GPU_COLUMN] if show_gpus else []), RUNNING_COLUMN])
     for worker in view.workers:
         table.add_row(
             worker.worker_id,
             Text(worker.status, style=WORKER_STATUS_STYLE.get(worker.status, "")),
-            ",".join(worker.queues),
+            " ".join(worker.queues),
             f"{worker.busy_slots}/{worker.slots}",
             duration(now - worker.last_seen) + " ago",
             duration(now - worker.started_at),

@@ -17,6 +17,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from shared.cli.fit_table import Cell, Column, FitTable, Phrases
 from shared.client import TaskInfo, Workflow, WorkflowSummary
 from shared.states import TERMINAL_TASK_STATES, TaskState, WorkflowStatus
 
@@ -110,44 +111,63 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
-def header(wf: Workflow, pace: Pace | None = None) -> Text:
-    """One line: name, id, status, run, progress, pace."""
+def header(wf: Workflow, pace: Pace | None = None) -> Phrases:
+    """One line (wrapped between its phrases): name, id, status, run, progress, pace."""
     total = total_of(wf)
     done = finished_count(wf.counts)
-    line = Text.assemble(
-        (wf.name or "(unnamed)", "bold"), "  ", (wf.id, "grey62"), "  ", status_text(wf.status)
+    line = Phrases(
+        Text(wf.name or "(unnamed)", "bold"), Text(wf.id, "grey62"), status_text(wf.status)
     )
     if wf.run > 1:
-        line.append(f"  run {wf.run}", style="grey62")
-    line.append(f"  {done}/{total} tasks finished")
+        line.append(Text(f"run {wf.run}", style="grey62"))
+    line.append(f"{done}/{total} tasks finished")
     if pace is not None:
-        line.append(f"  elapsed {duration(pace.elapsed_s)}")
+        line.append(f"elapsed {duration(pace.elapsed_s)}")
         if pace.rate is not None:
-            line.append(f"  {pace.rate:.1f} tasks/s")
+            line.append(f"{pace.rate:.1f} tasks/s")
         if not wf.is_terminal and pace.eta_s is not None:
-            line.append(f"  ETA {duration(pace.eta_s)}")
+            line.append(f"ETA {duration(pace.eta_s)}")
     return line
 
 
-def state_bars(counts: dict[str, int], total: int, width: int = 40) -> Table:
-    """One progress bar per task state that has tasks (just pending while there are none)."""
-    table = Table.grid(padding=(0, 1))
-    table.add_column(justify="right", min_width=15)
-    table.add_column(width=width)
-    table.add_column(justify="right")
-    shown: list[str] = [s for s in STATE_ORDER if counts.get(s)] or [TaskState.PENDING]
-    extra = sorted(set(counts) - set(STATE_ORDER))
-    for state in (*shown, *extra):
-        n = counts.get(state, 0)
-        bar = ProgressBar(
-            total=max(total, 1),
-            completed=n,
-            width=width,
-            complete_style=STATE_STYLE.get(state, "white"),
-            finished_style=STATE_STYLE.get(state, "white"),
-        )
-        table.add_row(Text(state, style=STATE_STYLE.get(state, "")), bar, str(n))
-    return table
+class StateBars:
+    """One progress bar per task state that has tasks (just pending while there are none); the
+    bars narrow to leave the counts whole on a narrow terminal."""
+
+    def __init__(self, counts: dict[str, int], total: int, width: int = 40) -> None:
+        shown: list[str] = [s for s in STATE_ORDER if counts.get(s)] or [TaskState.PENDING]
+        extra = sorted(set(counts) - set(STATE_ORDER))
+        self.rows = [(state, counts.get(state, 0)) for state in (*shown, *extra)]
+        self.total = total
+        self.width = width
+
+    def layout(self, max_width: int) -> Table:
+        label_width = max(15, *(len(state) for state, _ in self.rows))
+        count_width = max(len(str(n)) for _, n in self.rows)
+        width = max(5, min(self.width, max_width - label_width - count_width - 2))
+        table = Table.grid(padding=(0, 1))
+        table.add_column(justify="right", min_width=label_width, no_wrap=True)
+        table.add_column(width=width)
+        table.add_column(justify="right", min_width=count_width, no_wrap=True)
+        for state, n in self.rows:
+            style = STATE_STYLE.get(state, "white")
+            bar = ProgressBar(
+                total=max(self.total, 1),
+                completed=n,
+                width=width,
+                complete_style=style,
+                finished_style=style,
+            )
+            table.add_row(Text(state, style=STATE_STYLE.get(state, "")), bar, str(n))
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.layout(options.max_width)
+
+
+def state_bars(counts: dict[str, int], total: int, width: int = 40) -> StateBars:
+    """One progress bar per task state that has tasks (see ``StateBars``)."""
+    return StateBars(counts, total, width)
 
 
 def queue_counts(tasks: dict[str, TaskInfo]) -> dict[str, Counter[str]]:
@@ -158,11 +178,15 @@ def queue_counts(tasks: dict[str, TaskInfo]) -> dict[str, Counter[str]]:
     return per_queue
 
 
-def queue_table(tasks: dict[str, TaskInfo]) -> Table:
+QUEUE_COLUMNS = (
+    Column("queue", "name", floor=12),
+    *(Column(c, right=True) for c in ("waiting", "queued", "running", "done", "failed")),
+)
+
+
+def queue_table(tasks: dict[str, TaskInfo]) -> FitTable:
     """Per-queue counts: waiting (pending/ready), queued, running, done, failed."""
-    table = Table(box=None, padding=(0, 2), header_style="bold")
-    for column in ("queue", "waiting", "queued", "running", "done", "failed"):
-        table.add_column(column, justify="left" if column == "queue" else "right")
+    table = FitTable(QUEUE_COLUMNS, gap=2)
     for queue, counts in sorted(queue_counts(tasks).items()):
         failed = (
             counts[TaskState.FAILED]
@@ -218,84 +242,47 @@ _INTERESTING: dict[str, int] = {
 }
 
 
-class TaskTable:
-    """The task table, laid out for the width it gets: task names and states always whole
-    (people copy them into ``dagq logs``); the other columns are dropped, least useful first,
-    when the width runs out, and the error column takes what is left."""
+TASK_COLUMNS = (
+    Column("task", "name", floor=60),  # people copy names into ``dagq logs``: whole up to 60
+    Column("state"),
+    Column("progress", drop=2),
+    Column("try", right=True, drop=5),
+    Column("queue", "name", drop=6, floor=8),
+    Column("started", drop=7),
+    Column("took", right=True, drop=4),
+    Column("exit", right=True, drop=3),
+)
+"""The task table's columns; the last one (``error``, or ``note``) is free text."""
 
-    COLUMNS = ("task", "state", "progress", "try", "queue", "started", "took", "exit")
-    DROP_ORDER = ("started", "queue", "try", "took", "exit", "progress")
 
-    def __init__(self, items: list[tuple[str, TaskInfo]]) -> None:
-        from shared.cli.live_render import progress_text
+def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
+    """The task table: names and states kept, the other columns left out, least useful first
+    (started, queue, try, took, exit, progress), when the width runs out."""
+    from shared.cli.live_render import progress_text
 
-        self.rows: list[dict[str, str]] = []
-        self.last_column = "error" if any(info.error for _, info in items) else "note"
-        """``error``, or ``note`` when the column only says where cached results came from."""
-        for name, info in items:
-            took = None
-            if info.started_at is not None and info.finished_at is not None:
-                took = info.finished_at - info.started_at
-            self.rows.append(
-                {
-                    "task": name,
-                    "state": CACHED if info.cached_from is not None else info.state,
-                    "progress": progress_text(info.progress, info.metrics),
-                    "try": str(info.attempt or "-"),
-                    "queue": info.queue or "-",
-                    "started": timestamp(info.started_at)[11:] if info.started_at else "-",
-                    "took": duration(took),
-                    "exit": "-" if info.exit_code is None else str(info.exit_code),
-                    "error": _cached_note(info) or first_line(info.error, limit=200),
-                }
-            )
-
-    def _width(self, column: str) -> int:
-        return max([len(column), *(len(row[column]) for row in self.rows)])
-
-    def layout(self, max_width: int) -> Table:
-        columns = list(self.COLUMNS)
-        if not any(row["progress"] for row in self.rows):
-            columns.remove("progress")  # only while some task reports progress
-        widths = {c: self._width(c) for c in (*columns, "error")}
-        widths["task"] = min(widths["task"], 60)
-
-        def used() -> int:
-            return sum(widths[c] + 1 for c in columns)
-
-        has_errors = any(row["error"] for row in self.rows)
-        spare = 12 if has_errors else 0
-        for column in self.DROP_ORDER:
-            if used() + spare <= max_width:
-                break
-            if column in columns:
-                columns.remove(column)
-        error_width = max_width - used() - 1
-        show_error = has_errors and error_width >= 8
-        table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-        for column in columns:
-            right = column in ("try", "took", "exit")
-            table.add_column(
-                column, no_wrap=True, min_width=widths[column], justify="right" if right else "left"
-            )
-        if show_error:
-            table.add_column(
-                self.last_column, no_wrap=True, overflow="ellipsis", max_width=error_width
-            )
-        for row in self.rows:
-            cells: list[str | Text] = [
-                Text(row[c], style=STATE_STYLE.get(_shown_state(row[c]), ""))
-                if c == "state"
-                else row[c]
-                for c in columns
-            ]
-            if show_error:
-                cells.append(row["error"])
-            table.add_row(*cells)
-        return table
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.layout(options.max_width)
+    last = Column("error" if any(info.error for _, info in items) else "note", "text", drop=1)
+    notes = [_cached_note(info) or first_line(info.error, limit=200) for _, info in items]
+    progress = [progress_text(info.progress, info.metrics) for _, info in items]
+    columns = [c for c in TASK_COLUMNS if c.header != "progress" or any(progress)]
+    table = FitTable([*columns, *([last] if any(notes) else [])])
+    for (name, info), shown, note in zip(items, progress, notes, strict=True):
+        took = None
+        if info.started_at is not None and info.finished_at is not None:
+            took = info.finished_at - info.started_at
+        state = CACHED if info.cached_from is not None else info.state
+        cells: dict[str, Cell] = {
+            "task": name,
+            "state": Text(state, style=STATE_STYLE.get(_shown_state(state), "")),
+            "progress": shown,
+            "try": str(info.attempt or "-"),
+            "queue": info.queue or "-",
+            "started": timestamp(info.started_at)[11:] if info.started_at else "-",
+            "took": duration(took),
+            "exit": "-" if info.exit_code is None else str(info.exit_code),
+            last.header: note,
+        }
+        table.add_row(*(cells[c.header] for c in table.columns))
+    return table
 
 
 def _shown_state(text: str) -> str:
@@ -312,7 +299,7 @@ def _cached_note(info: TaskInfo) -> str:
     return f"from {origin.workflow_id} {origin.task} try {origin.attempt} (saved {saved})"
 
 
-def task_table(wf: Workflow, limit: int | None = 50) -> tuple[TaskTable, int]:
+def task_table(wf: Workflow, limit: int | None = 50) -> tuple[FitTable, int]:
     """The task table of ``status`` and how many rows were left out (failed and running tasks
     are listed first when the workflow has more tasks than ``limit``)."""
     items = list(wf.tasks.items())
@@ -322,7 +309,7 @@ def task_table(wf: Workflow, limit: int | None = 50) -> tuple[TaskTable, int]:
         items.sort(key=lambda kv: (_INTERESTING.get(kv[1].state, 9), order[kv[0]]))
         hidden = len(items) - limit
         items = sorted(items[:limit], key=lambda kv: order[kv[0]])
-    return TaskTable(items), hidden
+    return task_rows(items), hidden
 
 
 def first_line(text: str | None, limit: int = 80) -> str:
@@ -337,12 +324,13 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
     """What ``dagq status`` prints: header, counts, timestamps and the task table."""
     total = total_of(wf)
     parts: list[RenderableType] = [header(wf)]
-    times = Text(f"created {timestamp(wf.created_at)} UTC", style="grey62")
+    times = Phrases(Text(f"created {timestamp(wf.created_at)} UTC", style="grey62"))
     if wf.finished_at:
-        times.append(f"  finished {timestamp(wf.finished_at)} UTC")
-        times.append(f"  took {duration(wf.finished_at - (wf.created_at or wf.finished_at))}")
+        times.append(Text(f"finished {timestamp(wf.finished_at)} UTC", style="grey62"))
+        took = duration(wf.finished_at - (wf.created_at or wf.finished_at))
+        times.append(Text(f"took {took}", style="grey62"))
     if wf.cancel_requested and not wf.is_terminal:
-        times.append("  cancel requested", style="dark_orange")
+        times.append(Text("cancel requested", style="dark_orange"))
     parts += [times, state_bars(wf.counts, total)]
     if wf.error:
         parts.append(Text(f"error: {wf.error}", style="red"))
@@ -354,19 +342,19 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
     return Group(*parts)
 
 
-def list_table(items: Iterable[WorkflowSummary]) -> Table:
+LIST_COLUMNS = (
+    Column("id"),  # what people copy into the next command: never cut
+    Column("name", "name", floor=20),
+    Column("status"),
+    Column("done", right=True),
+    Column("created (UTC)", drop=2),
+    Column("took", right=True, drop=1),
+)
+
+
+def list_table(items: Iterable[WorkflowSummary]) -> FitTable:
     """The table of ``dagq list``."""
-    items = list(items)
-    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-    # Ids are what people copy into the next command: never cut them short.
-    id_width = max((len(item.id) for item in items), default=2)
-    name_width = min(max((len(item.name) for item in items), default=4), 40)
-    table.add_column("id", no_wrap=True, min_width=id_width)
-    table.add_column("name", no_wrap=True, min_width=name_width, overflow="ellipsis")
-    table.add_column("status", no_wrap=True, min_width=10)
-    table.add_column("done", no_wrap=True, justify="right")
-    table.add_column("created (UTC)", no_wrap=True, min_width=16)
-    table.add_column("took", no_wrap=True, justify="right", min_width=6)
+    table = FitTable(LIST_COLUMNS)
     for item in items:
         total = item.total or sum(item.counts.values())
         took = None

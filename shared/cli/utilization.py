@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from rich.table import Table
-
+from shared.cli.fit_table import Column, FitTable
 from shared.cli.render import duration
 from shared.views import WorkersView
 
@@ -49,11 +48,15 @@ def queue_use(view: WorkersView) -> list[QueueUse]:
     return sorted(uses.values(), key=lambda u: u.queue)
 
 
-def utilization_table(view: WorkersView) -> Table:
+UTILIZATION_COLUMNS = (
+    Column("queue", "name", floor=12),
+    *(Column(c, right=True) for c in ("workers", "slots", "busy", "alive", "utilization")),
+)
+
+
+def utilization_table(view: WorkersView) -> FitTable:
     """The table of ``dagq workers --utilization``."""
-    table = Table(box=None, padding=(0, 1, 0, 0), header_style="bold")
-    for column in ("queue", "workers", "slots", "busy", "alive", "utilization"):
-        table.add_column(column, no_wrap=True, justify="left" if column == "queue" else "right")
+    table = FitTable(UTILIZATION_COLUMNS)
     for use in queue_use(view):
         share = use.utilization
         table.add_row(
