@@ -7,8 +7,9 @@
    conditional publish) and shows it live until it ends;
 3. prints the outcome and the best run, saves every task's output and log under
    ``RUN_DIR/<workflow id>/``, and says where they are;
-4. with ``--keep`` (``make demo KEEP=1``), prints the dashboard's URL and keeps the stack up until
-   Ctrl-C, so the run can be looked at in the browser (and more workflows submitted);
+4. with ``--keep`` (``make demo KEEP=1``), writes ``.run/demo/stack.env`` (the stack's API URL,
+   storage and prefix: ``devtools.stackenv``), prints the line that loads it in a shell for the
+   ``dagq`` CLI and the dashboard's URL, and keeps the stack up until Ctrl-C (then removes it);
 5. stops everything it started: at the end, on an error, on Ctrl-C and on SIGTERM.
 
 It never touches a stack started by ``make up`` (different ports, prefix and folder). Exit code:
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from devtools.azurite import Azurite, AzuriteError
+from devtools.stackenv import read_env, source_line, write_env
 
 if TYPE_CHECKING:
     from shared.client import Client
@@ -68,6 +70,15 @@ class DemoStack:
         self.processes: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.api_url = ""
         self.env: dict[str, str] = {}
+
+    def stack_env(self) -> dict[str, str]:
+        """What the CLI (``DAGQ_API_URL``) and a worker (storage, prefix, examples) need."""
+        return {
+            "DAGQ_API_URL": self.api_url,
+            "DAGQ_STORAGE": self.env["DAGQ_STORAGE"],
+            "DAGQ_PREFIX": self.env["DAGQ_PREFIX"],
+            "DAGQ_EXAMPLES_DIR": str(EXAMPLES),
+        }
 
     def start(self, say: Callable[..., Any] = print) -> None:
         log = say
@@ -195,10 +206,24 @@ def dashboard_url(api_url: str, workflow_id: str | None = None) -> str:
     return f"{api_url}/api/ui" + (f"#/runs/{workflow_id}" if workflow_id else "")
 
 
-def keep_up(say: Callable[..., Any], api_url: str, workflow_id: str) -> None:
+def write_stack_env(stack: DemoStack, path: Path) -> None:
+    """``.run/demo/stack.env``: the kept stack for the CLI and workers in another shell."""
+    write_env(path, stack.stack_env())
+
+
+def forget_stack_env(stack: DemoStack, path: Path) -> None:
+    """Remove ``path`` if it still names this stack (a later kept demo's is left alone)."""
+    with suppress(OSError, ValueError):
+        if read_env(path).get("DAGQ_API_URL") == stack.api_url:
+            path.unlink()
+
+
+def keep_up(say: Callable[..., Any], api_url: str, workflow_id: str, env_file: Path) -> None:
     """Keep the stack up until Ctrl-C (or SIGTERM, which ``sigterm_as_interrupt`` turns into it)."""
     say(f"dashboard: {dashboard_url(api_url, workflow_id)}", soft_wrap=True)
-    say(f"the stack stays up (API {api_url}/api, DAGQ_API_URL={api_url}): Ctrl-C stops it")
+    say("the dagq CLI in another shell: load this stack's API URL, storage and prefix with")
+    say(f"  {source_line(env_file)}", soft_wrap=True, markup=False)
+    say(f"the stack stays up (API {api_url}/api): Ctrl-C stops it")
     while True:
         time.sleep(3600)
 
@@ -216,6 +241,7 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
+    env_file = run_dir / "stack.env"
     stack = DemoStack(run_dir)
     code: int | None = None
     try:
@@ -223,6 +249,8 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
             stack.start(say)
             say(f"stack ready in {time.monotonic() - started:.1f} s: API {stack.api_url}/api")
             say(f"dashboard: {dashboard_url(stack.api_url)}", soft_wrap=True)
+            if keep:
+                write_stack_env(stack, env_file)
             with Client(stack.api_url) as client:
                 submitted = client.submit_file(EXAMPLES / "pipeline.yaml")
                 say(f"submitted examples/pipeline.yaml as workflow [bold]{submitted.id}[/bold]")
@@ -259,10 +287,11 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
                 f" (Azurite data under {run_dir / 'azurite'})",
                 soft_wrap=True,
             )
-            say("next: README.md's Quickstart runs the other examples with the dagq CLI (make up)")
             code = 0 if final.status == "completed" else 1
             if keep:
-                keep_up(say, stack.api_url, submitted.id)
+                keep_up(say, stack.api_url, submitted.id, env_file)
+            say("next: make demo KEEP=1 keeps the stack up afterwards, for the dagq CLI and the"
+                " dashboard (README.md's Quickstart)")  # fmt: skip
             return code
     except KeyboardInterrupt:
         if code is not None:  # --keep: Ctrl-C is how the user ends it
@@ -280,6 +309,7 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
         # Ignore a second Ctrl-C while cleaning up: a half-stopped stack helps nobody.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
+            forget_stack_env(stack, env_file)  # before the stop: it must not name a dead stack
             stack.stop()
         finally:
             signal.signal(signal.SIGINT, previous)
@@ -304,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep",
         action="store_true",
-        help="after the run, print the dashboard URL and keep the stack up until Ctrl-C",
+        help="after the run, keep the stack up until Ctrl-C: write RUN_DIR/stack.env (for the"
+        " dagq CLI: . .run/demo/stack.env) and print the dashboard URL",
     )
     parser.add_argument(
         "--timeout",

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from devtools.azurite import _LISTENING, azurite_binary
+from devtools.stackenv import source_line, write_env
 from shared.settings import azurite_connection_string
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -72,12 +73,15 @@ class Stack:
 
     def save(self) -> None:
         STATE_FILE.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        ENV_FILE.write_text(
-            f"DAGQ_API_URL={self.api_url}\n"
-            f"DAGQ_STORAGE_CONNECTION_STRING='{self.connection_string}'\n"
-            f"DAGQ_STORAGE='{self.connection_string}'\n"
-            f"DAGQ_PREFIX={self.prefix}\n"
-            f"DAGQ_PARTITIONS={self.partitions}\n"
+        write_env(
+            ENV_FILE,
+            {
+                "DAGQ_API_URL": self.api_url,
+                "DAGQ_STORAGE_CONNECTION_STRING": self.connection_string,
+                "DAGQ_STORAGE": self.connection_string,
+                "DAGQ_PREFIX": self.prefix,
+                "DAGQ_PARTITIONS": str(self.partitions),
+            },
         )
 
     @classmethod
@@ -90,16 +94,6 @@ class Stack:
             return cls(**data)
         except (ValueError, TypeError):
             return None
-
-
-def read_env(path: Path = ENV_FILE) -> dict[str, str]:
-    """The variables of a stack.env file (shell syntax: values with ``;`` are single-quoted)."""
-    values = {}
-    for line in path.read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() and not key.startswith("#"):
-            values[key.strip()] = value.strip().strip("'")
-    return values
 
 
 # -- processes -------------------------------------------------------------------------------------
@@ -362,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"dagq is up: API {stack.api_url}")
-    print(f"  environment: set -a; source {ENV_FILE}; set +a")
+    print(f"  environment: {source_line(ENV_FILE)}")
     print(f"  logs: {RUN_DIR}/*.log    stop: make down")
     return 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.stack import read_env
+from devtools.stackenv import read_env
 from tests.support.processes import alive
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent

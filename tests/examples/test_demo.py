@@ -1,5 +1,6 @@
 """`make demo`'s main path, non-interactively: it runs the pipeline to completion, reports the
-best run and where outputs and logs are, and stops every process it started — also on Ctrl-C."""
+best run and where outputs and logs are, and stops every process it started — also on Ctrl-C.
+Kept (`--keep`), its `stack.env` gives the dagq CLI and a worker the stack."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.settings import Settings
 from tests.support.processes import alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,8 @@ def test_demo_runs_the_pipeline_and_cleans_up(tmp_path: Path) -> None:
     assert "completed" in out
     assert "best run: train.lr=" in out
     assert "stopped everything the demo started" in out
+    assert "next: make demo KEEP=1" in out
+    assert "make up" not in out
     # What it cost (dagq cost ID): the "GPU" runs count GPU-hours, prep and evaluate CPU-hours.
     assert "GPU-hours" in out
     assert "CPU-hours" in out
@@ -111,8 +115,35 @@ def _check_kept_demo(demo: subprocess.Popen[str], run_dir: Path) -> None:
     api = page.removesuffix("/ui")
     with urllib.request.urlopen(f"{api}/workflows/{workflow_id}", timeout=10) as answer:
         assert json.loads(answer.read())["status"] == "completed"
+    _check_stack_env(seen, run_dir, workflow_id)
     demo.send_signal(signal.SIGINT)
     rest, _ = demo.communicate(timeout=60)
     assert demo.returncode == 0, "".join(seen) + rest  # Ctrl-C is how a kept demo ends
     assert "stopped everything" in rest
     assert not [pid for pid in _started_pids(run_dir) if alive(pid)]
+    assert not (run_dir / "stack.env").exists()  # it would name a stack that is gone
+
+
+def _check_stack_env(seen: list[str], base: Path, workflow_id: str) -> None:
+    """The printed line, in a shell with nothing else, gives the CLI and a worker the stack."""
+    [line] = [line.strip() for line in seen if line.startswith("  . ")]
+    assert line == f". {base / 'stack.env'}"  # outside the working directory: absolute
+    cli = subprocess.run(
+        ["/bin/sh", "-c", f'{line} && exec "$0" -m shared.cli list --json', sys.executable],
+        cwd=REPO_ROOT, env={"PATH": os.environ["PATH"], "HOME": str(base)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert workflow_id in {row["id"] for row in json.loads(cli.stdout)["items"]}
+    shown = subprocess.run(
+        ["/bin/sh", "-c", f"{line} && env -0"], env={}, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    env = dict(item.decode().partition("=")[::2] for item in shown if item.startswith(b"DAGQ_"))
+    settings = Settings.model_validate(env)  # a worker's storage: the stack's Azurite and prefix
+    assert settings.prefix == "demo"
+    from azure.storage.blob import BlobServiceClient
+
+    assert settings.storage_connection_string is not None
+    blobs = BlobServiceClient.from_connection_string(settings.storage_connection_string)
+    outputs = blobs.get_container_client(settings.names.outputs_container)
+    assert any(blob.name.startswith(f"{workflow_id}/") for blob in outputs.list_blobs())

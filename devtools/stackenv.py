@@ -1,0 +1,45 @@
+"""The ``stack.env`` file of a local stack: where its API and storage are, for the CLI and workers.
+
+``make up`` writes ``.run/stack.env`` and ``make demo KEEP=1`` writes ``.run/demo/stack.env``, both
+here: ``export NAME='value'`` lines, so one line in a shell (``. .run/demo/stack.env``) gives the
+``dagq`` CLI (``DAGQ_API_URL``) and a worker (``DAGQ_STORAGE``, ``DAGQ_PREFIX``) that stack. The
+only secret in it is Azurite's well-known development key.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def write_env(path: Path, values: Mapping[str, str]) -> None:
+    """Write ``values`` as ``export NAME=value`` lines (shell-quoted: a connection string holds
+    ``;``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = (f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
+    path.write_text("".join(lines))
+
+
+def read_env(path: Path) -> dict[str, str]:
+    """The variables of a stack.env file, as a shell that sources it sees them."""
+    values = {}
+    for line in path.read_text().splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["export"]:
+            words = words[1:]
+        for word in words:
+            name, sep, value = word.partition("=")
+            if sep and name:
+                values[name] = value
+    return values
+
+
+def source_line(path: Path) -> str:
+    """The shell line that loads ``path``: relative to the working directory when under it."""
+    try:
+        shown = str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        shown = str(path)
+    return f". {shlex.quote(shown if os.sep in shown else './' + shown)}"
