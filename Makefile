@@ -118,7 +118,8 @@ down:
 # The one-command demo: installs what is needed, starts its own local stack (Azurite, the app,
 # cpu/gpu workers), runs examples/pipeline.yaml live, prints the outcome, stops everything.
 # `make demo KEEP=1` keeps the stack up until Ctrl-C: it prints the dashboard's URL and writes
-# .run/demo/stack.env (`. .run/demo/stack.env` points the dagq CLI at it).
+# .run/demo/stack.env (`. .run/demo/stack.env` points the dagq CLI at it). Each run's logs, outputs
+# and model card go to a folder of its own, .run/demo/<UTC date-time>/ (earlier runs are kept).
 .PHONY: demo
 demo: install
 	$(PY) -m devtools.demo $(if $(KEEP),--keep)

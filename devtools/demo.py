@@ -1,12 +1,15 @@
 """``make demo``: the whole of dagq on one machine, in about a minute.
 
-1. starts Azurite (persisted under ``RUN_DIR/azurite``), the Functions app under the local host,
-   and worker agents for the ``cpu`` queue and the ``gpu`` queue (two fake GPU ids, so each
+Each run has a folder of its own, ``.run/demo/<UTC date-time>/`` (earlier runs' folders are kept:
+the outputs, logs and model card a run points to stay where it said; ``make clean`` removes them).
+
+1. starts Azurite (persisted under the run's ``azurite/``), the Functions app under the local
+   host, and worker agents for the ``cpu`` queue and the ``gpu`` queue (two fake GPU ids, so each
    training run gets its own ``CUDA_VISIBLE_DEVICES``), all on free ports;
 2. submits ``examples/pipeline.yaml`` (CPU prep -> 6 "GPU" training runs -> CPU evaluation ->
    conditional publish) and shows it live until it ends;
-3. prints the outcome and the best run, saves every task's output and log under
-   ``RUN_DIR/<workflow id>/``, and says where they are;
+3. prints the outcome and the best run, saves every task's output (``outputs.json``) and log
+   (``logs/<task>.log``) in the run's folder, next to the published model card, and says where;
 4. with ``--keep`` (``make demo KEEP=1``), writes ``.run/demo/stack.env`` (the stack's API URL,
    storage and prefix: ``devtools.stackenv``), prints the line that loads it in a shell for the
    ``dagq`` CLI and the dashboard's URL, and keeps the stack up until Ctrl-C (then removes it);
@@ -16,14 +19,16 @@ It never touches a stack started by ``make up`` (different ports, prefix and fol
 0 when the workflow completed, 1 when it did not, 130 on Ctrl-C.
 
     python -m devtools.demo [--run-dir DIR] [--plain] [--timeout S] [--keep]
+
+(``--run-dir`` is the folder of all runs, default ``.run/demo``.)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -108,6 +113,9 @@ class DemoStack:
                 **self.env,
                 "DAGQ_EXAMPLES_DIR": str(EXAMPLES),
                 "DAGQ_PUBLISH_DIR": str(self.run_dir / "published"),
+                # Tasks inherit only what the worker names (worker_agent/task_env.py): without
+                # this, publish wrote the model card into its attempt's folder, deleted after it.
+                "DAGQ_WORKER_TASK_ENV": "DAGQ_PUBLISH_DIR",
                 "DAGQ_WORKER_WORK_DIR": str(self.run_dir / "work" / queue),
                 "DAGQ_WORKER_METADATA_URL": "",
                 "DAGQ_WORKER_MAX_POLL_S": "0.5",
@@ -206,6 +214,18 @@ def dashboard_url(api_url: str, workflow_id: str | None = None) -> str:
     return f"{api_url}/api/ui" + (f"#/runs/{workflow_id}" if workflow_id else "")
 
 
+def new_run_dir(base: Path) -> Path:
+    """A new folder under ``base`` for one run, named after its UTC start (never an earlier
+    run's)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    for n in itertools.count(1):
+        folder = base / (stamp if n == 1 else f"{stamp}-{n}")
+        with suppress(FileExistsError):
+            folder.mkdir(parents=True)
+            return folder
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def write_stack_env(stack: DemoStack, path: Path) -> None:
     """``.run/demo/stack.env``: the kept stack for the CLI and workers in another shell."""
     write_env(path, stack.stack_env())
@@ -228,7 +248,8 @@ def keep_up(say: Callable[..., Any], api_url: str, workflow_id: str, env_file: P
         time.sleep(3600)
 
 
-def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False) -> int:
+def run_demo(base: Path, *, plain: bool, timeout_s: float, keep: bool = False) -> int:
+    """One demo run in a new folder under ``base`` (earlier runs' folders are kept)."""
     from rich.console import Console
 
     from shared.cli import cost_render, render
@@ -238,10 +259,13 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
     console = Console(force_terminal=False, width=120) if plain else Console()
     say = console.print
     started = time.monotonic()
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    env_file = run_dir / "stack.env"
+    earlier = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    run_dir = new_run_dir(base)
+    env_file = base / "stack.env"
+    say(f"this run's folder: {run_dir}", soft_wrap=True, markup=False)
+    if earlier:
+        say(f"{len(earlier)} earlier run(s) kept in {base} (make clean removes .run/)",
+            soft_wrap=True, markup=False)  # fmt: skip
     stack = DemoStack(run_dir)
     code: int | None = None
     try:
@@ -257,7 +281,7 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
                 final = follow(client, submitted.id, console=console, interval_s=0.5,
                                timeout_s=timeout_s)  # fmt: skip
                 final = client.get(submitted.id)
-                outputs, logs = save_results(client, submitted.id, run_dir / submitted.id)
+                outputs, logs = save_results(client, submitted.id, run_dir)
                 cost = client.workflow_cost(submitted.id)
             say("")
             say(render.status_view(final))
@@ -273,25 +297,25 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
                 )
             published = outputs.get("publish")
             if isinstance(published, dict):
-                say(f"published model card: {published.get('card')}")
+                # One line, never wrapped: a path is copied, and a wrapped one names nothing.
+                say(f"published model card: {published.get('card')}", soft_wrap=True, markup=False)
             elif "publish" in final.tasks:
                 say(f"publish: {final.tasks['publish'].state} (its condition decided)")
             say("")
             say(f"cost (dagq cost {submitted.id}):")
             say(cost_render.render(cost))
-            folder = run_dir / submitted.id
-            say(f"outputs: {folder / 'outputs.json'}", soft_wrap=True)
-            say(f"logs:    {logs}/<task>.log", soft_wrap=True)
+            say(f"outputs: {run_dir / 'outputs.json'}", soft_wrap=True, markup=False)
+            say(f"logs:    {logs}/<task>.log", soft_wrap=True, markup=False)
             say(
                 f"in storage: container {PREFIX}-outputs, blobs {submitted.id}/<task>/<attempt>/"
                 f" (Azurite data under {run_dir / 'azurite'})",
                 soft_wrap=True,
+                markup=False,
             )
             code = 0 if final.status == "completed" else 1
             if keep:
                 keep_up(say, stack.api_url, submitted.id, env_file)
-            say("next: make demo KEEP=1 keeps the stack up afterwards, for the dagq CLI and the"
-                " dashboard (README.md's Quickstart)")  # fmt: skip
+            say("next: make demo KEEP=1 keeps the stack up for the dagq CLI (README's Quickstart)")
             return code
     except KeyboardInterrupt:
         if code is not None:  # --keep: Ctrl-C is how the user ends it
@@ -303,7 +327,7 @@ def run_demo(run_dir: Path, *, plain: bool, timeout_s: float, keep: bool = False
         return 1
     except Exception as exc:  # report, never a traceback; the logs say more
         say(f"[red]demo failed:[/red] {type(exc).__name__}: {exc}")
-        say(f"logs: {run_dir}/*.log")
+        say(f"logs: {run_dir}/*.log", soft_wrap=True, markup=False)
         return 1
     finally:
         # Ignore a second Ctrl-C while cleaning up: a half-stopped stack helps nobody.
@@ -326,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         "--run-dir",
         type=Path,
         default=DEFAULT_RUN_DIR,
-        help="where logs, Azurite data and results go (default .run/demo)",
+        help="the folder of all demo runs: each run's logs, Azurite data and results go in a"
+        " new folder in it, named after its start (default .run/demo)",
     )
     parser.add_argument(
         "--plain", action="store_true", help="plain progress lines, no live view (CI, logs)"

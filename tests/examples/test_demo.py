@@ -1,6 +1,7 @@
 """`make demo`'s main path, non-interactively: it runs the pipeline to completion, reports the
-best run and where outputs and logs are, and stops every process it started — also on Ctrl-C.
-Kept (`--keep`), its `stack.env` gives the dagq CLI and a worker the stack."""
+best run and where outputs, logs and the model card are (each run in a folder of its own, earlier
+runs kept), and stops every process it started — also on Ctrl-C. Kept (`--keep`), its
+`stack.env` gives the dagq CLI and a worker the stack."""
 
 from __future__ import annotations
 
@@ -32,33 +33,55 @@ def _demo(run_dir: Path, *extra: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def _this_run(out: str) -> Path:
+    [line] = [line for line in out.splitlines() if line.startswith("this run's folder: ")]
+    return Path(line.split(": ", 1)[1])
+
+
 def _started_pids(run_dir: Path) -> list[int]:
     return [int(line) for line in (run_dir / "pids").read_text().split()]
 
 
 def test_demo_runs_the_pipeline_and_cleans_up(tmp_path: Path) -> None:
-    run_dir = tmp_path / "demo"
-    demo = _demo(run_dir)
+    # Long enough that every path the demo prints is wider than its 120 columns.
+    base = tmp_path / "demo-runs-in-a-folder-whose-name-is-long-enough-to-pass-the-width"
+    earlier = base / "20261201-101500"  # a previous demo's outputs, which it pointed to
+    (earlier / "logs").mkdir(parents=True)
+    (earlier / "outputs.json").write_text("{}\n")
+    (earlier / "published").mkdir()
+    (earlier / "published" / "model-card.json").write_text("{}\n")
+    demo = _demo(base)
     out, _ = demo.communicate(timeout=240)
     assert demo.returncode == 0, out
+    run_dir = _this_run(out)
+    assert run_dir.parent == base
+    # The earlier run is kept, and the user is told so.
+    assert (earlier / "outputs.json").read_text() == "{}\n"
+    assert (earlier / "published" / "model-card.json").exists()
+    assert f"1 earlier run(s) kept in {base}" in out
+    # The model card's path is printed whole on one line, and it exists.
+    [card_line] = [line for line in out.splitlines() if line.startswith("published model card: ")]
+    card = Path(card_line.split(": ", 1)[1].strip())
+    assert card.is_relative_to(run_dir), out
+    assert json.loads(card.read_text())["source_run"].startswith("train.")
+    assert "next: make demo KEEP=1" in out
+    assert "make up" not in out
     assert "completed" in out
     assert "best run: train.lr=" in out
     assert "stopped everything the demo started" in out
-    assert "next: make demo KEEP=1" in out
-    assert "make up" not in out
     # What it cost (dagq cost ID): the "GPU" runs count GPU-hours, prep and evaluate CPU-hours.
     assert "GPU-hours" in out
     assert "CPU-hours" in out
     assert "estimated cost" in out
 
-    folders = [p for p in run_dir.iterdir() if (p / "outputs.json").exists()]
-    assert len(folders) == 1, out
-    outputs = json.loads((folders[0] / "outputs.json").read_text())
+    assert f"outputs: {run_dir / 'outputs.json'}\n" in out
+    outputs = json.loads((run_dir / "outputs.json").read_text())
     assert outputs["evaluate"]["best"].startswith("train.")
+    assert outputs["publish"]["card"] == str(card)
     assert len(outputs["evaluate"]["ranking"]) == 6
-    assert "built 240 rows" in (folders[0] / "logs" / "prep.log").read_text()
+    assert "built 240 rows" in (run_dir / "logs" / "prep.log").read_text()
     # Each "GPU" run saw a GPU of its own (the gpu worker hands out fake ids 0 and 1).
-    train_logs = "".join(p.read_text() for p in (folders[0] / "logs").glob("train.*.log"))
+    train_logs = "".join(p.read_text() for p in (run_dir / "logs").glob("train.*.log"))
     assert "GPU: 0" in train_logs or "GPU: 1" in train_logs
 
     pids = _started_pids(run_dir)
@@ -67,8 +90,7 @@ def test_demo_runs_the_pipeline_and_cleans_up(tmp_path: Path) -> None:
 
 
 def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
-    run_dir = tmp_path / "demo"
-    demo = _demo(run_dir)
+    demo = _demo(tmp_path / "demo")
     assert demo.stdout is not None
     deadline = time.monotonic() + 120
     seen = []
@@ -81,21 +103,21 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     rest, _ = demo.communicate(timeout=60)
     assert demo.returncode == 130, "".join(seen) + rest
     assert "stopped everything" in rest
-    assert not [pid for pid in _started_pids(run_dir) if alive(pid)]
+    assert not [pid for pid in _started_pids(_this_run("".join(seen))) if alive(pid)]
 
 
 def test_demo_keep_serves_the_dashboard_until_ctrl_c(tmp_path: Path) -> None:
-    run_dir = tmp_path / "demo"
-    demo = _demo(run_dir, "--keep")
+    base = tmp_path / "demo"
+    demo = _demo(base, "--keep")
     try:
-        _check_kept_demo(demo, run_dir)
+        _check_kept_demo(demo, base)
     finally:  # a kept demo never ends by itself: a failed check must not leave it running
         if demo.poll() is None:
             demo.terminate()  # SIGTERM: the demo's own cleanup, as on Ctrl-C
             demo.wait(timeout=60)
 
 
-def _check_kept_demo(demo: subprocess.Popen[str], run_dir: Path) -> None:
+def _check_kept_demo(demo: subprocess.Popen[str], base: Path) -> None:
     assert demo.stdout is not None
     deadline = time.monotonic() + 180
     seen: list[str] = []
@@ -115,13 +137,13 @@ def _check_kept_demo(demo: subprocess.Popen[str], run_dir: Path) -> None:
     api = page.removesuffix("/ui")
     with urllib.request.urlopen(f"{api}/workflows/{workflow_id}", timeout=10) as answer:
         assert json.loads(answer.read())["status"] == "completed"
-    _check_stack_env(seen, run_dir, workflow_id)
+    _check_stack_env(seen, base, workflow_id)
     demo.send_signal(signal.SIGINT)
     rest, _ = demo.communicate(timeout=60)
     assert demo.returncode == 0, "".join(seen) + rest  # Ctrl-C is how a kept demo ends
     assert "stopped everything" in rest
-    assert not [pid for pid in _started_pids(run_dir) if alive(pid)]
-    assert not (run_dir / "stack.env").exists()  # it would name a stack that is gone
+    assert not [pid for pid in _started_pids(_this_run("".join(seen))) if alive(pid)]
+    assert not (base / "stack.env").exists()  # it would name a stack that is gone
 
 
 def _check_stack_env(seen: list[str], base: Path, workflow_id: str) -> None:
