@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.cli.conftest import Stack
-from tests.support.synthetic_run import fan_out
+from tests.support.synthetic_run import SHORT_ORDER, WORKERS, crossing, fan_out, sub_second
 from tests.ui.conftest import dashboard_url
 
 if TYPE_CHECKING:
@@ -131,3 +131,90 @@ def test_a_finished_run_is_not_asked_for_again(page: Page, stack: Stack) -> None
     page.locator("svg.dag").wait_for()
     page.wait_for_timeout(3000)  # longer than the refresh period of a running run (2 s)
     assert len(calls) == 1, calls  # it once refreshed as fast as the API answered
+
+
+GANTT_GEOMETRY = """() => {
+  const svg = document.querySelector("svg.gantt");
+  const box = (el) => {
+    const b = el.getBBox();
+    return {x: b.x, y: b.y, right: b.x + b.width, bottom: b.y + b.height};
+  };
+  const label = (el) => ({task: el.dataset.task, text: el.textContent, ...box(el)});
+  return {
+    width: Number(svg.getAttribute("width")),
+    from: Number(svg.dataset.axisFrom), to: Number(svg.dataset.axisTo),
+    seconds: Number(svg.dataset.axisSeconds),
+    bars: [...svg.querySelectorAll("rect.bar")].map((el) => ({task: el.dataset.task, ...box(el)})),
+    labels: [...svg.querySelectorAll("text.bar-label")].map(label),
+    lanes: [...svg.querySelectorAll("text.lane-label")].map((el) => el.textContent),
+    ticks: [...svg.querySelectorAll(".tick text")].map((el) => el.textContent),
+  };
+}"""
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    across = a["x"] < b["right"] and b["x"] < a["right"]
+    return across and a["y"] < b["bottom"] and b["y"] < a["bottom"]
+
+
+@pytest.mark.parametrize("viewport_width", [1440, 800])
+def test_a_sub_second_run_reads_in_the_gantt(page: Page, stack: Stack, viewport_width: int) -> None:
+    graph, view = sub_second()
+    page.route(re.compile(r".*/api/workflows/short/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/short$"), lambda r: r.fulfill(json=view))
+    page.set_viewport_size({"width": viewport_width, "height": 900})
+    page.goto(dashboard_url(stack, "#/runs/short/gantt"))
+    expect(page.locator("svg.gantt rect.bar")).to_have_count(len(SHORT_ORDER))
+    geo = page.evaluate(GANTT_GEOMETRY)
+    # The axis fits the run (0.46 s), in milliseconds.
+    assert len(geo["ticks"]) >= 3, geo["ticks"]
+    assert all(t.endswith(" ms") for t in geo["ticks"][1:]), geo["ticks"]
+    assert geo["seconds"] < 1
+    assert max(bar["right"] for bar in geo["bars"]) >= geo["to"] - 1
+    for bar in geo["bars"]:  # every bar visible (the 1 ms one too) and inside the axis
+        assert bar["right"] - bar["x"] >= 2, bar
+        assert bar["x"] >= geo["from"], (bar, geo)
+        assert bar["right"] <= geo["to"] + 0.5, (bar, geo)
+    assert sorted(label["text"] for label in geo["labels"]) == sorted(SHORT_ORDER)
+    for label in geo["labels"]:  # whole, inside the chart, over no other bar or label
+        assert label["text"] == label["task"]
+        assert label["x"] >= 0, label
+        assert label["right"] <= geo["width"], (label, geo["width"])
+        others = [b for b in geo["bars"] if b["task"] != label["task"]]
+        others += [other for other in geo["labels"] if other is not label]
+        assert not any(_overlap(label, other) for other in others), (label, geo)
+    page.locator("#lane-by").select_option("worker")
+    expect(page.locator("svg.gantt .lane-label")).to_have_count(2)
+    assert sorted(page.evaluate(GANTT_GEOMETRY)["lanes"]) == sorted(WORKERS)
+
+
+def _column(page: Page, names: tuple[str, ...]) -> list[str]:
+    """``names`` (the nodes of one column) from top to bottom."""
+    top = {
+        name: page.locator(f"svg.dag .node[data-name='{name}']").bounding_box()["y"]  # type: ignore[index]
+        for name in names
+    }
+    return sorted(names, key=top.__getitem__)
+
+
+def test_graph_columns_follow_the_definition_unless_that_crosses_edges(
+    page: Page, stack: Stack
+) -> None:
+    """Within a column (tasks whose parents are drawn to their left), nodes are drawn top to
+    bottom in the definition's order, unless that order crosses more edges than dagre's."""
+    graph, view = sub_second()
+    page.route(re.compile(r".*/api/workflows/short/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/short$"), lambda r: r.fulfill(json=view))
+    page.goto(dashboard_url(stack, "#/runs/short"))
+    page.locator("svg.dag .node").first.wait_for()
+    assert _column(page, SHORT_ORDER[1:4]) == list(SHORT_ORDER[1:4])
+    assert page.locator("svg.dag").get_attribute("data-order") == "definition"
+
+    graph, view = crossing()
+    page.route(re.compile(r".*/api/workflows/crossing/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/crossing$"), lambda r: r.fulfill(json=view))
+    page.goto(dashboard_url(stack, "#/runs/crossing"))
+    page.locator("svg.dag .node").first.wait_for()
+    assert page.locator("svg.dag").get_attribute("data-order") == "fewer-crossings"
+    first, second = _column(page, ("a1", "b1")), _column(page, ("a2", "b2"))
+    assert [name[0] for name in first] == [name[0] for name in second]  # no crossing

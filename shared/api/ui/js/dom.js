@@ -77,9 +77,10 @@ export function countsText(counts, total) {
   return parts.join(" · ");
 }
 
-/** "1h 02m", "3m 05s", "4.2 s". */
+/** "1h 02m", "3m 05s", "4.2 s", "35 ms" (a sub-second task is not "0.0 s"). */
 export function duration(seconds) {
   if (seconds === null || seconds === undefined || !isFinite(seconds)) return "–";
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
   if (seconds < 10) return `${seconds.toFixed(1)} s`;
   const total = Math.round(seconds);
   const hh = Math.floor(total / 3600);
@@ -138,6 +139,13 @@ export function keepFocus(container, render) {
   const key = focusKeyIn(container);
   render();
   restoreFocus(container, key);
+}
+
+/** `text` in at most `max` characters, the middle replaced by "…" (both ends of a name stay). */
+export function elide(text, max) {
+  if (text.length <= max) return text;
+  const head = Math.ceil((max - 1) / 2);
+  return `${text.slice(0, head)}…${text.slice(text.length - (max - 1 - head))}`;
 }
 
 export function clear(el) {

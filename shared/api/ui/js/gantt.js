@@ -2,9 +2,13 @@
 // or by worker, earlier attempts of retried tasks beside the current one, the critical path outlined.
 // Earlier attempts come from the state (GET .../attempts, which keeps them after retries and reruns)
 // and from what this page saw while the run went on (History).
-import { clear, duration, h, label, s } from "./dom.js";
+import { clear, duration, elide, h, label, s } from "./dom.js";
 
-const LABEL_W = 150, ROW_H = 22, BAR_H = 14, LANE_GAP = 10, AXIS_H = 26;
+const ROW_H = 22, BAR_H = 14, LANE_GAP = 10, AXIS_H = 26;
+const LANE_W = [150, 320]; // the lane-name column: as wide as the longest name, within these (px)
+const MIN_BAR_W = 3; // px: a 1 ms attempt is still a bar one can see and click
+const MIN_SPAN_S = 0.01; // the axis spans the run, and at least 10 ms
+const GAP = 4; // px between a bar and its label, and between things in a row
 export const DETAILED_UP_TO = 500; // above this many bars: no queue-wait segments, no focus stops
 
 /** Earlier attempts, as observed: each refresh compares every task with the previous answer, and a
@@ -101,26 +105,86 @@ export function criticalPath(graph, tasks) {
   return path.reverse();
 }
 
+const STEPS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+  1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+
 function niceStep(span, target) {
-  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
-  return steps.find((st) => span / st <= target) || 86400 * Math.ceil(span / target / 86400);
+  return STEPS.find((st) => span / st <= target) || 86400 * Math.ceil(span / target / 86400);
 }
 
-/** Lanes -> rows of non-overlapping bars (greedy: each bar in the first row free at its start). */
-function pack(bars, detailed) {
+/** A tick's text: milliseconds when the ticks are less than a second apart. */
+export function tickLabel(t, step) {
+  if (t === 0) return "0";
+  return step < 1 ? `+${Math.round(t * 1000)} ms` : `+${duration(t)}`;
+}
+
+/** Text widths in the chart's font (a canvas measures without touching the page's layout). */
+function measurer(host) {
+  const ctx = document.createElement("canvas").getContext("2d");
+  const family = getComputedStyle(host).fontFamily;
+  let font = "";
+  return (text, px, weight = "normal") => {
+    const wanted = `${weight} ${px}px ${family}`;
+    if (wanted !== font) ctx.font = font = wanted; // parsing a font is what costs, not measuring
+    return ctx.measureText(text).width;
+  };
+}
+
+/** Where each bar and its label go, in pixels: the bar at least MIN_BAR_W wide and inside the
+ * axis; its label inside it if it fits, else after it, else before it (whole, never cut).
+ * bar.from/bar.to: the pixels the bar, its wait and its label take in their row. */
+function place(bars, { x, left, right, detailed, measure }) {
+  for (const bar of bars) {
+    const wx = x(bar.queued);
+    bar.from = detailed ? wx : Infinity;
+    bar.to = detailed ? wx + 1 : -Infinity;
+    if (!bar.start) continue;
+    bar.w = Math.max(MIN_BAR_W, x(bar.end) - x(bar.start));
+    bar.x = Math.max(left, Math.min(x(bar.start), right - bar.w));
+    bar.from = Math.min(bar.from, bar.x);
+    bar.to = Math.max(bar.to, bar.x + bar.w);
+    bar.tag = `${bar.name}${bar.attempt > 1 ? ` ↻${bar.attempt}` : ""}`;
+    // Thousands of bars: most are far too narrow for any label, so measure only the ones that may fit.
+    const tw = detailed || bar.w > 2 * GAP + 2 + 3 * bar.tag.length ? measure(bar.tag, 11) : Infinity;
+    if (bar.w >= tw + 2 * GAP + 2) bar.label = { x: bar.x + GAP + 1, anchor: "start" };
+    else if (!detailed) bar.label = null; // thousands of bars: only labels that fit inside
+    else if (bar.x + bar.w + GAP + tw <= right || bar.x - GAP - tw < left) {
+      bar.label = { x: bar.x + bar.w + GAP, anchor: "start" };
+      bar.to = bar.label.x + tw;
+    } else {
+      bar.label = { x: bar.x - GAP, anchor: "end" };
+      bar.from = bar.label.x - tw;
+    }
+  }
+}
+
+/** Lanes -> rows in which nothing overlaps (greedy: each bar in the first row free at its left,
+ * its wait and its label included). */
+function pack(bars) {
   const lanes = new Map();
-  const sorted = [...bars].sort((a, b) => (detailed ? a.queued - b.queued : a.start - b.start));
+  const sorted = bars.filter((b) => b.from <= b.to).sort((a, b) => a.from - b.from);
   for (const bar of sorted) {
-    if (!detailed && !bar.start) continue;
     if (!lanes.has(bar.lane)) lanes.set(bar.lane, []);
     const rows = lanes.get(bar.lane);
-    const from = detailed ? bar.queued : bar.start;
-    let row = rows.findIndex((end) => end <= from);
+    let row = rows.findIndex((end) => end + GAP <= bar.from);
     if (row < 0) { row = rows.length; rows.push(0); }
-    rows[row] = bar.end;
+    rows[row] = bar.to;
     bar.row = row;
   }
   return new Map([...lanes.entries()].sort((a, b) => a[0].localeCompare(b[0])));
+}
+
+/** The lane-name column's width, and each lane's name elided in the middle to fit it. */
+function laneNames(lanes, measure) {
+  const widest = Math.max(0, ...[...lanes.keys()].map((lane) => measure(lane, 12, 600)));
+  const laneW = Math.min(LANE_W[1], Math.max(LANE_W[0], Math.ceil(widest) + 20));
+  const names = new Map();
+  for (const lane of lanes.keys()) {
+    let shown = lane;
+    for (let n = lane.length - 1; measure(shown, 12, 600) > laneW - 20 && n > 3; n--) shown = elide(lane, n);
+    names.set(lane, shown);
+  }
+  return { laneW, names };
 }
 
 /** Draw the chart into `host`; returns the bars drawn and the critical path. */
@@ -129,21 +193,27 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
   const now = Date.now() / 1000;
   const bars = barsOf(graph, wf.tasks, history, laneBy, now);
   const detailed = bars.length <= DETAILED_UP_TO;
-  const lanes = pack(bars, detailed);
+  const measure = measurer(host);
+  const { laneW, names } = laneNames(new Map(bars.map((b) => [b.lane, true])), measure);
   const critical = criticalPath(graph, wf.tasks);
   const onPath = new Set(critical);
+  // The axis fits the run: from its submission to its last end (sub-second runs in milliseconds).
   const t0 = Math.min(wf.created_at, ...bars.map((b) => b.queued));
-  const t1 = Math.max(t0 + 1, ...bars.map((b) => b.end));
-  const chartW = Math.max(560, host.clientWidth - LABEL_W - 24);
-  const x = (t) => LABEL_W + ((t - t0) / (t1 - t0)) * chartW;
+  const t1 = Math.max(t0 + MIN_SPAN_S, ...bars.map((b) => b.end));
+  const chartW = Math.max(560, host.clientWidth - laneW - 24);
+  const left = laneW, right = laneW + chartW;
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * chartW;
+  place(bars, { x, left, right, detailed, measure });
+  const lanes = pack(bars);
   let height = AXIS_H;
   const laneTop = new Map();
   for (const [lane, rows] of lanes) { laneTop.set(lane, height); height += rows.length * ROW_H + LANE_GAP; }
   height = Math.max(height, AXIS_H + 40);
-  const width = LABEL_W + chartW + 12;
+  const width = Math.ceil(Math.max(right + 12, ...bars.map((b) => (b.row === undefined ? 0 : b.to + GAP))));
 
   const svg = s("svg", { class: "gantt", width, height, role: "group",
     "aria-label": `Gantt chart: ${bars.length} attempts in ${lanes.size} lanes by ${laneBy}`,
+    "data-axis-from": left, "data-axis-to": right, "data-axis-seconds": (t1 - t0).toFixed(3),
     "data-bars": bars.length, "data-finished": bars.filter((b) => b.current && b.state !== "running" && b.state !== "queued").length });
   svg.append(s("defs", {}, s("pattern", { id: "hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
     s("rect", { width: 6, height: 6, fill: "#fff7e0" }), s("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#d9a441", "stroke-width": 2 }))));
@@ -151,13 +221,16 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
   for (const [lane, rows] of lanes) {
     const top = laneTop.get(lane);
     svg.append(s("rect", { class: `lane-bg${odd ? " odd" : ""}`, x: 0, y: top - LANE_GAP / 2, width, height: rows.length * ROW_H + LANE_GAP }));
-    svg.append(s("text", { class: "lane-label", x: 10, y: top + 15 }, lane.length > 20 ? `${lane.slice(0, 19)}…` : lane));
+    const shown = names.get(lane);
+    svg.append(s("text", { class: "lane-label", x: 10, y: top + 15, "data-lane": lane }, shown, shown !== lane ? s("title", {}, lane) : null));
     odd = !odd;
   }
-  const step = niceStep(t1 - t0, 8);
-  for (let t = 0; t <= t1 - t0; t += step) {
-    const tick = s("g", { class: "tick" }, s("line", { x1: x(t0 + t), x2: x(t0 + t), y1: AXIS_H - 6, y2: height }));
-    if (x(t0 + t) + 48 < width) tick.append(s("text", { x: x(t0 + t) + 3, y: 14 }, `+${duration(t)}`));
+  const step = niceStep(t1 - t0, Math.max(2, Math.floor(chartW / 90)));
+  for (let k = 0; k * step <= t1 - t0 + 1e-9; k++) {
+    const t = k * step, at = x(t0 + t);
+    const tick = s("g", { class: "tick" }, s("line", { x1: at, x2: at, y1: AXIS_H - 6, y2: height }));
+    const text = tickLabel(t, step);
+    if (at + 3 + measure(text, 11) <= width) tick.append(s("text", { x: at + 3, y: 14 }, text));
     svg.append(tick);
   }
   const focusable = bars.length <= 300;
@@ -168,12 +241,13 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
     const wait = bar.start ? bar.start - bar.queued : bar.end - bar.queued;
     const text = `${bar.name}, attempt ${bar.attempt}: ${bar.state === "retried" ? "retried" : label(bar.state)}, waited ${duration(wait)}${bar.start ? `, ran ${duration(run)}` : ""}`;
     const g = s("g", {});
-    if (detailed && bar.queued < (bar.start || bar.end)) {
-      g.append(s("rect", { class: "wait", x: x(bar.queued), y: y + 3, width: Math.max(1, x(bar.start || bar.end) - x(bar.queued)), height: BAR_H - 6 }));
+    const waitTo = bar.start ? bar.x : x(bar.end);
+    if (detailed && x(bar.queued) < waitTo) {
+      g.append(s("rect", { class: "wait", x: x(bar.queued), y: y + 3, width: Math.max(1, waitTo - x(bar.queued)), height: BAR_H - 6 }));
     }
     if (bar.start) {
       const cls = `bar b-${bar.state}${bar.current && onPath.has(bar.i) ? " critical" : ""}${bar.current && bar.name === selected ? " selected" : ""}`;
-      const rect = s("rect", { class: cls, x: x(bar.start), y, width: Math.max(2, x(bar.end) - x(bar.start)), height: BAR_H, rx: 3,
+      const rect = s("rect", { class: cls, x: bar.x, y, width: bar.w, height: BAR_H, rx: Math.min(3, bar.w / 2),
         "data-task": bar.name, "data-attempt": bar.attempt, "data-state": bar.state,
         "data-focus-key": `bar:${bar.name}:${bar.attempt}` },
       s("title", {}, text));
@@ -186,11 +260,9 @@ export function drawGantt(host, { graph, wf, history, laneBy, selected, onOpen }
       rect.addEventListener("click", open);
       rect.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
       g.append(rect);
-      const wpx = x(bar.end) - x(bar.start);
-      const tag = `${bar.name}${bar.attempt > 1 ? ` ↻${bar.attempt}` : ""}`;
-      const fits = wpx > tag.length * 6.2 + 8;
-      if (fits || (detailed && x(bar.end) + tag.length * 6.2 + 10 < width)) {
-        g.append(s("text", { class: "bar-label", x: fits ? x(bar.start) + 5 : x(bar.end) + 4, y: y + 11 }, tag));
+      if (bar.label) {
+        g.append(s("text", { class: "bar-label", x: bar.label.x, y: y + 11, "text-anchor": bar.label.anchor,
+          "data-task": bar.name }, bar.tag));
       }
     }
     svg.append(g);

@@ -1,7 +1,8 @@
 // The DAG of a run, laid out left to right by dagre (vendored). foreach groups larger than
 // EXPAND_UP_TO collapse into one node with a progress ring, so the layout and the DOM grow with the
 // collapsed graph, not with the number of tasks (a 10,000-task fan-out is a handful of nodes).
-import { TERMINAL, clear, h, label, number, s } from "./dom.js";
+import { TERMINAL, clear, duration, elide, h, label, number, s } from "./dom.js";
+import { definitionOrder } from "./order.js";
 
 export const EXPAND_UP_TO = 8;
 export const EXPANDABLE_UP_TO = 200;
@@ -83,10 +84,6 @@ function curve(from, to, points) {
   return d;
 }
 
-function shorten(text, max) {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
 /**
  * Draw the DAG into `host`. Returns { update(tasks, selected), fit() } so a refresh recolours the
  * nodes without laying the graph out again. onOpen(kind, name) is called on click or Enter.
@@ -102,13 +99,16 @@ export function drawGraph(host, graph, expanded, onOpen) {
     g.setNode(node.id, node.kind === "group" ? { width: GROUP_W, height: GROUP_H } : { width: TASK_W, height: TASK_H });
   }
   for (const [a, b] of edges) g.setEdge(a, b);
-  dagre.layout(g);
+  const keyOf = (id) => { const node = nodes.get(id); return node.kind === "group" ? node.members[0] : node.index; };
+  const ordering = definitionOrder(keyOf);
+  dagre.layout(g, { customOrder: ordering });
   const { width, height } = g.graph();
 
   const svg = s("svg", {
     class: "dag", role: "group", width, height, viewBox: `0 0 ${width} ${height}`,
     "aria-label": `DAG of ${graph.tasks.length} tasks drawn as ${nodes.size} nodes`,
     "data-nodes": nodes.size, "data-tasks": graph.tasks.length,
+    "data-order": ordering.followed ? "definition" : "fewer-crossings",
   });
   svg.append(s("defs", {}, s("marker", {
     id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse",
@@ -140,13 +140,13 @@ export function drawGraph(host, graph, expanded, onOpen) {
       el.append(parts.ring);
       parts.pct = s("text", { x: 29, y: hh / 2 + 4, "text-anchor": "middle", class: "sub" });
       el.append(parts.pct);
-      el.append(s("text", { x: 56, y: 24, "font-weight": 600 }, shorten(node.name, 17),
+      el.append(s("text", { x: 56, y: 24, "font-weight": 600 }, elide(node.name, 17),
         s("tspan", { class: "sub", dx: 6 }, `×${node.members.length}`)));
       parts.sub = s("text", { x: 56, y: 42, class: "sub" });
       el.append(parts.sub);
     } else {
       el.append(s("rect", { class: "strip", width: 6, height: hh, rx: 3 }));
-      el.append(s("text", { x: 14, y: 19, "font-weight": 600 }, shorten(node.name, 25)));
+      el.append(s("text", { x: 14, y: 19, "font-weight": 600 }, elide(node.name, 25)));
       parts.sub = s("text", { x: 14, y: 35, class: "sub" });
       el.append(parts.sub);
       // What a running task reports through $DAGQ_PROGRESS (hidden until it does).
@@ -192,7 +192,7 @@ export function drawGraph(host, graph, expanded, onOpen) {
       } else {
         const t = tasks[node.name] || { state: "pending", attempt: 0 };
         state = t.state;
-        const took = t.started_at && t.finished_at ? ` · ${(t.finished_at - t.started_at).toFixed(1)} s` : "";
+        const took = t.started_at && t.finished_at ? ` · ${duration(t.finished_at - t.started_at)}` : "";
         text = `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}${nodeProgress(part, t)}`;
         el.setAttribute("aria-label", `task ${node.name}: ${text}. Open its detail`);
       }
