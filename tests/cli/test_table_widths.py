@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from rich.console import Console, RenderableType
 
 from shared.cli import cost_render, live_render, ops_render, render, utilization
+from shared.cli.fit_table import HARD_FLOOR, Column, FitTable
 from shared.views import (
     AttemptList,
     CostReport,
@@ -317,3 +318,40 @@ def test_list_keeps_ids_counts_and_durations_whole_at_any_width(
     )
     assert "done" in lines[0]  # the count is never the column left out
     assert_name(lines, name)
+
+
+whole_cells = st.one_of(
+    st.integers(0, 10**9).map(str),
+    st.tuples(st.integers(0, 10**6), st.integers(1, 10**6)).map(lambda p: f"{p[0]}/{p[1]}"),
+    st.floats(0, 10**7).map(render.duration),
+    st.floats(0, 10**7).map(lambda v: f"{v:.2f} USD"),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(names, st.lists(whole_cells, min_size=4, max_size=4)), min_size=1, max_size=4
+    ),
+    width=st.integers(60, 160),
+)
+def test_a_fit_table_shows_each_whole_cell_whole_or_leaves_its_column_out(
+    rows: list[tuple[str, list[str]]], width: int
+) -> None:
+    """The policy itself, whatever the cells: whole columns whole or gone, names elided in the
+    middle, nothing wider than the terminal."""
+    columns = [Column("name", "name", floor=20), Column("c0", right=True)]
+    columns += [Column(f"c{i}", right=True, drop=i) for i in range(1, 4)]
+    table = FitTable(columns)
+    for name, cells in rows:
+        table.add_row(name, *cells)
+    if table.natural(1) + 1 + HARD_FLOOR + 1 > width:
+        return  # the never-dropped column alone does not fit: outside what the layout promises
+    lines = lines_of(table, width)
+    header = lines[0].split()
+    assert "c0" in header
+    for i in range(4):
+        if f"c{i}" in header:
+            assert_whole(lines, {f"c{i}": [cells[i] for _, cells in rows]})
+    for name, _ in rows:
+        assert_name(lines, name)
