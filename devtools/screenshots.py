@@ -41,7 +41,7 @@ tasks:
     depends_on: [fetch]
     foreach:
       seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]
-    kwargs: {cmd: "sleep 0.6; echo seed {{ seed }}"}
+    kwargs: {cmd: "sleep 2; echo seed {{ seed }}"}
   - name: report
     depends_on: [fit]
     kwargs: {cmd: "echo report"}
