@@ -96,7 +96,7 @@ async def bounded(coros: list[Coroutine[Any, Any, T]], limit: int = CONCURRENCY)
 
 
 async def state_of(storage: Storage, wf: CompiledWorkflow, wid: str) -> RuntimeState:
-    data, _ = await storage.workflows.read_state(wid)
+    data = (await storage.workflows.read_state(wid)).data
     return codec.decode_state(data, wf)
 
 

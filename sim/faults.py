@@ -83,7 +83,9 @@ class Tooth(enum.StrEnum):
 CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.NO_IF_MATCH: 20,
     Tooth.ACK_BEFORE_FLUSH: 10,
-    Tooth.SKIP_LEASE_CHECK: 15,
+    # About one seed in 20 catches it (main before issue 22's read without a HEAD: seeds 12 and
+    # 32 of 0-39; after, with one storage call fewer per state read: seed 21).
+    Tooth.SKIP_LEASE_CHECK: 25,
     Tooth.FORGET_REDELIVERY: 10,
     Tooth.NO_CLAIM: 10,
     Tooth.RETRY_UNBOUNDED: 10,

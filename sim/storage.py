@@ -215,7 +215,7 @@ class _View:
         if name == "workflows.write_state" and Tooth.NO_IF_MATCH in p.teeth:
             workflow_id, data, _etag, metadata = a
             current = await target.read_state(workflow_id)
-            return await fn(workflow_id, data, current[1], metadata)
+            return await fn(workflow_id, data, current.etag, metadata)
         result = await fn(*a, **kw)
         if name == "queue.receive" and Tooth.FORGET_REDELIVERY in p.teeth:
             state = target._state

@@ -153,8 +153,8 @@ async def _create_state(
     try:
         await storage.workflows.create_state(workflow_id, encode_state(state), metadata)
     except ConflictError:
-        data, _etag = await storage.workflows.read_state(workflow_id)
-        return decode_state(data, wf), await _partition(storage, workflow_id)
+        stored = await storage.workflows.read_state(workflow_id)
+        return decode_state(stored.data, wf), partition_from_metadata(stored.metadata)
     return state, partition
 
 

@@ -318,15 +318,13 @@ class WorkflowUpdater:
         cached = self.cache.take_state(workflow_id)
         if cached is None:
             # The partition never changes after submit, so checking it on each read from storage
-            # (concurrently: no added latency) covers every state this coordinator caches.
-            (data, etag), metadata = await asyncio.gather(
-                self.storage.workflows.read_state(workflow_id),
-                self.storage.workflows.state_metadata(workflow_id),
-            )
-            owner = partition_from_metadata(metadata)
+            # (from the metadata the download returns: no request of its own) covers every state
+            # this coordinator caches.
+            stored = await self.storage.workflows.read_state(workflow_id)
+            owner = partition_from_metadata(stored.metadata)
             if owner != self.storage.partition:
                 raise WrongPartitionError(workflow_id, owner, self.storage.partition)
-            cached = CachedState(codec.decode_state(data, wf), etag, data)
+            cached = CachedState(codec.decode_state(stored.data, wf), stored.etag, stored.data)
         return cached
 
 

@@ -72,10 +72,10 @@ async def _give_up(storage: Storage, workflow_id: str) -> None:
     from shared.engine.projection import index_row
 
     wf = await cached_definition(storage, workflow_id)
-    data, _ = await storage.workflows.read_state(workflow_id)
-    metadata = await storage.workflows.state_metadata(workflow_id)
+    stored = await storage.workflows.read_state(workflow_id)
     row = replace(
-        index_row(wf, decode_state(data, wf)), partition=partition_from_metadata(metadata)
+        index_row(wf, decode_state(stored.data, wf)),
+        partition=partition_from_metadata(stored.metadata),
     )
     await storage.index.project(row)
     await storage.workflows.unmark_purge(workflow_id)

@@ -14,15 +14,28 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from shared.index_row import IndexRow
 from shared.states import WorkflowStatus
 from shared.storage.registry import Registry
 
-__all__ = ["IndexRow"]  # re-exported: the row is the core's (shared.engine.projection), stored here
+__all__ = [
+    "IndexRow",
+    "StoredState",
+]  # re-exported: the row is the core's (shared.engine.projection), stored here
 
 # -- blobs ---------------------------------------------------------------------------------------
+
+
+class StoredState(NamedTuple):
+    """A state blob as one download returns it: bytes, ETag and metadata of the same version."""
+
+    data: bytes
+    etag: str
+    metadata: dict[str, str]
+    """What the writer recorded beside the bytes (status, partition: ``shared.codec``,
+    ``shared.deployment``); the download's response headers carry it, so it costs no request."""
 
 
 class WorkflowBlobs(Protocol):
@@ -41,8 +54,8 @@ class WorkflowBlobs(Protocol):
         exists already."""
         ...
 
-    async def read_state(self, workflow_id: str) -> tuple[bytes, str]:
-        """The state blob's bytes and ETag. Raises NotFoundError."""
+    async def read_state(self, workflow_id: str) -> StoredState:
+        """The state blob's bytes, ETag and metadata, from one GET. Raises NotFoundError."""
         ...
 
     async def write_state(

@@ -72,11 +72,11 @@ async def read_workflow(
 
     wf = await read_definition(storage, workflow_id)
     try:
-        data, _etag = await storage.workflows.read_state(workflow_id)
+        stored = await storage.workflows.read_state(workflow_id)
     except NotFoundError:
         raise NotFoundError(
             f"workflow {workflow_id!r} was not completely submitted (its state is missing):"
             f" submit the same definition again with ?id={workflow_id} to finish it"
         ) from None
-    state = decode_state(data, wf)
+    state = decode_state(stored.data, wf)
     return expanded(wf, state), state

@@ -23,7 +23,7 @@ async def forged(storage: MemoryStorage, clock: FakeClock) -> None:
     state.attempt[0] = 1
     state.log_blob[0] = FORGED_LOG
     state.outputs[0] = OutputRef(blob=FORGED_OUTPUT, size=8)
-    _, etag = await storage.workflows.read_state("wf1")
+    etag = (await storage.workflows.read_state("wf1")).etag
     data = codec.encode_state(state)
     await storage.workflows.write_state("wf1", data, etag, codec.state_metadata(state))
     for name in (FORGED_LOG, FORGED_OUTPUT):

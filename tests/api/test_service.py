@@ -35,7 +35,7 @@ async def test_submit_writes_definition_state_row_then_activates() -> None:
     assert result.created
     assert result.status is WorkflowStatus.PENDING
     assert result.workflow_id.startswith("20270115-")  # time-sortable generated id
-    data, _etag = await storage.workflows.read_state(result.workflow_id)
+    data = (await storage.workflows.read_state(result.workflow_id)).data
     state = decode_state(data, wf)
     assert state.status is WorkflowStatus.PENDING
     row = await storage.index.get(result.workflow_id, state.created_at)

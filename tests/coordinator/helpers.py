@@ -67,7 +67,7 @@ async def submit(storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: 
 
 
 async def load(storage: Storage, wf: CompiledWorkflow, workflow_id: str) -> RuntimeState:
-    data, _ = await storage.workflows.read_state(workflow_id)
+    data = (await storage.workflows.read_state(workflow_id)).data
     return codec.decode_state(data, wf)
 
 

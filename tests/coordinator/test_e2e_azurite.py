@@ -58,7 +58,7 @@ async def running(
 
 
 async def state_of(storage: Storage, wf: CompiledWorkflow, wid: str) -> RuntimeState:
-    data, _ = await storage.workflows.read_state(wid)
+    data = (await storage.workflows.read_state(wid)).data
     return codec.decode_state(data, wf)
 
 

@@ -144,8 +144,7 @@ async def test_concurrent_writer_forces_412_and_is_reapplied(partition: int) -> 
     async def concurrent_write(_: str) -> None:
         # Another writer touches every state blob (same content, new ETag) right before the flush.
         for wid in WORKFLOWS:
-            data, etag = await storage.workflows.read_state(wid)
-            meta = await storage.workflows.state_metadata(wid)
+            data, etag, meta = await storage.workflows.read_state(wid)
             await storage.workflows.write_state(wid, data, etag, meta)
 
     plan = FaultPlan(only={"workflows.write_state"},

@@ -67,7 +67,7 @@ async def test_the_state_holds_at_most_its_inline_budget(
     inline = [ref for ref in refs if ref is not None and ref.blob is None]
     assert len(inline) == 4  # 4 x 3902 bytes fit 16 KiB, the fifth would not
     assert sum(ref.size for ref in inline) <= 16 * 1024
-    data, _ = await storage.workflows.read_state("wf1")
+    data = (await storage.workflows.read_state("wf1")).data
     assert len(data) < 40 * 1024  # every inline output verbatim would be over 156 KB
     assert state.task(n + 1).state is TaskState.QUEUED  # the sink is dispatched as usual
     assert state.status is WorkflowStatus.RUNNING

@@ -17,6 +17,7 @@ from shared.messages import ActivateEvent, Event, encode
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage
+from shared.storage.ports import StoredState
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load, submit
 
 NAMES = ResourceNames("mem")
@@ -32,7 +33,7 @@ async def test_a_workflow_whose_storage_hangs_is_set_aside(
     real = storage.workflows.read_state
     never = asyncio.Event()
 
-    async def read_state(workflow_id: str) -> tuple[bytes, str]:
+    async def read_state(workflow_id: str) -> StoredState:
         if workflow_id == "slow":
             await never.wait()  # a blob read that never answers
         return await real(workflow_id)

@@ -206,7 +206,7 @@ async def test_a_state_cached_before_another_leader_wrote_is_read_again(
                                 finished_at=clock())  # fmt: skip
     await storage.event_queue.send(encode(done_a))
     await two.run_once()  # a later leader applies a's completion
-    data, _ = await storage.workflows.read_state("wf")
+    data = (await storage.workflows.read_state("wf")).data
     assert codec.decode_state(data, wf).task(0).state is TaskState.COMPLETED
     done_b = TaskCompletedEvent(workflow_id="wf", task="b", attempt=1, started_at=clock(),
                                 finished_at=clock())  # fmt: skip

@@ -54,18 +54,34 @@ async def test_state_create_only_then_cas(storage: Storage) -> None:
     etag1 = await storage.workflows.create_state("wf1", b"s1", {"status": "pending"})
     with pytest.raises(ConflictError):
         await storage.workflows.create_state("wf1", b"other", {"status": "pending"})
-    assert await storage.workflows.read_state("wf1") == (b"s1", etag1)
+    assert await storage.workflows.read_state("wf1") == (b"s1", etag1, {"status": "pending"})
 
     etag2 = await storage.workflows.write_state("wf1", b"s2", etag1, {"status": "running"})
     assert etag2 != etag1
-    assert await storage.workflows.read_state("wf1") == (b"s2", etag2)
+    assert await storage.workflows.read_state("wf1") == (b"s2", etag2, {"status": "running"})
     assert (await storage.workflows.state_metadata("wf1"))["status"] == "running"
 
     # A writer holding the old ETag loses, and the newer state survives.
     with pytest.raises(StaleStateError):
         await storage.workflows.write_state("wf1", b"stale", etag1, {"status": "failed"})
-    assert await storage.workflows.read_state("wf1") == (b"s2", etag2)
+    assert await storage.workflows.read_state("wf1") == (b"s2", etag2, {"status": "running"})
     assert (await storage.workflows.state_metadata("wf1"))["status"] == "running"
+
+
+async def test_a_state_read_returns_the_metadata_of_the_version_it_read(storage: Storage) -> None:
+    """The coordinator checks a state's partition from its read alone (no HEAD beside it)."""
+    etag1 = await storage.workflows.create_state(
+        "wf1", b"s1", {"status": "pending", "partition": "3"}
+    )
+    stored = await storage.workflows.read_state("wf1")
+    assert (stored.data, stored.etag, stored.metadata) == (
+        b"s1",
+        etag1,
+        {"status": "pending", "partition": "3"},
+    )
+    etag2 = await storage.workflows.write_state("wf1", b"s2", etag1, {"status": "running"})
+    stored = await storage.workflows.read_state("wf1")  # a write replaces the metadata whole
+    assert (stored.data, stored.etag, stored.metadata) == (b"s2", etag2, {"status": "running"})
 
 
 async def delete_blob(storage: Storage, name: str) -> None:

@@ -31,7 +31,7 @@ async def test_a_conditional_delete_spares_a_state_that_changed(storage: Storage
     await storage.workflows.write_state("wf1", b"again", first, {"status": "running"})
     with pytest.raises(StaleStateError):
         await storage.workflows.delete("wf1", first)
-    assert (await storage.workflows.read_state("wf1"))[0] == b"again"
+    assert (await storage.workflows.read_state("wf1")).data == b"again"
     assert await storage.workflows.read_definition("wf1") == b"def"
     _, current = await storage.workflows.state_properties("wf1")
     await storage.workflows.delete("wf1", current)

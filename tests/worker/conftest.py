@@ -68,7 +68,7 @@ async def create_workflow(storage: AzureStorage, workflow_id: str, status: str =
 
 
 async def set_status(storage: AzureStorage, workflow_id: str, status: str) -> None:
-    _, etag = await storage.workflows.read_state(workflow_id)
+    etag = (await storage.workflows.read_state(workflow_id)).etag
     await storage.workflows.write_state(workflow_id, b"{}", etag, {"status": status})
 
 

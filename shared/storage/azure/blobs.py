@@ -31,7 +31,7 @@ from shared.storage.encoding import (
     purge_marker_created_at,
     purge_marker_json,
 )
-from shared.storage.ports import DeadLetter
+from shared.storage.ports import DeadLetter, StoredState
 
 BINARY = ContentSettings(content_type="application/octet-stream")
 JSON = ContentSettings(content_type="application/json")
@@ -121,15 +121,16 @@ class AzureWorkflowBlobs:
             raise ConflictError(f"the state of workflow {workflow_id!r} exists already")
         return etag
 
-    async def read_state(self, workflow_id: str) -> tuple[bytes, str]:
+    async def read_state(self, workflow_id: str) -> StoredState:
         name = ResourceNames.state_blob(workflow_id)
         try:
             downloader = await self.container.download_blob(name)
             data = await downloader.readall()
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
-        # The ETag of the very version downloaded (the SDK pins chunked reads to it).
-        return data, str(downloader.properties.etag)
+        # The ETag and metadata of the very version downloaded (the SDK pins chunked reads to it).
+        properties = downloader.properties
+        return StoredState(data, str(properties.etag), dict(properties.metadata or {}))
 
     async def write_state(
         self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]

@@ -15,7 +15,7 @@ from shared.storage.encoding import (
     purge_marker_created_at,
     purge_marker_json,
 )
-from shared.storage.ports import DeadLetter
+from shared.storage.ports import DeadLetter, StoredState
 
 _etags = itertools.count(1)
 
@@ -90,10 +90,10 @@ class MemoryWorkflowBlobs:
             raise ConflictError(f"the state of workflow {workflow_id!r} exists already")
         return blob.etag
 
-    async def read_state(self, workflow_id: str) -> tuple[bytes, str]:
+    async def read_state(self, workflow_id: str) -> StoredState:
         name = ResourceNames.state_blob(workflow_id)
         blob = self.container.get(name, f"state of workflow {workflow_id!r}:")
-        return blob.data, blob.etag
+        return StoredState(blob.data, blob.etag, dict(blob.metadata))
 
     async def write_state(
         self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]
