@@ -19,7 +19,7 @@ text, up to their natural widths.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,15 +90,20 @@ class FitTable:
         self.rows: list[list[Cell]] = []
         self.gap = gap
         """Spaces after each column."""
+        self._natural: dict[int, int] = {}
 
     def add_row(self, *cells: Cell) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"a row of {len(cells)} cells for {len(self.columns)} columns")
         self.rows.append(list(cells))
+        self._natural.clear()
 
     def natural(self, i: int) -> int:
-        header = cell_len(self.columns[i].header)
-        return max([header, *(cell_len(plain(row[i])) for row in self.rows)])
+        """Column ``i``'s width with every cell whole."""
+        if i not in self._natural:
+            cells = (cell_len(plain(row[i])) for row in self.rows)
+            self._natural[i] = max([cell_len(self.columns[i].header), *cells])
+        return self._natural[i]
 
     def _longest_word(self, i: int) -> int:
         words = [w for row in self.rows for w in plain(row[i]).split()]
@@ -123,7 +128,9 @@ class FitTable:
             return sum(self._floor(i, hard) + self.gap for i in shown)
 
         if sum(self.natural(i) + self.gap for i in shown) > max_width:
-            droppable = sorted((i for i in shown if self.columns[i].drop), key=self._drop_key)
+            droppable = sorted(
+                (i for i in shown if self.columns[i].drop), key=lambda i: -self.columns[i].drop
+            )
             for i in droppable:
                 if need(False) <= max_width:
                     break
@@ -132,17 +139,14 @@ class FitTable:
         widths = {i: self._floor(i, hard) for i in shown}
         spare = max_width - need(hard)
         # Back up to the soft floors first (so no column starves), then to the natural widths.
-        for goal in ((lambda i: self._floor(i, False)) if hard else None, self.natural):
+        soft: list[Callable[[int], int]] = [lambda i: self._floor(i, False)] if hard else []
+        for goal in (*soft, self.natural):
             for kind in ("name", "words", "text"):
-                for i in shown:
-                    if goal is not None and self.columns[i].kind == kind and spare > 0:
-                        more = max(0, min(spare, goal(i) - widths[i]))
-                        widths[i] += more
-                        spare -= more
+                for i in (i for i in shown if self.columns[i].kind == kind):
+                    more = max(0, min(spare, goal(i) - widths[i]))
+                    widths[i] += more
+                    spare -= more
         return widths
-
-    def _drop_key(self, i: int) -> int:
-        return -self.columns[i].drop
 
     def layout(self, max_width: int) -> Table:
         """The rich table for ``max_width`` characters."""
