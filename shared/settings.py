@@ -152,6 +152,17 @@ class Settings(BaseSettings):
             " workflow's remaining events are set aside for a later pass (logged, counted)."
         ),
     )
+    state_cache_mb: int = Field(
+        default=64,
+        ge=1,
+        validation_alias=AliasChoices("DAGQ_STATE_CACHE_MB"),
+        description=(
+            "Memory each partition's coordinator keeps workflow states in between passes (an"
+            " estimate of their decoded size): about 12,000 five-task workflows at 64, enough for"
+            " a partition's active set so that passes and sweeps do not re-read states"
+            " (docs/capacity.md)."
+        ),
+    )
     sweep_schedule: str = Field(
         default="*/5 * * * * *",
         validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),

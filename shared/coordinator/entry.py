@@ -72,7 +72,7 @@ class Coordinator:
             self.options = options or CoordinatorOptions()
         self.clock = clock
         opts = self.options
-        cache = WorkflowCache()
+        cache = WorkflowCache(opts.state_cache_mb * 1024 * 1024)
         updater = WorkflowUpdater(
             storage,
             opts,

@@ -38,6 +38,8 @@ class CoordinatorOptions:
     workflow_slice_s: float = _setting("workflow_slice_s")
     """Longest one pass spends loading a workflow and applying its events (dispatching what they
     made ready and flushing are never cut short: cutting them would only repeat them)."""
+    state_cache_mb: int = _setting("state_cache_mb")
+    """Memory the cached states may take (``WorkflowCache``'s estimate of their decoded size)."""
     cancel_grace_s: float = 600.0
     batch_size: int = 32
     """Messages per receive call (Azure's maximum is 32)."""
