@@ -13,6 +13,9 @@ STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 CONSTRAINTS := constraints.txt
 PYTEST_ARGS ?=
+# The suite runs in this many pytest processes (pytest-xdist; a test module stays in one process):
+# most of its time is spent waiting on subprocesses, Azurite and the browser. 0: one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: install test lint format bench sim clean constraints
 
@@ -44,7 +47,7 @@ constraints: $(STAMP)
 # The suite runs in a network namespace with only loopback where the machine allows it (installs
 # are done by then); elsewhere it runs as it is and the in-process guard watches (tests/support/netns.py).
 test: install browser
-	$(PY) -m tests.support.netns $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m tests.support.netns $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The dashboard's browser tests drive Debian's chromium (never a browser Playwright downloads):
 # installed here where it is missing (CI runs as root on a fresh Debian). Where it cannot be, those

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import netns
-from tests.support.netguard import Offences
+from tests.support.netguard import SITE_DIR, Offences, _load_guard
 from tests.worker.conftest import start_agent
 from worker_agent.config import DEFAULT_METADATA_URL
 
@@ -71,6 +71,37 @@ def test_python_subprocesses_are_guarded_too(netguard: Offences) -> None:
     assert offence["host"] == "169.254.169.254"
     assert offence["argv"] == ["-c"]
     assert urllib.request  # the in-process import above is the subprocess's, not ours
+
+
+def test_a_session_in_an_already_guarded_process_records_in_its_own_directory(
+    tmp_path: Path,
+) -> None:
+    # A pytest-xdist worker inherits the controller's guard (sitecustomize installs it at start,
+    # recording in the controller's directory), then its own session installs the guard for its
+    # directory. Before: the inherited hook refused first, so the worker's directory stayed empty
+    # and its tests could not see an offence.
+    inherited, own = tmp_path / "controller", tmp_path / "worker"
+    inherited.mkdir()
+    own.mkdir()
+    code = (
+        "import socket\n"
+        "from tests.support.netguard import _load_guard\n"
+        f"_load_guard().install({str(own)!r})\n"
+        "try:\n"
+        "    socket.create_connection(('192.0.2.1', 9), timeout=0.1)\n"
+        "except PermissionError:\n"
+        "    pass\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SITE_DIR), os.getcwd()]),
+        _load_guard().ENV: str(inherited),
+    }
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert list(inherited.iterdir()) == []
+    (report,) = own.iterdir()
+    assert '"host": "192.0.2.1"' in report.read_text()
 
 
 @pytest.mark.azurite

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,11 @@ TASK_ENV = "DAGQ_WORKER_TASK_ENV"
 
 
 def _load_guard() -> Any:
+    """The guard module: the one this process loaded as ``sitecustomize`` when it inherited the
+    guard (its hook is installed already), else a fresh load of it."""
+    loaded = sys.modules.get("sitecustomize")
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").parent == SITE_DIR:
+        return loaded
     spec = importlib.util.spec_from_file_location("dagq_netguard", SITE_DIR / "sitecustomize.py")
     assert spec is not None
     assert spec.loader is not None

@@ -70,30 +70,41 @@ def _host_of(event: str, args: tuple[Any, ...]) -> Any:
     return args[0]  # getaddrinfo(host, ...), gethostbyname(host), gethostbyaddr(ip)
 
 
+_REPORT_DIR: list[str] = []
+"""Where this process records offences (set by ``install``; empty until then)."""
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event not in _WATCHED:
+        return
+    host = _host_of(event, args)
+    if _is_loopback(host):
+        return
+    record = {
+        "pid": os.getpid(),
+        "argv": sys.argv,
+        "event": event,
+        "host": str(host),
+        "stack": traceback.format_stack(limit=8)[:-1],
+    }
+    report = os.path.join(_REPORT_DIR[0], f"{os.getpid()}.jsonl")
+    with open(report, "a", encoding="utf-8") as file:
+        file.write(json.dumps(record) + "\n")
+    raise PermissionError(
+        13, f"dagq test network guard: {event} to {host!r} refused (only loopback is allowed)"
+    )
+
+
 def install(report_dir: str) -> None:
-    """Install the hook in this process (audit hooks cannot be removed again)."""
-    report = os.path.join(report_dir, f"{os.getpid()}.jsonl")
+    """Record this process's offences in ``report_dir``, installing the hook on the first call.
 
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event not in _WATCHED:
-            return
-        host = _host_of(event, args)
-        if _is_loopback(host):
-            return
-        record = {
-            "pid": os.getpid(),
-            "argv": sys.argv,
-            "event": event,
-            "host": str(host),
-            "stack": traceback.format_stack(limit=8)[:-1],
-        }
-        with open(report, "a", encoding="utf-8") as file:
-            file.write(json.dumps(record) + "\n")
-        raise PermissionError(
-            13, f"dagq test network guard: {event} to {host!r} refused (only loopback is allowed)"
-        )
-
-    sys.addaudithook(hook)
+    Audit hooks cannot be removed, so a later call only moves the record: a pytest-xdist worker
+    inherits its controller's guard at start (this module, from the environment) and its own
+    session then records in a directory of its own."""
+    first = not _REPORT_DIR
+    _REPORT_DIR[:] = [report_dir]
+    if first:
+        sys.addaudithook(_hook)
 
 
 if os.environ.get(ENV):
