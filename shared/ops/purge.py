@@ -77,7 +77,7 @@ async def _give_up(storage: Storage, workflow_id: str) -> None:
         index_row(wf, decode_state(stored.data, wf)),
         partition=partition_from_metadata(stored.metadata),
     )
-    await storage.index.project(row)
+    await storage.index.create(row)  # the purge deleted it (a projection never creates one)
     await storage.workflows.unmark_purge(workflow_id)
 
 

@@ -285,7 +285,9 @@ class Index(Protocol):
 
     async def project(self, row: IndexRow) -> None:
         """Write the coordinator's projection of a state: merge every field except
-        ``cancel_requested``, which it never clobbers."""
+        ``cancel_requested``, which it never clobbers, into the row if it exists. A missing row
+        is not created (the API creates rows): a projection that lands after a purge (a write
+        stalled in flight) must not bring the purged workflow's row back."""
         ...
 
     async def project_many(self, rows: builtins.list[IndexRow]) -> None:

@@ -402,12 +402,13 @@ async def test_project_merges_and_never_clobbers_cancel(storage: Storage) -> Non
     assert await storage.index.get("wf1", 1000.0) == rerun
 
 
-async def test_project_creates_a_missing_row(storage: Storage) -> None:
-    await storage.index.project(row("wf1", 1000.0, status=WorkflowStatus.RUNNING))
-    got = await storage.index.get("wf1", 1000.0)
-    assert got is not None
-    assert got.status == WorkflowStatus.RUNNING
-    assert got.cancel_requested is False
+async def test_project_never_creates_a_row(storage: Storage) -> None:
+    """A projection stalled in flight may land after a purge deleted the row: the purged
+    workflow's row must stay gone (found by the simulation: docs/simulation.md)."""
+    await storage.index.create(row("wf1", 1000.0))
+    await storage.index.delete("wf1", 1000.0)  # a purge
+    await storage.index.project(row("wf1", 1000.0, status=WorkflowStatus.CANCELLED))
+    assert await storage.index.get("wf1", 1000.0) is None
 
 
 async def test_cancel_flag_needs_a_row(storage: Storage) -> None:
@@ -506,17 +507,21 @@ async def test_active_lists_one_partitions_rows(storage: Storage) -> None:
 
 async def test_project_many_writes_every_row_and_keeps_the_cancel_flag(storage: Storage) -> None:
     """A batch projection (one transaction per 100 rows of the index partition) is the same
-    upsert-merge as ``project``: new rows appear, existing ones change, a cancel flag stays."""
+    update-merge as ``project``: existing rows change, a cancel flag stays, and a row that is gone
+    (purged) is not brought back while the others of its batch are written."""
     from dataclasses import replace as _replace
 
     base = IndexRow("b000", "batch", WorkflowStatus.PENDING, 1_800_000_000.0, 1_800_000_000.0)
     rows = [
         _replace(base, workflow_id=f"b{i:03d}", created_at=base.created_at + i) for i in range(130)
     ]
-    await storage.index.create(rows[0])
+    for one in rows:
+        await storage.index.create(one)
     await storage.index.request_cancel("b000", rows[0].created_at)
+    await storage.index.delete("b007", rows[7].created_at)  # purged meanwhile
     running = [_replace(r, status=WorkflowStatus.RUNNING, total=3) for r in rows]
     await storage.index.project_many(running)
+    assert await storage.index.get("b007", rows[7].created_at) is None
     got = await storage.index.get("b000", rows[0].created_at)
     assert got is not None
     assert (got.status, got.total, got.cancel_requested) == (WorkflowStatus.RUNNING, 3, True)

@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError, NotFoundError
@@ -157,28 +157,35 @@ class AzureIndex:
             raise _missing_table(error, self.table.table_name) or error from error
 
     async def project(self, row: IndexRow) -> None:
-        # Upsert-merge of every field but the cancel flag: a cancel written concurrently survives.
+        # Update-merge of every field but the cancel flag: a cancel written concurrently survives.
+        # An update sends If-Match: *, so a row that is gone (purged) stays gone: a projection
+        # that lands late, after a purge, must not bring the purged workflow's row back.
         try:
-            await self.table.upsert_entity(to_entity(row, with_cancel=False), mode=UpdateMode.MERGE)
+            await self.table.update_entity(to_entity(row, with_cancel=False), mode=UpdateMode.MERGE)
         except ResourceNotFoundError as error:
-            raise _missing_table(error, self.table.table_name) or error from error
+            missing = _missing_table(error, self.table.table_name)
+            if missing:
+                raise missing from error
 
     async def project_many(self, rows: builtins.list[IndexRow]) -> None:
         # Every row is in the one index partition: a transaction writes up to INDEX_BATCH of
-        # them in one request (the same upsert-merge as ``project``, all or none).
+        # them in one request (the same update-merge as ``project``, all or none).
         for start in range(0, len(rows), INDEX_BATCH):
             batch = rows[start : start + INDEX_BATCH]
             if len(batch) == 1:
                 await self.project(batch[0])
                 continue
             operations: list[Any] = [
-                ("upsert", to_entity(row, with_cancel=False), {"mode": UpdateMode.MERGE})
+                ("update", to_entity(row, with_cancel=False), {"mode": UpdateMode.MERGE})
                 for row in batch
             ]
             try:
                 await self.table.submit_transaction(operations)
-            except ResourceNotFoundError as error:
-                raise _missing_table(error, self.table.table_name) or error from error
+            except (ResourceNotFoundError, TableTransactionError):
+                # A row of the batch is gone (purged), or the table is: one by one, the rows
+                # that exist are written (and a missing table is reported as such).
+                for one in batch:
+                    await self.project(one)
 
     async def _set_cancel(self, workflow_id: str, created_at: float, value: bool) -> None:
         entity = {

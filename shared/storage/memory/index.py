@@ -41,9 +41,7 @@ class MemoryIndex:
         key = index_row_key(row.workflow_id, row.created_at)
         current = self.rows.get(key)
         if current is None:
-            # An upsert-merge creates the row without the cancel flag (which then reads False).
-            self.rows[key] = replace(_copy_row(row), cancel_requested=False)
-            return
+            return  # an update-merge: a row that is gone (purged) stays gone
         fresh = _copy_row(row)
         for name in _PROJECTED_FIELDS:
             setattr(current, name, getattr(fresh, name))
