@@ -34,6 +34,10 @@ WorkflowId = Annotated[str, Field(max_length=64), AfterValidator(_checked(workfl
 TaskName = Annotated[str, Field(max_length=128), AfterValidator(_checked(safe_name_problem))]
 QueueName = Annotated[str, Field(max_length=64), AfterValidator(_checked(queue_name_problem))]
 Attempt = Annotated[int, Field(ge=1, le=MAX_COUNTER)]
+Incarnation = Annotated[int, Field(ge=1, le=MAX_COUNTER)]
+"""Which workflow of an id a message belongs to: drawn at submit
+(``shared.api.service.new_incarnation``), so a purged id submitted again is another incarnation;
+None in messages of older deployments."""
 Timestamp = Annotated[float, Field(ge=0, le=MAX_TIMESTAMP_S, allow_inf_nan=False)]
 """Seconds since the epoch, finite (no NaN or Infinity) and within 1970..2286."""
 WorkerName = Annotated[

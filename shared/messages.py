@@ -17,7 +17,7 @@ reach past the outputs container or overflow the state codec.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -41,6 +41,7 @@ from shared.limits import (
 )
 from shared.message_fields import (
     Attempt,
+    Incarnation,
     QueueName,
     TaskName,
     Timestamp,
@@ -81,6 +82,15 @@ class OutputRef(_Message):
         return self
 
 
+class ReportFields(TypedDict):
+    """What an event reporting an attempt copies from its task message."""
+
+    workflow_id: str
+    task: str
+    attempt: int
+    incarnation: int | None
+
+
 class TaskMessage(_Message):
     """One attempt of one task, sent to the task queue of its hardware class."""
 
@@ -100,6 +110,18 @@ class TaskMessage(_Message):
     partition: int = Field(default=0, ge=0, lt=MAX_PARTITIONS)
     """The workflow's partition: the worker reports to that partition's event queue (a number,
     not a queue name: the worker builds the name itself, never taking one from a message)."""
+    incarnation: Incarnation | None = None
+    """The incarnation of the workflow id this attempt belongs to (its state's): a worker runs
+    the message only while the state blob's metadata names the same one, and reports it back."""
+
+    def report_fields(self) -> ReportFields:
+        """The fields every event reporting this attempt copies from it."""
+        return {
+            "workflow_id": self.workflow_id,
+            "task": self.task,
+            "attempt": self.attempt,
+            "incarnation": self.incarnation,
+        }
 
     @property
     def key(self) -> str:
@@ -132,10 +154,14 @@ class ActivateEvent(_Message):
 
 
 class CancelEvent(_Message):
-    """Sent by the API on cancel (the durable flag in the index backs it up if it is lost)."""
+    """Sent by the API on cancel (the durable flag in the index backs it up if it is lost).
+
+    ``incarnation``: the workflow the API read (None from the cancel-poll sweep, which acts on
+    whatever the id holds now, and from older deployments)."""
 
     kind: Literal["cancel"] = "cancel"
     workflow_id: WorkflowId
+    incarnation: Incarnation | None = None
     reason: str | None = Field(default=None, max_length=MAX_EVENT_REASON_CHARS)
 
 
@@ -149,12 +175,16 @@ class RetryEvent(_Message):
     kind: Literal["retry"] = "retry"
     workflow_id: WorkflowId
     run: int = Field(ge=1, le=MAX_COUNTER)
+    incarnation: Incarnation | None = None
+    """The workflow the API read (None from older deployments)."""
 
 
 class _TaskEvent(_Message):
     workflow_id: WorkflowId
     task: TaskName
     attempt: Attempt
+    incarnation: Incarnation | None = None
+    """The task message's (None from older workers): applied only to the same incarnation."""
     worker: WorkerName | None = None
 
     def _check_blobs(self, output: OutputRef | None, log_blob: str | None) -> None:

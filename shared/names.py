@@ -251,9 +251,13 @@ class ResourceNames:
         return cls.attempt_prefix(workflow_id, task, attempt) + "upstream.json"
 
     @classmethod
-    def claim_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
-        """Created by the first worker to run an attempt; duplicate dispatches find it taken."""
-        return cls.attempt_prefix(workflow_id, task, attempt) + "claim"
+    def claim_blob(
+        cls, workflow_id: str, task: str, attempt: int, incarnation: int | None = None
+    ) -> str:
+        """Created by the first worker to run an attempt; duplicate dispatches find it taken.
+        Per incarnation of the id: a purged run's late message never takes its successor's."""
+        suffix = "claim" if incarnation is None else f"claim-{incarnation}"
+        return cls.attempt_prefix(workflow_id, task, attempt) + suffix
 
     @staticmethod
     def deadletter_blob(received_at: float, message_id: str) -> str:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import JsonValue
 
 from shared.coordinator import Coordinator
-from shared.errors import NotFoundError
 from shared.messages import (
     OutputRef,
     TaskCompletedEvent,
@@ -32,6 +31,7 @@ from shared.storage.ports import Queue, ReceivedMessage, Storage
 from sim.faults import Crash, Tooth
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
+from worker_agent.workflow_check import FINISHED_STATUSES, workflow_cancelled, workflow_of
 
 if TYPE_CHECKING:
     from sim.world import World
@@ -143,18 +143,23 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
                    received: ReceivedMessage) -> None:  # fmt: skip
     message = decode_task_message(received.text)
     wid = message.workflow_id
-    if received.dequeue_count > 1 and await _status(storage, wid) in ("completed", "failed"):
+    status, foreign = await workflow_of(storage, message)  # the worker's own checks
+    if foreign:  # a purged run's late message: kept aside with its reason, never run
+        await storage.deadletters.put(message_id=received.id, text=received.text,
+                                      reason=foreign, received_at=world.now())  # fmt: skip
+        await queue.delete(received)
+        return
+    if received.dequeue_count > 1 and status in FINISHED_STATUSES:
         await queue.delete(received)  # a late redelivery: never run after the end (as the worker)
         return
     if Tooth.NO_CLAIM not in world.platform.teeth:
-        claim = ResourceNames.claim_blob(wid, message.task, message.attempt)
+        claim = ResourceNames.claim_blob(wid, message.task, message.attempt, message.incarnation)
         mine = await storage.outputs.create_if_absent(claim, received.id.encode())
         if not mine and (await storage.outputs.get(claim)).decode() != received.id:
             await queue.delete(received)  # a duplicate dispatch: someone else runs it
             return
     events = storage.for_partition(_report_partition(world, message)).event_queue
-    status = await _status(storage, wid)
-    if status in ("gone", "cancelling", "cancelled"):
+    if await workflow_cancelled(storage, message):
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return
@@ -166,8 +171,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         upstream = await _upstream(storage, message)
         if world.rng.random() < 0.3:
             await events.send(encode(TaskStartedEvent(
-                workflow_id=wid, task=message.task, attempt=message.attempt,
-                worker=actor.name, started_at=started_at)))  # fmt: skip
+                **message.report_fields(), worker=actor.name, started_at=started_at)))  # fmt: skip
         received_now = await _run(world, actor, storage, queue, received, message)
         if received_now is None:
             return
@@ -178,9 +182,8 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
             value: dict[str, JsonValue] = {"task": message.task, "up": _digest(upstream)}
             size = len(json.dumps(value))
             event = TaskCompletedEvent(
-                workflow_id=wid, task=message.task, attempt=message.attempt, worker=actor.name,
-                started_at=started_at, finished_at=world.now(),
-                output=OutputRef(inline=value, size=size))  # fmt: skip
+                **message.report_fields(), worker=actor.name, started_at=started_at,
+                finished_at=world.now(), output=OutputRef(inline=value, size=size))  # fmt: skip
         reported = True  # from here the report may reach the queue (a lost reply still does)
         await events.send(encode(event))
     finally:
@@ -226,26 +229,12 @@ async def _run(
                 world.platform.log(actor.name, f"lost the message of {message.key}")
                 return None
             received = renewed
-            if await _cancelled(storage, message.workflow_id):
+            if await workflow_cancelled(storage, message):
                 events = storage.for_partition(message.partition).event_queue
                 await events.send(encode(_failed(actor, message, "cancelled", world.now())))
                 await queue.delete(received)
                 return None
     return received
-
-
-async def _status(storage: Storage, workflow_id: str) -> str | None:
-    """What the real worker reads before and while it runs a task: the state's status metadata
-    (``gone`` once the state blob was deleted)."""
-    try:
-        meta = await storage.workflows.state_metadata(workflow_id)
-    except NotFoundError:
-        return "gone"
-    return meta.get("status")
-
-
-async def _cancelled(storage: Storage, workflow_id: str) -> bool:
-    return await _status(storage, workflow_id) in ("gone", "cancelling", "cancelled")
 
 
 async def _upstream(storage: Storage, message: TaskMessage) -> dict[str, JsonValue]:
@@ -266,8 +255,7 @@ def _digest(upstream: dict[str, JsonValue]) -> str:
 
 def _failed(actor: Actor, message: TaskMessage, reason: str, started_at: float) -> TaskFailedEvent:
     return TaskFailedEvent(
-        workflow_id=message.workflow_id, task=message.task, attempt=message.attempt,
-        worker=actor.name, started_at=started_at, finished_at=started_at,
+        **message.report_fields(), worker=actor.name, started_at=started_at, finished_at=started_at,
         reason=reason,  # type: ignore[arg-type]
         exit_code=int(message.env.get("SIM_EXIT", "1")) if reason == "exit" else None,
         error="workflow cancelled" if reason == "cancelled" else "simulated failure",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from shared.api import service
 from shared.deployment import partition_of
 from shared.errors import ConflictError, IncompleteSubmitError, NotFoundError
+from shared.limits import MAX_COUNTER
 from shared.names import new_workflow_id
 from shared.ops.purge import purge_workflow
 from shared.storage.ports import Storage
@@ -86,6 +87,7 @@ async def _submit(world: World, name: str, workflow_id: str) -> None:
         return await service.submit(
             storage, wf, now=world.now() + world.rng.uniform(-1, 1), workflow_id=workflow_id,
             encoded=data, partitions=world.partitions,
+            incarnation=1 + world.rng.randrange(MAX_COUNTER),  # seeded, not ``secrets``
         )  # fmt: skip
 
     await call(world, name, submit)

@@ -2,7 +2,9 @@
 
 1. Decode; a malformed message is dead-lettered and deleted (it cannot be reported to a workflow).
 2. Heartbeat: keep the message invisible while this worker holds it.
-3. Claim the attempt (a create-only blob holding the queue message id): a second message for the
+3. A message of another incarnation of its workflow id (the workflow was purged and submitted
+   again since it was sent) is dead-lettered with that reason, never run. Claim the attempt (a
+   create-only blob, per incarnation, holding the queue message id): a second message for the
    same attempt (a duplicate dispatch) is deleted without running; the same message delivered
    again (its worker died) runs again.
 4. Skip the attempt if its workflow is cancelled (or deleted): report it failed, 'cancelled'.
@@ -23,7 +25,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.codec.metadata import status_from_metadata
 from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
 from shared.messages import (
     FailureReason,
@@ -33,7 +34,6 @@ from shared.messages import (
     decode_task_message,
 )
 from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
-from shared.states import WorkflowStatus
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
 from worker_agent.files import (
@@ -52,14 +52,10 @@ from worker_agent.started import StartedAnnouncer
 from worker_agent.task_env import task_environment
 from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
+from worker_agent.workflow_check import FINISHED_STATUSES, workflow_cancelled, workflow_of
 
 ERROR_RETRY_S = 5
 """After an unexpected error (storage outage, bug) the message comes back this much later."""
-
-CANCELLED_STATUSES = frozenset({WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED})
-FINISHED_STATUSES = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED})
-"""A redelivered message of a workflow in one of these is late (its worker reported and died
-before deleting it): it is dropped, never run after its workflow ended."""
 
 
 @dataclass
@@ -133,7 +129,11 @@ class AttemptRunner:
         devices: str | None,
         log: TaskLogger,
     ) -> None:
-        if received.dequeue_count > 1 and await self._finished(message.workflow_id):
+        status, foreign = await workflow_of(self.storage, message)
+        if foreign:
+            await self._dead_letter(heartbeat.queue, received, foreign, log, heartbeat)
+            return
+        if received.dequeue_count > 1 and status in FINISHED_STATUSES:
             # Only a redelivery: a first delivery may be a rerun sent just before the coordinator
             # records it (the state still says failed for a moment), and it must run.
             log.info("workflow finished already: dropping a late redelivery of the task")
@@ -143,7 +143,7 @@ class AttemptRunner:
             log.info("duplicate dispatch of an attempt another message holds: dropping it")
             await self._finish(heartbeat, log)
             return
-        if await self._cancelled(message.workflow_id):
+        if await workflow_cancelled(self.storage, message):
             log.info("workflow is cancelled: not running the task")
             error = "the workflow was cancelled before the task started"
             await self._report(
@@ -240,7 +240,9 @@ class AttemptRunner:
 
     async def _claim(self, message: TaskMessage, received: ReceivedMessage) -> bool:
         """True if this message may run the attempt (first claim, or a redelivery of it)."""
-        name = ResourceNames.claim_blob(message.workflow_id, message.task, message.attempt)
+        name = ResourceNames.claim_blob(
+            message.workflow_id, message.task, message.attempt, message.incarnation
+        )
         outputs = self.storage.outputs
         if await outputs.create_if_absent(name, received.id.encode()):
             return True
@@ -250,28 +252,12 @@ class AttemptRunner:
             return True
         return owner.decode(errors="replace") == received.id
 
-    async def _finished(self, workflow_id: str) -> bool:
-        """Whether the workflow completed or failed (its state blob's metadata says so)."""
-        try:
-            metadata = await self.storage.workflows.state_metadata(workflow_id)
-        except NotFoundError:
-            return False  # gone: the cancel check reports it
-        return status_from_metadata(metadata) in FINISHED_STATUSES
-
-    async def _cancelled(self, workflow_id: str) -> bool:
-        """Whether the workflow is cancelling/cancelled, or gone (its state blob deleted)."""
-        try:
-            metadata = await self.storage.workflows.state_metadata(workflow_id)
-        except NotFoundError:
-            return True
-        return status_from_metadata(metadata) in CANCELLED_STATUSES
-
     async def _run(
         self, message: TaskMessage, command: Command, stop: StopRequest, log: TaskLogger
     ) -> RunResult:
         announcer = StartedAnnouncer(self.settings, self.reporter, message, log)
         announce = asyncio.create_task(announcer.run())
-        watch = asyncio.create_task(self._watch_cancel(message.workflow_id, stop, log))
+        watch = asyncio.create_task(self._watch_cancel(message, stop, log))
         log.info("running: %s", message.cmd[:200])
         try:
             result = await run_command(command, stop, kill_grace_s=self.settings.kill_grace_s)
@@ -289,11 +275,11 @@ class AttemptRunner:
         )
         return result
 
-    async def _watch_cancel(self, workflow_id: str, stop: StopRequest, log: TaskLogger) -> None:
+    async def _watch_cancel(self, message: TaskMessage, stop: StopRequest, log: TaskLogger) -> None:
         while stop.reason is None:
             await asyncio.sleep(self.settings.cancel_check_s)
             try:
-                cancelled = await self._cancelled(workflow_id)
+                cancelled = await workflow_cancelled(self.storage, message)
             except Exception as exc:  # transient: the next check will tell
                 log.debug("cancel check failed: %s", exc)
                 continue
@@ -361,9 +347,16 @@ class AttemptRunner:
             log.warning("could not release the task message (%s); it reappears later", exc)
 
     async def _dead_letter(
-        self, queue: Queue, received: ReceivedMessage, reason: str, log: TaskLogger
+        self,
+        queue: Queue,
+        received: ReceivedMessage,
+        reason: str,
+        log: TaskLogger,
+        heartbeat: Heartbeat | None = None,
     ) -> None:
-        log.error("malformed task message %s dead-lettered: %s", received.id, reason)
+        """Keep the message aside with ``reason``, then delete it (a held one with the
+        heartbeat's latest receipt)."""
+        log.error("task message %s dead-lettered: %s", received.id, reason)
         try:
             await retry_transient(
                 "dead-lettering a malformed task message",
@@ -377,5 +370,10 @@ class AttemptRunner:
             )
         except DagqError as exc:
             log.error("could not dead-letter message %s: %s", received.id, exc)
+            if heartbeat is not None:
+                await self._release(heartbeat, log, after_s=ERROR_RETRY_S)
             return
-        await retry_transient("deleting a malformed message", lambda: queue.delete(received))
+        if heartbeat is not None:
+            await self._finish(heartbeat, log)
+        else:
+            await retry_transient("deleting a malformed message", lambda: queue.delete(received))

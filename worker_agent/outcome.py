@@ -48,9 +48,7 @@ def failed_event(
 ) -> TaskFailedEvent:
     """The event that reports ``message``'s attempt failed (``result`` None: it never ran)."""
     return TaskFailedEvent(
-        workflow_id=message.workflow_id,
-        task=message.task,
-        attempt=message.attempt,
+        **message.report_fields(),
         worker=worker_id,
         started_at=result.started_at if result else None,
         finished_at=result.finished_at if result else time.time(),
@@ -109,9 +107,7 @@ class Outcome:
             self.log.warning("%s", exc)
             return failed("error", str(exc))
         return TaskCompletedEvent(
-            workflow_id=self.message.workflow_id,
-            task=self.message.task,
-            attempt=self.message.attempt,
+            **self.message.report_fields(),
             worker=self.settings.worker_id,
             started_at=result.started_at,
             finished_at=result.finished_at,

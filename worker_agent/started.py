@@ -35,9 +35,7 @@ class StartedAnnouncer:
         self.posting = True
         await self.reporter.post(
             TaskStartedEvent(
-                workflow_id=self.message.workflow_id,
-                task=self.message.task,
-                attempt=self.message.attempt,
+                **self.message.report_fields(),
                 worker=self.settings.worker_id,
                 started_at=self.started_at,
             ),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from shared.deployment import partition_from_metadata, partition_metadata, partition_of
 from shared.errors import ConflictError, IncompleteSubmitError, NotFoundError
+from shared.limits import MAX_COUNTER
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
 from shared.names import check_workflow_id, new_workflow_id
 from shared.states import WorkflowStatus
@@ -60,6 +61,12 @@ def generate_id(now: float) -> str:
     return new_workflow_id(now, entropy)
 
 
+def new_incarnation() -> int:
+    """A fresh incarnation for a workflow being created (``RuntimeState.incarnation``): random,
+    so a purged id submitted again is told apart from every earlier workflow of that id."""
+    return 1 + secrets.randbelow(MAX_COUNTER)
+
+
 def same_definition(a: CompiledWorkflow, b: CompiledWorkflow) -> bool:
     """Whether two compiled workflows run the same DAG (the submitted text may differ in layout)."""
     return dataclasses.replace(a, source=None) == dataclasses.replace(b, source=None)
@@ -96,6 +103,7 @@ async def submit(
     workflow_id: str | None = None,
     encoded: bytes | None = None,
     partitions: int = 1,
+    incarnation: int | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -104,7 +112,8 @@ async def submit(
     that crashed half-way. Same id with a different definition: ConflictError. ``encoded`` is
     the definition blob when the caller already has it (``compile_definition``). The workflow
     joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
-    activate event goes to that partition's event queue.
+    activate event goes to that partition's event queue. ``incarnation``: the new state's
+    (default: ``new_incarnation()``; the simulation passes its seeded one).
     """
     from shared.codec.definition import decode_definition, encode_definition
 
@@ -130,7 +139,10 @@ async def submit(
             raise ConflictError("could not generate a unique workflow id; submit again")
     try:
         partition = partition_of(workflow_id, partitions)
-        state, partition = await _create_state(storage, wf, workflow_id, now, partition)
+        incarnation = new_incarnation() if incarnation is None else incarnation
+        state, partition = await _create_state(
+            storage, wf, workflow_id, now, partition, incarnation
+        )
         await storage.index.create(_index_row(wf, state, partition))
         if state.status is WorkflowStatus.PENDING:
             events = storage.for_partition(partition).event_queue
@@ -141,14 +153,19 @@ async def submit(
 
 
 async def _create_state(
-    storage: Storage, wf: CompiledWorkflow, workflow_id: str, now: float, partition: int
+    storage: Storage,
+    wf: CompiledWorkflow,
+    workflow_id: str,
+    now: float,
+    partition: int,
+    incarnation: int,
 ) -> tuple[RuntimeState, int]:
     """Create the initial state blob in ``partition``, or return the existing one and the
     partition it recorded (a repeated submit, perhaps after the partition count changed)."""
     from shared.codec.state import decode_state, encode_state, state_metadata
     from shared.engine import new_state
 
-    state = new_state(wf, workflow_id, now)
+    state = new_state(wf, workflow_id, now, incarnation)
     metadata = state_metadata(state) | partition_metadata(partition)
     try:
         await storage.workflows.create_state(workflow_id, encode_state(state), metadata)
@@ -186,7 +203,10 @@ async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = Non
         await storage.index.create(_index_row(wf, state, partition))
         await storage.index.request_cancel(workflow_id, state.created_at)
     events = storage.for_partition(partition).event_queue
-    await events.send(encode(CancelEvent(workflow_id=workflow_id, reason=reason)))
+    cancel_event = CancelEvent(
+        workflow_id=workflow_id, reason=reason, incarnation=state.incarnation
+    )
+    await events.send(encode(cancel_event))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)
 
 
@@ -207,5 +227,6 @@ async def retry(storage: Storage, workflow_id: str) -> ControlResult:
         await storage.index.create(_index_row(wf, state, partition))
         await storage.index.clear_cancel(workflow_id, state.created_at)
     events = storage.for_partition(partition).event_queue
-    await events.send(encode(RetryEvent(workflow_id=workflow_id, run=state.run)))
+    retry_event = RetryEvent(workflow_id=workflow_id, run=state.run, incarnation=state.incarnation)
+    await events.send(encode(retry_event))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)

@@ -20,6 +20,16 @@ RUN_KEY = "run"
 CODEC_KEY = "codec"
 """The version of the state blob's codec that wrote it."""
 
+INCARNATION_KEY = "incarnation"
+"""Which workflow of its id the state is (absent: written before incarnations existed)."""
+
+
+def incarnation_from_metadata(metadata: Mapping[str, str]) -> int | None:
+    """The incarnation ``state_metadata`` recorded (None when absent or not a number: a state
+    from before incarnations, whose messages carry none either)."""
+    value = next((v for k, v in metadata.items() if k.lower() == INCARNATION_KEY), None)
+    return int(value) if value is not None and value.isdecimal() and len(value) < 12 else None
+
 
 def status_from_metadata(metadata: Mapping[str, str]) -> WorkflowStatus | None:
     """The workflow status that ``state_metadata`` recorded; None when there is none this dagq

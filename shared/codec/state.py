@@ -21,9 +21,11 @@ bookkeeping (per-state counts, parent counters) is not stored; decoding recomput
 Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansions); version 3
 adds the earlier attempts of tasks that ran more than once (meta ``hist``, see
 ``shared.engine.attempt_history``); version 4 results reused from the result cache (meta
-``cached``: task -> the attempt it reused). A state is written with the lowest version that holds
-it: one without any of these is version 1, byte for byte as before. Every version stays
-readable. A blob with an unknown (newer) version, a bad magic or corrupt content raises CodecError.
+``cached``: task -> the attempt it reused); version 5 the workflow's incarnation (meta ``inc``,
+drawn at submit: every workflow submitted since has one). A state is written with the lowest
+version that holds it: one without any of these is version 1, byte for byte as before. Every
+version stays readable. A blob with an unknown (newer) version, a bad magic or corrupt content
+raises CodecError.
 """
 
 from __future__ import annotations
@@ -32,31 +34,31 @@ __all__ = ["STATE_MAGIC", "STATE_VERSION", "decode_state", "encode_state", "stat
 
 import json
 import struct
-import sys
-from array import array
 from collections import deque
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
 from shared.caching.entry import CachedFrom
+from shared.codec.columns import pack, refs, rel, unpack, unrel
 from shared.codec.framing import frame, open_blob
-from shared.codec.metadata import CODEC_KEY, RUN_KEY, STATUS_KEY
+from shared.codec.metadata import CODEC_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt
 from shared.engine.expansion import expanded
 from shared.engine.state import COMPLETED, READY, TASK_STATES, ItemList, RuntimeState, to_ms
 from shared.errors import CodecError
+from shared.limits import MAX_COUNTER
 from shared.messages import OutputRef
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 4
+STATE_VERSION = 5
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
-attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``); a state
-without any is still written as version 1, byte for byte what earlier releases wrote."""
+attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``), version 5 the
+incarnation (meta ``inc``); a state without any is still written as version 1, byte for byte what
+earlier releases wrote."""
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -66,56 +68,6 @@ _FLAG_CANCEL = 1
 _FLAG_FINISHED = 2
 _FLAG_CANCEL_AT = 4
 _LEN = struct.Struct("<I")
-_BIG_ENDIAN = sys.byteorder == "big"
-
-
-# -- integer columns as byte planes --------------------------------------------------------------
-
-
-def _pack(typecode: str, values: Iterable[int]) -> bytes:
-    column = array(typecode, values)
-    if _BIG_ENDIAN:
-        column.byteswap()
-    raw = column.tobytes()
-    width = column.itemsize
-    return b"".join(raw[k::width] for k in range(width))
-
-
-def _unpack(typecode: str, data: bytes, n: int) -> array[int]:
-    column = array(typecode)
-    width = column.itemsize
-    if len(data) != n * width:
-        raise CodecError(
-            f"state blob is corrupt: a column holds {len(data)} bytes, expected {n * width}"
-        )
-    raw = bytearray(len(data))
-    for k in range(width):
-        raw[k::width] = data[k * n : (k + 1) * n]
-    column.frombytes(raw)
-    if _BIG_ENDIAN:
-        column.byteswap()
-    return column
-
-
-def _rel(values: list[int | None], refs: list[int]) -> list[int]:
-    """Each value minus its reference, zigzag-encoded (small magnitudes -> small numbers), plus
-    one; 0 stands for None. Inlined arithmetic: this runs over every task of every flush."""
-    return [
-        0 if v is None else ((v - r) << 1 if v >= r else ((r - v) << 1) - 1) + 1
-        for v, r in zip(values, refs, strict=True)
-    ]
-
-
-def _unrel(stored: array[int], refs: list[int]) -> list[int | None]:
-    """The inverse of ``_rel``."""
-    return [
-        None if z == 0 else (r + ((z - 1) >> 1) if z & 1 else r - (z >> 1))
-        for z, r in zip(stored, refs, strict=True)
-    ]
-
-
-def _refs(primary: list[int | None], fallback: list[int]) -> list[int]:
-    return [f if p is None else p for p, f in zip(primary, fallback, strict=True)]
 
 
 # -- state ---------------------------------------------------------------------------------------
@@ -135,13 +87,19 @@ _log_blob = (
 
 
 def state_metadata(state: RuntimeState) -> dict[str, str]:
-    """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow."""
+    """Blob metadata of a state blob: workers HEAD it to notice a cancelled workflow, and a
+    message of another incarnation of the id."""
     version = _version(state, dynamic=bool(state.expansions or state.lists))
-    return {STATUS_KEY: state.status.value, RUN_KEY: str(state.run), CODEC_KEY: str(version)}
+    meta = {STATUS_KEY: state.status.value, RUN_KEY: str(state.run), CODEC_KEY: str(version)}
+    if state.incarnation is not None:
+        meta[INCARNATION_KEY] = str(state.incarnation)
+    return meta
 
 
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
+    if state.incarnation is not None:
+        return 5
     if state.cached:
         return 4
     return 3 if state.history else 2 if dynamic else 1
@@ -176,6 +134,8 @@ def encode_state(state: RuntimeState) -> bytes:
         if code != (0 if codes[t] == COMPLETED else None)
     }
     meta: dict[str, Any] = {"id": state.workflow_id}
+    if state.incarnation is not None:
+        meta["inc"] = state.incarnation
     if state.error is not None:
         meta["error"] = state.error
     sparse: dict[str, dict[int, Any]] = {
@@ -202,8 +162,8 @@ def encode_state(state: RuntimeState) -> bytes:
     meta.update(_attempts_to_json(state))
 
     base = [created] * n
-    queued_refs = _refs(state.queued_ms, base)
-    started_refs = _refs(state.started_ms, queued_refs)
+    queued_refs = refs(state.queued_ms, base)
+    started_refs = refs(state.started_ms, queued_refs)
     ready = [t for t in state.ready if codes[t] == READY]  # stale entries are dropped
     flags = (
         (_FLAG_CANCEL if state.cancel_requested else 0)
@@ -213,12 +173,12 @@ def encode_state(state: RuntimeState) -> bytes:
     sections = [
         json.dumps(meta, separators=(",", ":"), ensure_ascii=False).encode(),
         bytes(codes),
-        _pack("I", state.attempt),
-        _pack("Q", _rel(state.queued_ms, base)),
-        _pack("Q", _rel(state.started_ms, queued_refs)),
-        _pack("Q", _rel(state.finished_ms, started_refs)),
-        _pack("I", worker_column),
-        _pack("I", ready),
+        pack("I", state.attempt),
+        pack("Q", rel(state.queued_ms, base)),
+        pack("Q", rel(state.started_ms, queued_refs)),
+        pack("Q", rel(state.finished_ms, started_refs)),
+        pack("I", worker_column),
+        pack("I", ready),
         bytes(log_flags),
     ]
     body = [
@@ -278,6 +238,14 @@ def _dynamic_from_json(raw: Any, st: RuntimeState) -> None:
     st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
     if any(group not in st.lists or count < 0 for group, count in st.expansions):
         raise CodecError("state blob is corrupt: an expansion without its list")
+
+
+def _incarnation(raw: Any) -> int | None:
+    if raw is None:
+        return None
+    if type(raw) is not int or not 1 <= raw <= MAX_COUNTER:
+        raise CodecError(f"state blob is corrupt: incarnation {str(raw)[:40]!r}")
+    return raw
 
 
 def _sections(body: bytes, at: int, count: int) -> list[bytes]:
@@ -343,6 +311,7 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
         raise CodecError("state blob is corrupt: bad task state codes")
     st = RuntimeState(str(meta["id"]), n, created_at)
+    st.incarnation = _incarnation(meta.get("inc"))
     _dynamic_from_json(dynamic, st)
     wf = expanded(wf, st)
     st.status = _STATUSES[status]
@@ -353,13 +322,13 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
     st.cancel_requested_at = cancel_at if flags & _FLAG_CANCEL_AT else None
     st.error = meta.get("error")
     st.codes = bytearray(codes)
-    st.attempt = list(_unpack("I", attempt, n))
+    st.attempt = list(unpack("I", attempt, n))
 
     base = [to_ms(created_at)] * n
-    st.queued_ms = _unrel(_unpack("Q", queued, n), base)
-    queued_refs = _refs(st.queued_ms, base)
-    st.started_ms = _unrel(_unpack("Q", started, n), queued_refs)
-    st.finished_ms = _unrel(_unpack("Q", finished, n), _refs(st.started_ms, queued_refs))
+    st.queued_ms = unrel(unpack("Q", queued, n), base)
+    queued_refs = refs(st.queued_ms, base)
+    st.started_ms = unrel(unpack("Q", started, n), queued_refs)
+    st.finished_ms = unrel(unpack("Q", finished, n), refs(st.started_ms, queued_refs))
 
     st.exit_code = [0 if c == COMPLETED else None for c in codes]
     for task, code in _task_keys(meta.get("exits", {}), n, "exits").items():
@@ -385,13 +354,13 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
         for t, v in _task_keys(meta.get("cached", {}), n, "cached").items()
     }
     names = [str(w) for w in meta.get("workers", [])]
-    st.workers = {t: names[w - 1] for t, w in enumerate(_unpack("I", worker_col, n)) if w}
+    st.workers = {t: names[w - 1] for t, w in enumerate(unpack("I", worker_col, n)) if w}
     st.history = {
         t: [PastAttempt.from_json(e) for e in v]
         for t, v in _task_keys(meta.get("hist", {}), n, "hist").items()
     }
     st.n_history = sum(len(v) for v in st.history.values())
-    ready_tasks = _unpack("I", ready, len(ready) // 4)
+    ready_tasks = unpack("I", ready, len(ready) // 4)
     if any(t >= n for t in ready_tasks):
         raise CodecError("state blob is corrupt: the ready queue names an unknown task")
     st.ready = deque(ready_tasks)

@@ -149,6 +149,7 @@ async def dispatch_all(
                 workflow_id=workflow_id,
                 task=command.name,
                 attempt=command.attempt,
+                incarnation=command.incarnation,
                 finished_at=now,
                 reason="error",
                 error=reason[:ERROR_TAIL_CHARS],

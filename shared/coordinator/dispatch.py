@@ -48,6 +48,7 @@ def build_message(
         upstream=None if upstream_blob else (command.upstream or None),
         upstream_blob=upstream_blob,
         partition=partition,
+        incarnation=command.incarnation,
     )
 
 

@@ -82,6 +82,7 @@ class ResultCacheSteps:
             workflow_id=workflow_id,
             task=dispatch.name,
             attempt=dispatch.attempt,
+            incarnation=dispatch.incarnation,
             started_at=now,
             finished_at=now,
             output=output,

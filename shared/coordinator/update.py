@@ -298,13 +298,15 @@ class WorkflowUpdater:
     ) -> None:
         """Forget what this process cached of ``workflow_id`` when it may be an earlier workflow
         of the same id (purged, then submitted again): on an activation (the first event of
-        every workflow), or when the index row's creation time is not the cached state's."""
+        every workflow), when the index row's creation time is not the cached state's, or when an
+        event names another incarnation (the state read afresh decides whether it is stale)."""
         cached = self.cache.peek(workflow_id)
         activating = any(
             env.event is not None and env.event.kind == "activate" for env in envelopes
         )
-        other = (
-            cached is not None and created_at is not None and cached.state.created_at != created_at
+        other = cached is not None and (
+            (created_at is not None and cached.state.created_at != created_at)
+            or any(_names_other(env, cached.state.incarnation) for env in envelopes)
         )
         if activating or other:
             self.cache.forget(workflow_id)
@@ -326,6 +328,12 @@ class WorkflowUpdater:
                 raise WrongPartitionError(workflow_id, owner, self.storage.partition)
             cached = CachedState(codec.decode_state(stored.data, wf), stored.etag, stored.data)
         return cached
+
+
+def _names_other(env: Envelope, incarnation: int | None) -> bool:
+    """Whether ``env``'s event names an incarnation other than ``incarnation``."""
+    theirs = getattr(env.event, "incarnation", None)
+    return theirs is not None and theirs != incarnation
 
 
 def _encode(state: RuntimeState) -> bytes:

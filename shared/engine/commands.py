@@ -24,6 +24,8 @@ class Dispatch:
     delay_s: float = 0.0
     upstream: dict[str, OutputRef] | None = None
     """Outputs of the task's parents that produced one (parent name -> ref)."""
+    incarnation: int | None = None
+    """The workflow's incarnation (its state's), which the task message carries."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,7 @@ class RuntimeState:
         "finished_at",
         "finished_ms",
         "history",
+        "incarnation",
         "lists",
         "log_blob",
         "n_bad",
@@ -148,6 +149,9 @@ class RuntimeState:
         self.run = 1
         """Run number: 1 at submit, +1 per rerun from failure."""
         self.created_at = created_at
+        self.incarnation: int | None = None
+        """Which workflow of this id the state is (drawn at submit; None: a state written before
+        incarnations existed). Task messages and events carry it; others are not applied."""
         self.updated_at = created_at
         self.finished_at: float | None = None
         self.cancel_requested = False

@@ -165,7 +165,9 @@ class Step:
             tasks = self.wf.tasks
             found = {tasks[p].name: outputs[p] for p in tdef.parents if p in outputs}
             upstream = found or None
-        return Dispatch(task, tdef.name, attempt, tdef.queue, delay_s, upstream)
+        return Dispatch(
+            task, tdef.name, attempt, tdef.queue, delay_s, upstream, self.st.incarnation
+        )
 
     def fail(
         self,

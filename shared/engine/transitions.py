@@ -38,11 +38,32 @@ from shared.states import WorkflowStatus
 _CANCEL_BEFORE_RUN = "cancelled: the workflow was cancelled before this task finished"
 
 
-def new_state(wf: CompiledWorkflow, workflow_id: str, now: float) -> RuntimeState:
-    """The initial state of a submitted workflow: PENDING, every task pending, run 1."""
+def new_state(
+    wf: CompiledWorkflow, workflow_id: str, now: float, incarnation: int | None = None
+) -> RuntimeState:
+    """The initial state of a submitted workflow: PENDING, every task pending, run 1, of
+    ``incarnation`` (drawn by the caller: the engine takes no randomness of its own)."""
     state = RuntimeState(workflow_id, len(wf.tasks), now)
     state.names = tuple(wf.index)  # index keys are the task names, in task order
+    state.incarnation = incarnation
     return state
+
+
+def other_incarnation(state: RuntimeState, event: Event) -> str | None:
+    """Why ``event`` belongs to another workflow of the same id (one purged, then submitted
+    again), or None if it belongs to this one. A task event must carry this state's incarnation
+    (None only for a state written before incarnations, and then from the same era); a cancel or
+    retry event without one (the cancel-poll sweep, an older API) is about whatever the id holds."""
+    theirs = getattr(event, "incarnation", None)
+    if isinstance(event, ActivateEvent | CancelEvent | RetryEvent) and theirs is None:
+        return None
+    if theirs == state.incarnation:
+        return None
+    return (
+        f"{event.kind} event of another incarnation of workflow {state.workflow_id!r}"
+        f" (incarnation {theirs}, the workflow's is {state.incarnation}): it was purged and"
+        " submitted again since, so the event is not applied"
+    )
 
 
 def apply(
@@ -60,14 +81,17 @@ def apply(
 
     Idempotent: a duplicate, stale or out-of-place event changes nothing and returns no commands.
     Raises MessageError (the coordinator dead-letters the event with its message) for an event that
-    cannot belong to this workflow: another workflow's id, an unknown task, or an attempt the
-    coordinator cannot have dispatched (see ``_task_number``).
+    cannot belong to this workflow: another workflow's id or incarnation (``other_incarnation``),
+    an unknown task, or an attempt the coordinator cannot have dispatched (see ``_task_number``).
     """
     if event.workflow_id != state.workflow_id:
         raise MessageError(
             f"{event.kind} event for workflow {event.workflow_id!r} "
             f"applied to workflow {state.workflow_id!r}"
         )
+    foreign = other_incarnation(state, event)
+    if foreign:
+        raise MessageError(foreign)
     step = Step(wf, state, now)
     wf = step.wf  # the definition plus its expansions
     if isinstance(event, ActivateEvent):
@@ -109,8 +133,8 @@ def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
         return False
     wf = expanded(wf, state)
     task = wf.index.get(event.task)
-    if event.workflow_id != state.workflow_id:
-        return False
+    if event.workflow_id != state.workflow_id or other_incarnation(state, event):
+        return False  # not this workflow's at all: ``apply`` rejects it
     if task is None:
         return awaits_expansion(wf, state, event.task)
     if state.codes[task] == PENDING:

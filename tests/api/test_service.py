@@ -8,10 +8,11 @@ import pytest
 from shared.api import reads, service
 from shared.codec.state import decode_state
 from shared.definition.compiler import compile_text
+from shared.definition.workflow import CompiledWorkflow
 from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, NotFoundError
-from shared.messages import ActivateEvent, CancelEvent, decode_event
+from shared.messages import ActivateEvent, CancelEvent, RetryEvent, decode_event
 from shared.states import WorkflowStatus
-from shared.storage.memory import memory_storage
+from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import Storage
 
 DEFINITION = """
@@ -175,7 +176,7 @@ async def test_a_workflow_is_routed_to_its_partition_for_good() -> None:
     storage = memory_storage("api")
     wf = compile_text(DEFINITION)
     workflow_id = next(f"w{i}" for i in range(100) if partition_of(f"w{i}", 4) == 3)
-    await service.submit(storage, wf, now=NOW, workflow_id=workflow_id, partitions=4)
+    await service.submit(storage, wf, now=NOW, workflow_id=workflow_id, partitions=4, incarnation=5)
     three = storage.for_partition(3)
     assert await events(storage) == []
     activate = [decode_event(m.text) for m in await three.event_queue.receive(32, 30)]
@@ -188,5 +189,46 @@ async def test_a_workflow_is_routed_to_its_partition_for_good() -> None:
     assert not again.created
     await service.cancel(storage, workflow_id, reason="stop")
     received = [decode_event(m.text) for m in await three.event_queue.receive(32, 30)]
-    assert received[-1] == CancelEvent(workflow_id=workflow_id, reason="stop")
+    assert received[-1] == CancelEvent(workflow_id=workflow_id, reason="stop", incarnation=5)
     assert await events(storage) == []
+
+
+async def test_each_workflow_of_an_id_is_an_incarnation_of_its_own() -> None:
+    """Drawn at submit, kept by a repeated submit, carried by cancel and retry events (so a purged
+    workflow's late events never act on the workflow submitted again under its id)."""
+    from shared.codec.metadata import incarnation_from_metadata
+    from shared.ops.purge import purge_workflow
+
+    storage = memory_storage("api")
+    wf = compile_text(DEFINITION)
+
+    async def incarnation() -> int | None:
+        return incarnation_from_metadata(await storage.workflows.state_metadata("w9"))
+
+    await service.submit(storage, wf, now=NOW, workflow_id="w9")
+    first = await incarnation()
+    assert first is not None
+    await service.submit(storage, wf, now=NOW, workflow_id="w9")  # a repeated submit
+    assert await incarnation() == first
+    await service.cancel(storage, "w9")
+    assert (await events(storage))[-1] == CancelEvent(workflow_id="w9", incarnation=first)
+    await storage.workflows.write_state(  # as the coordinator would, once it is cancelled
+        "w9", *await _cancelled_state(storage, wf, "w9")
+    )
+    await service.retry(storage, "w9")
+    assert (await events(storage))[-1] == RetryEvent(workflow_id="w9", run=1, incarnation=first)
+    await purge_workflow(storage, "w9")
+    await service.submit(storage, wf, now=NOW + 60, workflow_id="w9")
+    assert await incarnation() not in (None, first)
+
+
+async def _cancelled_state(
+    storage: MemoryStorage, wf: CompiledWorkflow, workflow_id: str
+) -> tuple[bytes, str, dict[str, str]]:
+    from shared.codec.state import decode_state, encode_state, state_metadata
+    from shared.states import WorkflowStatus
+
+    data, etag = await storage.workflows.read_state(workflow_id)
+    state = decode_state(data, wf)
+    state.status = WorkflowStatus.CANCELLED
+    return encode_state(state), etag, state_metadata(state)

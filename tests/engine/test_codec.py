@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import zlib
 
@@ -27,7 +28,7 @@ def assert_same(a: RuntimeState, b: RuntimeState) -> None:
     for name in (
         "workflow_id", "status", "run", "created_at", "updated_at", "finished_at",
         "cancel_requested", "cancel_requested_at", "error", "n_ok", "n_bad", "n_terminal",
-        "base_attempt", "sent_ms", "history", "n_history",
+        "base_attempt", "sent_ms", "history", "n_history", "incarnation",
     ):  # fmt: skip
         assert getattr(a, name) == getattr(b, name), name
     assert a.counts() == b.counts()
@@ -110,9 +111,36 @@ def completed_fan(leaves: int, seed: int = 7) -> History:
 
 def test_completed_1000_task_state_is_at_most_4_kb() -> None:
     h = completed_fan(998)
+    h.st.incarnation = 2**32 - 1  # every workflow submitted now has one (the largest: 10 digits)
     data = encode_state(h.st)
     assert len(data) <= 4096
     roundtrip(h)
+
+
+def test_the_incarnation_is_version_5_and_a_state_without_one_is_written_as_before() -> None:
+    h = History(chain(3))
+    h.activate()
+    before = encode_state(h.st)
+    assert before[3] == 1  # a workflow submitted before incarnations: the old format
+    assert decode_state(before, h.wf).incarnation is None
+    assert "incarnation" not in state_metadata(h.st)
+    h.st.incarnation = 123456789
+    data = encode_state(h.st)
+    assert data[3] == 5
+    assert roundtrip(h).incarnation == 123456789
+    assert state_metadata(h.st)["incarnation"] == "123456789"
+    assert state_metadata(h.st)["codec"] == "5"
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2**32, "7", 1.5, True])
+def test_a_corrupt_incarnation_is_a_codec_error(bad: object) -> None:
+    h = History(chain(1))
+    text = json.dumps(bad).encode()
+    h.st.incarnation = int("1" * len(text))  # as long as the bad value: section sizes stay right
+    data = encode_state(h.st)
+    body = zlib.decompress(data[4:]).replace(b'"inc":' + b"1" * len(text), b'"inc":' + text)
+    with pytest.raises(CodecError, match="incarnation"):
+        decode_state(data[:4] + zlib.compress(body), h.wf)
 
 
 def test_conventional_log_names_are_flags_and_others_are_kept() -> None:

@@ -185,7 +185,9 @@ class SyntheticWorker:
         key = message.key
         self._partitions[(message.workflow_id, message.task, message.attempt)] = message.partition
         if self.claim:
-            claim = self.names.claim_blob(message.workflow_id, message.task, message.attempt)
+            claim = self.names.claim_blob(
+                message.workflow_id, message.task, message.attempt, message.incarnation
+            )
             if not await self.storage.outputs.create_if_absent(claim, received.id.encode()):
                 owner = await self.storage.outputs.get(claim)
                 if owner.decode() != received.id:
@@ -206,8 +208,7 @@ class SyntheticWorker:
             if behavior.report_started:
                 await self._send(
                     TaskStartedEvent(
-                        workflow_id=message.workflow_id, task=message.task,
-                        attempt=message.attempt, worker=self.worker_id, started_at=started_at,
+                        **message.report_fields(), worker=self.worker_id, started_at=started_at,
                     )
                 )  # fmt: skip
             if await self._run_for(message, behavior.duration_s):
@@ -216,8 +217,7 @@ class SyntheticWorker:
                 self.history.append(Execution(message, upstream, "failed"))
                 await self._send(
                     TaskFailedEvent(
-                        workflow_id=message.workflow_id, task=message.task,
-                        attempt=message.attempt, worker=self.worker_id, started_at=started_at,
+                        **message.report_fields(), worker=self.worker_id, started_at=started_at,
                         finished_at=self.clock(), reason="exit", exit_code=behavior.exit_code,
                         error=behavior.error[:ERROR_TAIL_CHARS],
                     )
@@ -230,8 +230,7 @@ class SyntheticWorker:
                 self.history.append(Execution(message, upstream, "completed"))
                 await self._send(
                     TaskCompletedEvent(
-                        workflow_id=message.workflow_id, task=message.task,
-                        attempt=message.attempt, worker=self.worker_id, started_at=started_at,
+                        **message.report_fields(), worker=self.worker_id, started_at=started_at,
                         finished_at=self.clock(), output=output,
                     )
                 )  # fmt: skip
@@ -272,8 +271,8 @@ class SyntheticWorker:
         self.history.append(Execution(message, upstream, "cancelled"))
         await self._send(
             TaskFailedEvent(
-                workflow_id=message.workflow_id, task=message.task, attempt=message.attempt,
-                worker=self.worker_id, started_at=started_at, finished_at=self.clock(),
+                **message.report_fields(), worker=self.worker_id, started_at=started_at,
+                finished_at=self.clock(),
                 reason="cancelled", error="workflow cancelled",
             )
         )  # fmt: skip

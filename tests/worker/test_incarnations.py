@@ -1,0 +1,88 @@
+"""A worker runs a task message only for the incarnation of its workflow id that the state blob
+holds (found by the simulation, seeds 1 and 1026 with ``--ops all``: docs/simulation.md).
+
+After a purge and a re-submit of the same id, a late message of the purged workflow (attempt
+numbers restart at 1; the purge deleted the claim blobs) used to run for the new one. It is
+dead-lettered with its reason instead, and never takes the new workflow's claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from shared.messages import TaskMessage, encode
+from shared.names import ResourceNames
+from shared.storage.memory import memory_storage
+from worker_agent.agent import Agent
+from worker_agent.config import WorkerSettings
+
+pytestmark = [pytest.mark.subprocess]
+
+NAMES = ResourceNames("inc")
+
+
+async def _run_agent(
+    worker_settings: Callable[..., WorkerSettings],
+    tmp_path: Path,
+    state_incarnation: int | None,
+    messages: list[int | None],
+) -> tuple[list[str], list[str], int]:
+    """Send a/1 once per incarnation in ``messages`` (in order) and run a worker until the queue
+    is empty. Returns which of them ran (by marker), the dead-letter reasons, the events sent."""
+    storage = memory_storage("inc")
+    metadata = {"status": "running"}
+    if state_incarnation is not None:
+        metadata["incarnation"] = str(state_incarnation)
+    await storage.workflows.create_state("wf1", b"{}", metadata)
+    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    for incarnation in messages:
+        marker = tmp_path / f"ran-{incarnation}"
+        message = TaskMessage(workflow_id="wf1", task="a", attempt=1, queue="cpu",
+                              cmd=f"touch {marker}", incarnation=incarnation)  # fmt: skip
+        await queue.send(encode(message))
+    agent = Agent(worker_settings(), storage, NAMES)
+    run = asyncio.create_task(agent.run())
+    for _ in range(400):
+        if not await queue.approximate_count():
+            break
+        await asyncio.sleep(0.025)
+    agent.shutdown("test over", 0)
+    await asyncio.wait_for(run, timeout=10)
+    assert await queue.approximate_count() == 0
+    ran = sorted(f"ran-{i}" for i in messages if (tmp_path / f"ran-{i}").exists())
+    reasons = [d.reason for d in await storage.deadletters.list()]
+    events = await storage.event_queue.approximate_count()
+    if events:  # every event that was sent reports the message's own incarnation
+        (event,) = await storage.event_queue.receive(1, 30)
+        assert json.loads(event.text).get("incarnation") == state_incarnation
+    return ran, reasons, events
+
+
+async def test_a_message_of_the_purged_workflow_is_dead_lettered_not_run(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path
+) -> None:
+    ran, reasons, events = await _run_agent(worker_settings, tmp_path, 2, [1, 2])
+    assert ran == ["ran-2"]  # the old a/1 took no claim the new a/1 needed
+    (reason,) = reasons
+    assert "task message of another incarnation of workflow 'wf1'" in reason
+    assert events == 1
+
+
+async def test_a_message_without_an_incarnation_is_of_an_earlier_workflow(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path
+) -> None:
+    """A message from before incarnations existed, for an id submitted again since."""
+    ran, reasons, events = await _run_agent(worker_settings, tmp_path, 7, [None])
+    assert (ran, len(reasons), events) == ([], 1, 0)
+
+
+async def test_a_workflow_and_message_from_before_incarnations_still_run(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path
+) -> None:
+    ran, reasons, events = await _run_agent(worker_settings, tmp_path, None, [None])
+    assert (ran, reasons, events) == (["ran-None"], [], 1)
