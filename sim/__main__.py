@@ -18,26 +18,21 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from sim.faults import Tooth
-from sim.users import OPS
-from sim.world import AWAITING_FIX, SimConfig, default_ops, simulate
+from sim.world import simulate
 
 TRACE_TAIL = 60
 """Trace lines printed for a failing seed (``--trace`` prints all)."""
 
 
-def _config(ops: str) -> SimConfig:
-    return SimConfig(ops=dict(OPS) if ops == "all" else default_ops())
-
-
-def _one(job: tuple[int, str, tuple[str, ...]]) -> tuple[int, list[str], list[str], str]:
-    seed, ops, teeth = job
-    outcome = simulate(seed, _config(ops), frozenset(Tooth(t) for t in teeth))
+def _one(job: tuple[int, tuple[str, ...]]) -> tuple[int, list[str], list[str], str]:
+    seed, teeth = job
+    outcome = simulate(seed, teeth=frozenset(Tooth(t) for t in teeth))
     return seed, outcome.violations, outcome.trace[-TRACE_TAIL:], outcome.digest
 
 
-def replay_command(seed: int, ops: str, teeth: Sequence[str]) -> str:
+def replay_command(seed: int, teeth: Sequence[str]) -> str:
     """The one line that replays ``seed`` exactly."""
-    extra = "".join(f" --tooth {t}" for t in teeth) + (" --ops all" if ops == "all" else "")
+    extra = "".join(f" --tooth {t}" for t in teeth)
     return f"PYTHONHASHSEED=0 python -m sim --seed {seed}{extra} --trace"
 
 
@@ -49,14 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true", help="print the whole trace")
     parser.add_argument("--tooth", action="append", default=[], choices=[t.value for t in Tooth],
                         help="plant this bug (repeatable)")  # fmt: skip
-    parser.add_argument(
-        "--ops", choices=("default", "all"), default="default",
-        help=f"'all' adds the operations awaiting a fix: {', '.join(sorted(AWAITING_FIX))}",
-    )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     if args.seed is not None:
-        outcome = simulate(args.seed, _config(args.ops), frozenset(Tooth(t) for t in args.tooth))
+        outcome = simulate(args.seed, teeth=frozenset(Tooth(t) for t in args.tooth))
         lines = outcome.trace if args.trace else outcome.trace[-TRACE_TAIL:]
         print("\n".join(lines))
         print(f"seed {args.seed}: {'ok' if outcome.ok else 'FAILED'} (trace {outcome.digest})")
@@ -64,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {violation}")
         return 0 if outcome.ok else 1
     seeds = range(args.first, args.first + args.seeds)
-    jobs = [(seed, args.ops, tuple(args.tooth)) for seed in seeds]
+    jobs = [(seed, tuple(args.tooth)) for seed in seeds]
     failed = 0
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for seed, violations, tail, _digest in pool.map(_one, jobs, chunksize=4):
@@ -75,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\n".join(f"  {line}" for line in tail))
             for violation in violations:
                 print(f"  ! {violation}")
-            print(f"  replay: {replay_command(seed, args.ops, args.tooth)}")
+            print(f"  replay: {replay_command(seed, args.tooth)}")
     print(f"{len(jobs) - failed}/{len(jobs)} seeds passed (seeds {seeds.start}..{seeds.stop - 1})")
     return 1 if failed else 0
 

@@ -49,18 +49,8 @@ class SimConfig:
     max_poll_s: float = 8.0
     """Longest idle pause of a polling process."""
     faults: FaultRates = field(default_factory=FaultRates)
-    ops: dict[str, int] = field(default_factory=lambda: default_ops())
-    """The users' operations and their weights."""
-
-
-AWAITING_FIX = frozenset({"purge", "purge_resubmit"})
-"""Operations that reach a known open bug: a purged id submitted again receives the purged run's
-late task messages and events (docs/simulation.md); the default mix leaves them out until it is
-fixed (``--ops all`` puts them back)."""
-
-
-def default_ops() -> dict[str, int]:
-    return {op: weight for op, weight in OPS.items() if op not in AWAITING_FIX}
+    ops: dict[str, int] = field(default_factory=lambda: dict(OPS))
+    """The users' operations and their weights (every operation, by default)."""
 
 
 OPTIONS = CoordinatorOptions(

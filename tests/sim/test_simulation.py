@@ -23,6 +23,10 @@ REGRESSION_SEEDS = {
     " failed): the rerun wedged; tests/worker/test_finished_workflow.py",
     1042: "a child's failure applied before its parent's redelivered completion retried the child"
     " without the parent's output; tests/engine/test_attempts.py",
+    1: "a purged workflow's late completion was applied to the workflow submitted again under its"
+    " id; tests/coordinator/test_incarnations.py",
+    1026: "a purged workflow's late task message ran for the workflow submitted again under its"
+    " id; tests/worker/test_incarnations.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
