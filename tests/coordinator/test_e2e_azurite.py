@@ -100,9 +100,12 @@ async def test_diamond(settings: Settings) -> None:
         output = state.task(3).output
         assert output is not None
         assert output.inline == {"task": "d", "seen": ["b", "c"]}
-        row = (await storage.index.list()).rows[0]
-        assert row.status is WorkflowStatus.COMPLETED
-        assert row.counts == {"completed": 4}
+
+        async def projected() -> bool:  # the index row is written behind the state (a moment)
+            return (await storage.index.list()).rows[0].status is WorkflowStatus.COMPLETED
+
+        await wait_for(projected, 30.0, "the index row to say completed")
+        assert (await storage.index.list()).rows[0].counts == {"completed": 4}
     assert set(w.executions.values()) == {1}
 
 

@@ -64,6 +64,7 @@ async def test_the_rows_of_a_cycle_are_written_in_batches_of_a_hundred() -> None
     stats = PassStats()
     for i in range(250):
         row = replace(_row(WorkflowStatus.RUNNING, 0), workflow_id=f"w{i:03d}", created_at=1.0 + i)
+        await index.create(row)  # the API creates rows; a projection only updates them
         await projector.project(row, stats)
     await projector.flush(stats, due_only=True)
     assert index.requests == 3  # 100 + 100 + 50
