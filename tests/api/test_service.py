@@ -228,7 +228,7 @@ async def _cancelled_state(
     from shared.codec.state import decode_state, encode_state, state_metadata
     from shared.states import WorkflowStatus
 
-    data, etag = await storage.workflows.read_state(workflow_id)
+    data, etag, _ = await storage.workflows.read_state(workflow_id)
     state = decode_state(data, wf)
     state.status = WorkflowStatus.CANCELLED
     return encode_state(state), etag, state_metadata(state)
