@@ -182,7 +182,10 @@ class Oracle:
         known.last = new
 
     def _deleting(self, actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
-        workflow_id = a[0]
+        workflow_id, etag = a[0], a[1] if len(a) > 1 else None
+        blob = self.raw.workflows.container.blobs.get(ResourceNames.state_blob(workflow_id))
+        if blob is not None and etag is not None and blob.etag != etag:
+            return  # If-Match fails: the delete is refused (StaleStateError), nothing goes
         state = self._state(workflow_id)
         if state is not None and not state.status.is_terminal:
             self.fail(actor.name, f"{workflow_id}: purge deleted a {state.status} workflow")
