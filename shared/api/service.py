@@ -143,7 +143,10 @@ async def submit(
         state, partition = await _create_state(
             storage, wf, workflow_id, now, partition, incarnation
         )
-        await storage.index.create(_index_row(wf, state, partition))
+        if state.incarnation == incarnation:  # created now: nothing can have purged it yet
+            await storage.index.create(_index_row(wf, state, partition))
+        else:  # a repeated submit found the workflow: it may be purged by now
+            await _repair_row(storage, wf, state, partition)
         if state.status is WorkflowStatus.PENDING:
             events = storage.for_partition(partition).event_queue
             await events.send(encode(ActivateEvent(workflow_id=workflow_id)))
@@ -180,6 +183,29 @@ async def _partition(storage: Storage, workflow_id: str) -> int:
     return partition_from_metadata(await storage.workflows.state_metadata(workflow_id))
 
 
+async def _repair_row(
+    storage: Storage, wf: CompiledWorkflow, state: RuntimeState, partition: int
+) -> None:
+    """Write the index row of ``state`` read earlier (a missing row: its submit crashed before
+    writing it; or a repeated submit's), then make sure the state blob is still that workflow: if
+    it was purged meanwhile (perhaps its id submitted again), the row is deleted again and
+    NotFoundError raised. A purge deletes the row after the state blob, so a row written before
+    this check is the purge's to delete."""
+    from shared.codec.metadata import incarnation_from_metadata
+
+    workflow_id = state.workflow_id
+    await storage.index.create(_index_row(wf, state, partition))
+    try:
+        current = await storage.workflows.state_metadata(workflow_id)
+    except NotFoundError:
+        current = None
+    if current is None or incarnation_from_metadata(current) != state.incarnation:
+        await storage.index.delete(workflow_id, state.created_at)
+        raise NotFoundError(
+            f"workflow {workflow_id!r} was purged meanwhile (its id may hold a new workflow now)"
+        )
+
+
 def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> IndexRow:
     from shared.engine.projection import index_row
 
@@ -200,7 +226,7 @@ async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = Non
         await storage.index.request_cancel(workflow_id, state.created_at)
     except NotFoundError:
         # The submit crashed before its index row: write it now, the flag needs a row.
-        await storage.index.create(_index_row(wf, state, partition))
+        await _repair_row(storage, wf, state, partition)
         await storage.index.request_cancel(workflow_id, state.created_at)
     events = storage.for_partition(partition).event_queue
     cancel_event = CancelEvent(
@@ -224,7 +250,7 @@ async def retry(storage: Storage, workflow_id: str) -> ControlResult:
     try:
         await storage.index.clear_cancel(workflow_id, state.created_at)
     except NotFoundError:
-        await storage.index.create(_index_row(wf, state, partition))
+        await _repair_row(storage, wf, state, partition)
         await storage.index.clear_cancel(workflow_id, state.created_at)
     events = storage.for_partition(partition).event_queue
     retry_event = RetryEvent(workflow_id=workflow_id, run=state.run, incarnation=state.incarnation)

@@ -13,7 +13,7 @@ from shared.errors import ConflictError, IncompleteSubmitError, InvalidIdError, 
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, decode_event
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
-from shared.storage.ports import Storage
+from shared.storage.ports import IndexRow, Storage
 
 DEFINITION = """
 name: pair
@@ -232,3 +232,59 @@ async def _cancelled_state(
     state = decode_state(data, wf)
     state.status = WorkflowStatus.CANCELLED
     return encode_state(state), etag, state_metadata(state)
+
+
+@pytest.mark.parametrize("operation", ["cancel", "retry"])
+async def test_a_row_repair_never_brings_back_a_purged_workflows_row(operation: str) -> None:
+    """Cancel and retry write a missing index row (a submit that crashed before it). If the row
+    is missing because the workflow they read was purged meanwhile (and its id submitted again),
+    that row must not come back beside the new workflow's (found by the simulation, seeds 215
+    and 326 of ``make sim SEEDS=3000``)."""
+    from shared.ops.purge import purge_workflow
+
+    storage = memory_storage("api")
+    wf = compile_text(DEFINITION)
+    await service.submit(storage, wf, now=NOW, workflow_id="w8")
+    if operation == "retry":
+        await storage.workflows.write_state("w8", *await _cancelled_state(storage, wf, "w8"))
+    flag = "request_cancel" if operation == "cancel" else "clear_cancel"
+    original = getattr(storage.index, flag)
+
+    async def purged_meanwhile(workflow_id: str, created_at: float) -> None:
+        setattr(storage.index, flag, original)  # once
+        if operation == "cancel":  # the workflow finished meanwhile...
+            await storage.workflows.write_state("w8", *await _cancelled_state(storage, wf, "w8"))
+        await purge_workflow(storage, "w8")  # ...was purged, and its id submitted again
+        await service.submit(storage, wf, now=NOW + 60, workflow_id="w8")
+        await original(workflow_id, created_at)
+
+    setattr(storage.index, flag, purged_meanwhile)
+    with pytest.raises(NotFoundError, match="purged"):
+        await getattr(service, operation)(storage, "w8")
+    rows = [r for r in (await storage.index.list()).rows if r.workflow_id == "w8"]
+    assert [r.created_at for r in rows] == [NOW + 60]
+
+
+async def test_a_repeated_submit_never_brings_back_a_purged_workflows_row() -> None:
+    """A repeated submit found the workflow, which was then purged before it wrote the index row
+    (the simulation, seed 215 of ``make sim SEEDS=3000``): no row of the purged workflow, and the
+    submit is incomplete (submitting again creates a new workflow)."""
+    from shared.ops.purge import purge_workflow
+
+    storage = memory_storage("api")
+    wf = compile_text(DEFINITION)
+    await service.submit(storage, wf, now=NOW, workflow_id="w6")
+    await storage.workflows.write_state("w6", *await _cancelled_state(storage, wf, "w6"))
+    create = storage.index.create
+
+    async def purged_meanwhile(row: IndexRow) -> None:
+        storage.index.create = create  # type: ignore[method-assign]
+        await purge_workflow(storage, "w6")
+        await create(row)
+
+    storage.index.create = purged_meanwhile  # type: ignore[method-assign]
+    with pytest.raises(IncompleteSubmitError):
+        await service.submit(storage, wf, now=NOW + 30, workflow_id="w6")
+    assert [r for r in (await storage.index.list()).rows if r.workflow_id == "w6"] == []
+    again = await service.submit(storage, wf, now=NOW + 60, workflow_id="w6")
+    assert again.created
