@@ -163,6 +163,11 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return
+    held = await queue.extend(received, TASK_VISIBILITY_S)  # the worker's heartbeat, in effect
+    if held is None:  # the checks stalled past the visibility: another worker holds it now
+        world.platform.log(actor.name, f"lost the message of {message.key} before running it")
+        return
+    received = held
     run_key = world.oracle.started(actor.name, wid, message.key, received.id)
     reported = False
     upstream: dict[str, JsonValue] | None = None

@@ -27,6 +27,13 @@ REGRESSION_SEEDS = {
     " id; tests/coordinator/test_incarnations.py",
     1026: "a purged workflow's late task message ran for the workflow submitted again under its"
     " id; tests/worker/test_incarnations.py",
+    215: "a repeated submit that read a workflow then purged wrote that workflow's index row back"
+    " beside its successor's; tests/api/test_service.py",
+    326: "a retry that read a workflow then purged wrote that workflow's index row back beside its"
+    " successor's; tests/api/test_service.py",
+    471: "the simulated worker ran a message whose visibility had lapsed during its checks (another"
+    " worker had run and deleted it); it now extends the message before running, as the real"
+    " worker's heartbeat does",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
