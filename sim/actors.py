@@ -158,16 +158,16 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         if not mine and (await storage.outputs.get(claim)).decode() != received.id:
             await queue.delete(received)  # a duplicate dispatch: someone else runs it
             return
-    events = storage.for_partition(_report_partition(world, message)).event_queue
-    if await workflow_cancelled(storage, message):
-        await events.send(encode(_failed(actor, message, "cancelled", world.now())))
-        await queue.delete(received)
-        return
     held = await queue.extend(received, TASK_VISIBILITY_S)  # the worker's heartbeat, in effect
     if held is None:  # the checks stalled past the visibility: another worker holds it now
         world.platform.log(actor.name, f"lost the message of {message.key} before running it")
         return
     received = held
+    events = storage.for_partition(_report_partition(world, message)).event_queue
+    if await workflow_cancelled(storage, message):
+        await events.send(encode(_failed(actor, message, "cancelled", world.now())))
+        await queue.delete(received)
+        return
     run_key = world.oracle.started(actor.name, wid, message.key, received.id)
     reported = False
     upstream: dict[str, JsonValue] | None = None
