@@ -31,7 +31,12 @@ from shared.storage.ports import Queue, ReceivedMessage, Storage
 from sim.faults import Crash, Tooth
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
-from worker_agent.workflow_check import FINISHED_STATUSES, workflow_cancelled, workflow_of
+from worker_agent.workflow_check import (
+    CANCELLED_STATUSES,
+    FINISHED_STATUSES,
+    workflow_cancelled,
+    workflow_of,
+)
 
 if TYPE_CHECKING:
     from sim.world import World
@@ -143,15 +148,6 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
                    received: ReceivedMessage) -> None:  # fmt: skip
     message = decode_task_message(received.text)
     wid = message.workflow_id
-    status, foreign = await workflow_of(storage, message)  # the worker's own checks
-    if foreign:  # a purged run's late message: kept aside with its reason, never run
-        await storage.deadletters.put(message_id=received.id, text=received.text,
-                                      reason=foreign, received_at=world.now())  # fmt: skip
-        await queue.delete(received)
-        return
-    if received.dequeue_count > 1 and status in FINISHED_STATUSES:
-        await queue.delete(received)  # a late redelivery: never run after the end (as the worker)
-        return
     if Tooth.NO_CLAIM not in world.platform.teeth:
         claim = ResourceNames.claim_blob(wid, message.task, message.attempt, message.incarnation)
         mine = await storage.outputs.create_if_absent(claim, received.id.encode())
@@ -163,8 +159,17 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         world.platform.log(actor.name, f"lost the message of {message.key} before running it")
         return
     received = held
+    status, foreign = await workflow_of(storage, message)  # the worker's own checks, one HEAD
+    if foreign:  # a purged run's late message: kept aside with its reason, never run
+        await storage.deadletters.put(message_id=received.id, text=received.text,
+                                      reason=foreign, received_at=world.now())  # fmt: skip
+        await queue.delete(received)
+        return
+    if received.dequeue_count > 1 and status in FINISHED_STATUSES:
+        await queue.delete(received)  # a late redelivery: never run after the end (as the worker)
+        return
     events = storage.for_partition(_report_partition(world, message)).event_queue
-    if await workflow_cancelled(storage, message):
+    if status in CANCELLED_STATUSES:
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return

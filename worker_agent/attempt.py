@@ -52,7 +52,12 @@ from worker_agent.started import StartedAnnouncer
 from worker_agent.task_env import task_environment
 from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
-from worker_agent.workflow_check import FINISHED_STATUSES, workflow_cancelled, workflow_of
+from worker_agent.workflow_check import (
+    CANCELLED_STATUSES,
+    FINISHED_STATUSES,
+    workflow_cancelled,
+    workflow_of,
+)
 
 ERROR_RETRY_S = 5
 """After an unexpected error (storage outage, bug) the message comes back this much later."""
@@ -129,6 +134,12 @@ class AttemptRunner:
         devices: str | None,
         log: TaskLogger,
     ) -> None:
+        if not await self._claim(message, received):
+            log.info("duplicate dispatch of an attempt another message holds: dropping it")
+            await self._finish(heartbeat, log)
+            return
+        # One HEAD, after the claim and right before running (a check before the claim could
+        # be stale by the time the task starts: the simulation found one, seed 2306).
         status, foreign = await workflow_of(self.storage, message)
         if foreign:
             await self._dead_letter(heartbeat.queue, received, foreign, log, heartbeat)
@@ -139,11 +150,7 @@ class AttemptRunner:
             log.info("workflow finished already: dropping a late redelivery of the task")
             await self._finish(heartbeat, log)
             return
-        if not await self._claim(message, received):
-            log.info("duplicate dispatch of an attempt another message holds: dropping it")
-            await self._finish(heartbeat, log)
-            return
-        if await workflow_cancelled(self.storage, message):
+        if status in CANCELLED_STATUSES:
             log.info("workflow is cancelled: not running the task")
             error = "the workflow was cancelled before the task started"
             await self._report(

@@ -18,12 +18,12 @@ before deleting it): it is dropped, never run after its workflow ended."""
 
 
 async def workflow_of(storage: Storage, message: TaskMessage) -> tuple[WorkflowStatus | None, str]:
-    """The workflow's status (None if its state blob is gone: the cancel check reports that) and
-    why ``message`` is of another incarnation of its id ("" if not)."""
+    """The workflow's status and why ``message`` is of another incarnation of its id ("" if
+    not); the status is CANCELLED if the state blob is gone (deleted: nothing to run for)."""
     try:
         metadata = await storage.workflows.state_metadata(message.workflow_id)
     except NotFoundError:
-        return None, ""
+        return WorkflowStatus.CANCELLED, ""
     return status_from_metadata(metadata), other_incarnation(message, metadata)
 
 

@@ -34,6 +34,8 @@ REGRESSION_SEEDS = {
     471: "the simulated worker ran a message whose visibility had lapsed during its checks (another"
     " worker had run and deleted it); it now extends the message before running, as the real"
     " worker's heartbeat does",
+    2306: "a worker checked a redelivery's workflow before a claim that stalled; the workflow"
+    " failed meanwhile and the task ran after its end; tests/worker/test_finished_workflow.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 

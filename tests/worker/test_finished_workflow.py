@@ -68,3 +68,39 @@ async def test_a_first_delivery_runs_even_if_the_state_still_says_failed(
     worker_settings: Callable[..., WorkerSettings], tmp_path: Path
 ) -> None:
     assert await _run_agent(worker_settings, "failed", tmp_path, redelivered=False) == (True, 1)
+
+
+async def test_a_redelivery_whose_workflow_finishes_while_it_is_claimed_is_not_run(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path
+) -> None:
+    """The finished check comes after the claim, right before running (found by the simulation,
+    seed 2306 of ``make sim SEEDS=3000``: checked before a claim that stalled, the workflow
+    failed meanwhile and the task ran after its end)."""
+    storage = memory_storage("fin")
+    await storage.workflows.create_state("wf1", b"{}", {"status": "running"})
+    claim = storage.outputs.create_if_absent
+
+    async def finishing_meanwhile(name: str, data: bytes) -> bool:
+        stored = await storage.workflows.read_state("wf1")
+        await storage.workflows.write_state("wf1", b"{}", stored.etag, {"status": "failed"})
+        return await claim(name, data)
+
+    storage.outputs.create_if_absent = finishing_meanwhile  # type: ignore[method-assign]
+    queue = storage.queues.get(ResourceNames("fin").task_queue("cpu"))
+    marker = tmp_path / "ran"
+    message = TaskMessage(
+        workflow_id="wf1", task="t", attempt=1, queue="cpu", cmd=f"touch {marker}"
+    )
+    await queue.send(encode(message))
+    (first,) = await queue.receive(1, 30)  # a worker received it once and died
+    await queue.extend(first, 0)
+    agent = Agent(worker_settings(), storage, ResourceNames("fin"))
+    run = asyncio.create_task(agent.run())
+    for _ in range(400):
+        if not await queue.approximate_count():
+            break
+        await asyncio.sleep(0.025)
+    agent.shutdown("test over", 0)
+    await asyncio.wait_for(run, timeout=10)
+    assert not marker.exists()
+    assert await storage.event_queue.approximate_count() == 0
