@@ -173,7 +173,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return
-    run_key = world.oracle.started(actor.name, wid, message.key, received.id)
+    run_key = world.oracle.started(actor.name, wid, message.key, received.id, message.incarnation)
     reported = False
     upstream: dict[str, JsonValue] | None = None
     try:

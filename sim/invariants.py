@@ -192,13 +192,12 @@ class Oracle:
 
     # -- workers -------------------------------------------------------------------------------
 
-    def _key(self, workflow_id: str, key: str) -> str:
-        known = self.workflows.get(workflow_id)
-        return f"{known.incarnation if known else 0}:{key}"
-
-    def started(self, actor: str, workflow_id: str, key: str, message_id: str) -> str:
-        """Record a run starting; return its key (of the incarnation it started in)."""
-        run_key = self._key(workflow_id, key)
+    def started(
+        self, actor: str, workflow_id: str, key: str, message_id: str, incarnation: int | None
+    ) -> str:
+        """Record a run starting; return its key (of the incarnation its message is of: the
+        workflow's own, which every message carries since they have one)."""
+        run_key = f"{incarnation}:{key}"
         runs = self.runs.setdefault(run_key, Runs(message=message_id))
         if runs.message != message_id:
             self.fail(actor, f"attempt {key} ran from a second task message (a duplicate dispatch"
@@ -267,7 +266,7 @@ class Oracle:
         for i, task in enumerate(wf.tasks):
             if state.task(i).state != "completed":
                 continue
-            key = f"{known.incarnation}:{workflow_id}/{task.name}/{state.attempt[i]}"
+            key = f"{state.incarnation}:{workflow_id}/{task.name}/{state.attempt[i]}"
             runs = self.runs.get(key)
             if runs is None or not runs.reported:
                 self.fail("end", f"{key}: completed in the state but no worker reported it")
