@@ -2,12 +2,13 @@
 
 1. Decode; a malformed message is dead-lettered and deleted (it cannot be reported to a workflow).
 2. Heartbeat: keep the message invisible while this worker holds it.
-3. A message of another incarnation of its workflow id (the workflow was purged and submitted
-   again since it was sent) is dead-lettered with that reason, never run. Claim the attempt (a
-   create-only blob, per incarnation, holding the queue message id): a second message for the
-   same attempt (a duplicate dispatch) is deleted without running; the same message delivered
-   again (its worker died) runs again.
-4. Skip the attempt if its workflow is cancelled (or deleted): report it failed, 'cancelled'.
+3. Claim the attempt (a create-only blob, per incarnation, holding the queue message id): a
+   second message for the same attempt (a duplicate dispatch) is deleted without running; the
+   same message delivered again (its worker died) runs again.
+4. One HEAD of the workflow, right before running: a message of another incarnation of its id
+   (the workflow was purged and submitted again since it was sent) is dead-lettered with that
+   reason; a redelivery of a finished workflow's task is dropped; a cancelled (or deleted)
+   workflow's attempt is reported failed, 'cancelled'. None of them runs.
 5. Run the command (see runner.py) while watching for cancellation; post 'started' once it has
    run for ``started_after_s``.
 6. Output, log upload, completed/failed event (retried until sent), THEN delete the message.
