@@ -13,7 +13,8 @@ import asyncio
 import hashlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pydantic import JsonValue
@@ -170,7 +171,23 @@ def _settled(world: World) -> bool:
 def simulate(seed: int, config: SimConfig | None = None,
              teeth: frozenset[Tooth] = frozenset()) -> Outcome:  # fmt: skip
     """Run one seed to its verdict (in this thread, on a fresh virtual loop)."""
-    logging.getLogger("dagq").setLevel(logging.CRITICAL)  # the trace says what happened
     config = config or SimConfig()
-    with deterministic_ids(random.Random(seed ^ 0x5EED)), planted(teeth):
+    with (
+        _quiet("dagq"),  # the trace says what happened
+        deterministic_ids(random.Random(seed ^ 0x5EED)),
+        planted(teeth),
+    ):
         return vloop.run(_run(seed, config, teeth))
+
+
+@contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """``logger_name``'s records off for the run, then its level as it was (the process may be a
+    test session's, whose later tests read those records)."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

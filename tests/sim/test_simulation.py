@@ -4,6 +4,7 @@ caught within its stated number of seeds."""
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
@@ -50,6 +51,15 @@ def test_a_seed_replays_byte_for_byte() -> None:
     assert first.digest == again.digest
     assert first.trace != other.trace
     assert len(first.trace) > 500  # a real run: many storage calls, faults and hand-overs
+
+
+def test_a_run_leaves_the_process_logging_as_it_was() -> None:
+    # Before: simulate() set the "dagq" loggers to CRITICAL for good, so a coordinator test run
+    # later in the same process (pytest-xdist) captured none of the warnings it checks.
+    dagq = logging.getLogger("dagq")
+    before = dagq.level
+    simulate(3)
+    assert dagq.level == before
 
 
 def test_a_budget_of_seeds_passes() -> None:
