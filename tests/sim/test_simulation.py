@@ -37,6 +37,8 @@ REGRESSION_SEEDS = {
     " worker's heartbeat does",
     2306: "a worker checked a redelivery's workflow before a claim that stalled; the workflow"
     " failed meanwhile and the task ran after its end; tests/worker/test_finished_workflow.py",
+    426: "finishing an interrupted purge deleted a workflow submitted under the id meanwhile;"
+    " tests/ops/test_purge.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
