@@ -55,6 +55,12 @@ class Known:
     partition: int
     incarnation: int = 1
     purge_started: bool = False
+    """A purge of the id started (and was not refused) since this incarnation began: its state
+    blob may go."""
+    purges: int = 0
+    """Purges of the id in flight: one that started before a re-submit may purge the new
+    incarnation (seed 198: a purge stalled across a concurrent purge-and-re-submit, then purged
+    the re-submitted workflow once it completed)."""
     last: RuntimeState | None = None
     """The state as last stored (the base of the lost-update check)."""
 
@@ -107,7 +113,7 @@ class Oracle:
             self.workflows[workflow_id] = Known(wf, partition)
         elif known.purge_started and self._state(workflow_id) is None:
             known.incarnation += 1
-            known.purge_started = False
+            known.purge_started = known.purges > 0
             known.last = None
 
     def _state(self, workflow_id: str) -> RuntimeState | None:

@@ -97,11 +97,13 @@ async def _purge(world: World, name: str, workflow_id: str) -> bool:
     known = world.oracle.workflows.get(workflow_id)
     if known is None:
         return False
-    was = known.purge_started
+    was, incarnation = known.purge_started, known.incarnation
     known.purge_started = True
+    known.purges += 1
     outcome = await call(world, name, lambda s: purge_workflow(s, workflow_id))
-    if isinstance(outcome, ConflictError):
-        known.purge_started = was
+    known.purges -= 1
+    if isinstance(outcome, ConflictError):  # refused: it deleted nothing
+        known.purge_started = known.purges > 0 or (was and known.incarnation == incarnation)
         return False
     return True
 

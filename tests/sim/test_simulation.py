@@ -39,6 +39,8 @@ REGRESSION_SEEDS = {
     " failed meanwhile and the task ran after its end; tests/worker/test_finished_workflow.py",
     426: "finishing an interrupted purge deleted a workflow submitted under the id meanwhile;"
     " tests/ops/test_purge.py",
+    198: "the oracle forgot a purge in flight when a concurrent purge-and-re-submit of the id"
+    " started a new incarnation; that purge then rightly purged the new workflow (an oracle fix)",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
