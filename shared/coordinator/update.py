@@ -41,6 +41,7 @@ from shared.errors import (
     NotFoundError,
     WrongPartitionError,
 )
+from shared.messages import ActivateEvent, CancelEvent, RetryEvent
 from shared.storage.ports import IndexRow, Storage
 from shared.storage.workflow_reads import cached_definition, forget_definition
 
@@ -283,7 +284,10 @@ class WorkflowUpdater:
                 state.workflow_id, running, state, tally.completed, self.clock()
             )
         row = replace(index_row(wf, state), partition=self.storage.partition)
-        if flushed.changed:  # an unchanged state has nothing new to project (index-repair mends)
+        # An unchanged state has nothing new to project (index-repair mends an active row), but
+        # a control event may find its own write already made by a flush whose reply was lost:
+        # that flush projected nothing, and a row it left terminal is swept by nobody (seed 1266).
+        if flushed.changed or any(_is_control(env) for env in envelopes):
             await self.projector.project(row, stats, urgent=tally.finished > 0)
         if tally.set_aside:
             workflow_id = flushed.cached.state.workflow_id
@@ -342,3 +346,8 @@ def _encode(state: RuntimeState) -> bytes:
         return codec.encode_state(state)
     except Exception as exc:
         raise ApplyError(f"encoding the state raised {exc!r}", None) from exc
+
+
+def _is_control(envelope: Envelope) -> bool:
+    """An API's event (activate, cancel, retry): rare, and it may change the workflow's status."""
+    return isinstance(envelope.event, ActivateEvent | CancelEvent | RetryEvent)

@@ -41,6 +41,9 @@ REGRESSION_SEEDS = {
     " tests/ops/test_purge.py",
     198: "the oracle forgot a purge in flight when a concurrent purge-and-re-submit of the id"
     " started a new incarnation; that purge then rightly purged the new workflow (an oracle fix)",
+    1266: "a retry's state write whose reply was lost was never projected (its redelivery found"
+    " the state unchanged) and the terminal row it left was swept by nobody;"
+    " tests/coordinator/test_lost_write_reply.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
