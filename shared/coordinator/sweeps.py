@@ -14,7 +14,9 @@ long-lived process). Each derives what to do from what is stored, so running one
   queue holding no message at all is re-sent ``empty_queue_repair_after_s`` after its send (the
   signal ``dagq doctor`` shows), any other after ``lost_dispatch_after_s``.
 - the sweep's mark: when it ran, in the registry (``dagq doctor`` reports overdue sweeps).
-- index-repair: a row that disagrees with its state (a projection that failed) is rewritten.
+- index-repair: a row that disagrees with its state (a projection that failed) is rewritten; a row
+  of an earlier workflow of the id (its creation time is not the state's: purged, and a stalled
+  write put its row back) is deleted.
 
 A coordinator sweeps the workflows of its own partition only (``IndexRow.partition``), and its own
 partition's poison queue.
@@ -73,7 +75,13 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
                 created_at=row.created_at,
             )  # fmt: skip
         stats.bump_sweep("engine")
-        if result.row is not None and _differs(result.row, row):
+        if result.row is not None and result.row.created_at != row.created_at:
+            # The row of a workflow no longer stored (purged; its id submitted again): a stalled
+            # write put it back beside its successor's (seed 892). The successor's own row is
+            # its submit's and its coordinator's to write.
+            await updater.storage.index.delete(row.workflow_id, row.created_at)
+            stats.bump_sweep("index_repair")
+        elif result.row is not None and _differs(result.row, row):
             await updater.projector.write(result.row, stats)
             stats.bump_sweep("index_repair")
 

@@ -44,6 +44,8 @@ REGRESSION_SEEDS = {
     1266: "a retry's state write whose reply was lost was never projected (its redelivery found"
     " the state unchanged) and the terminal row it left was swept by nobody;"
     " tests/coordinator/test_lost_write_reply.py",
+    892: "a repeated submit that stalled across a purge and re-submit wrote the purged workflow's"
+    " row and died before its check; the sweeps kept that row; tests/coordinator/test_stray_row.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
