@@ -18,6 +18,7 @@ from shared.messages import Event, TaskMessage, decode_event, encode
 from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage import AzureStorage, ensure_resources, open_storage
+from shared.storage.ports import Queue, Storage
 from worker_agent.agent import Agent
 from worker_agent.config import WorkerSettings
 
@@ -134,6 +135,20 @@ async def running_agent(settings: WorkerSettings, storage: AzureStorage) -> Asyn
         if not task.done():
             agent.shutdown("test over", 0.0)
         await asyncio.wait_for(task, timeout=30)
+
+
+async def run_until_drained(
+    settings: WorkerSettings, storage: Storage, names: ResourceNames, queue: Queue
+) -> None:
+    """Run an in-process agent until ``queue`` is empty (at most ~10 s), then shut it down."""
+    agent = Agent(settings, storage, names)
+    run = asyncio.create_task(agent.run())
+    for _ in range(400):
+        if not await queue.approximate_count():
+            break
+        await asyncio.sleep(0.025)
+    agent.shutdown("test over", 0)
+    await asyncio.wait_for(run, timeout=10)
 
 
 async def start_agent(

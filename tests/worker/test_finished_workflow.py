@@ -11,7 +11,6 @@ for a moment (dispatched before the coordinator's flush), and dropping it would 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
-from worker_agent.agent import Agent
+from tests.worker.conftest import run_until_drained
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.subprocess]
@@ -45,14 +44,7 @@ async def _run_agent(
     if redelivered:  # a worker received it once and died
         (first,) = await queue.receive(1, 30)
         await queue.extend(first, 0)
-    agent = Agent(worker_settings(), storage, ResourceNames("fin"))
-    run = asyncio.create_task(agent.run())
-    for _ in range(400):
-        if not await queue.approximate_count():
-            break
-        await asyncio.sleep(0.025)
-    agent.shutdown("test over", 0)
-    await asyncio.wait_for(run, timeout=10)
+    await run_until_drained(worker_settings(), storage, ResourceNames("fin"), queue)
     assert await queue.approximate_count() == 0
     return marker.exists(), await storage.event_queue.approximate_count()
 
@@ -94,13 +86,6 @@ async def test_a_redelivery_whose_workflow_finishes_while_it_is_claimed_is_not_r
     await queue.send(encode(message))
     (first,) = await queue.receive(1, 30)  # a worker received it once and died
     await queue.extend(first, 0)
-    agent = Agent(worker_settings(), storage, ResourceNames("fin"))
-    run = asyncio.create_task(agent.run())
-    for _ in range(400):
-        if not await queue.approximate_count():
-            break
-        await asyncio.sleep(0.025)
-    agent.shutdown("test over", 0)
-    await asyncio.wait_for(run, timeout=10)
+    await run_until_drained(worker_settings(), storage, ResourceNames("fin"), queue)
     assert not marker.exists()
     assert await storage.event_queue.approximate_count() == 0

@@ -8,7 +8,6 @@ dead-lettered with its reason instead, and never takes the new workflow's claim.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
-from worker_agent.agent import Agent
+from tests.worker.conftest import run_until_drained
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.subprocess]
@@ -45,14 +44,7 @@ async def _run_agent(
         message = TaskMessage(workflow_id="wf1", task="a", attempt=1, queue="cpu",
                               cmd=f"touch {marker}", incarnation=incarnation)  # fmt: skip
         await queue.send(encode(message))
-    agent = Agent(worker_settings(), storage, NAMES)
-    run = asyncio.create_task(agent.run())
-    for _ in range(400):
-        if not await queue.approximate_count():
-            break
-        await asyncio.sleep(0.025)
-    agent.shutdown("test over", 0)
-    await asyncio.wait_for(run, timeout=10)
+    await run_until_drained(worker_settings(), storage, NAMES, queue)
     assert await queue.approximate_count() == 0
     ran = sorted(f"ran-{i}" for i in messages if (tmp_path / f"ran-{i}").exists())
     reasons = [d.reason for d in await storage.deadletters.list()]
