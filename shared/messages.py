@@ -113,6 +113,10 @@ class TaskMessage(_Message):
     incarnation: Incarnation | None = None
     """The incarnation of the workflow id this attempt belongs to (its state's): a worker runs
     the message only while the state blob's metadata names the same one, and reports it back."""
+    run: int | None = Field(default=None, ge=1)
+    """The workflow run that dispatched this attempt (None: sent by a dagq from before runs were
+    carried). A redelivery of a finished workflow's message is late, and dropped, only if its run
+    is not ahead of the state's: a later run is a rerun the state does not show yet, and runs."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""

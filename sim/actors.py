@@ -33,7 +33,6 @@ from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
-    FINISHED_STATUSES,
     workflow_cancelled,
     workflow_of,
 )
@@ -159,17 +158,17 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         world.platform.log(actor.name, f"lost the message of {message.key} before running it")
         return
     received = held
-    status, foreign = await workflow_of(storage, message)  # the worker's own checks, one HEAD
-    if foreign:  # a purged run's late message: kept aside with its reason, never run
+    seen = await workflow_of(storage, message)  # the worker's own checks, one HEAD
+    if seen.foreign:  # a purged run's late message: kept aside with its reason, never run
         await storage.deadletters.put(message_id=received.id, text=received.text,
-                                      reason=foreign, received_at=world.now())  # fmt: skip
+                                      reason=seen.foreign, received_at=world.now())  # fmt: skip
         await queue.delete(received)
         return
-    if received.dequeue_count > 1 and status in FINISHED_STATUSES:
+    if seen.late(message, received.dequeue_count):
         await queue.delete(received)  # a late redelivery: never run after the end (as the worker)
         return
     events = storage.for_partition(_report_partition(world, message)).event_queue
-    if status in CANCELLED_STATUSES:
+    if seen.status in CANCELLED_STATUSES:
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return

@@ -55,7 +55,6 @@ from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
-    FINISHED_STATUSES,
     workflow_cancelled,
     workflow_of,
 )
@@ -141,17 +140,15 @@ class AttemptRunner:
             return
         # One HEAD, after the claim and right before running (a check before the claim could
         # be stale by the time the task starts: the simulation found one, seed 2306).
-        status, foreign = await workflow_of(self.storage, message)
-        if foreign:
-            await self._dead_letter(heartbeat.queue, received, foreign, log, heartbeat)
+        seen = await workflow_of(self.storage, message)
+        if seen.foreign:
+            await self._dead_letter(heartbeat.queue, received, seen.foreign, log, heartbeat)
             return
-        if received.dequeue_count > 1 and status in FINISHED_STATUSES:
-            # Only a redelivery: a first delivery may be a rerun sent just before the coordinator
-            # records it (the state still says failed for a moment), and it must run.
+        if seen.late(message, received.dequeue_count):
             log.info("workflow finished already: dropping a late redelivery of the task")
             await self._finish(heartbeat, log)
             return
-        if status in CANCELLED_STATUSES:
+        if seen.status in CANCELLED_STATUSES:
             log.info("workflow is cancelled: not running the task")
             error = "the workflow was cancelled before the task started"
             await self._report(

@@ -4,8 +4,13 @@ state blob, whose metadata holds the status and the incarnation (``shared.codec.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from shared.codec.metadata import incarnation_from_metadata, status_from_metadata
+from shared.codec.metadata import (
+    incarnation_from_metadata,
+    run_from_metadata,
+    status_from_metadata,
+)
 from shared.errors import NotFoundError
 from shared.messages import TaskMessage
 from shared.states import WorkflowStatus
@@ -13,18 +18,45 @@ from shared.storage.ports import Storage
 
 CANCELLED_STATUSES = frozenset({WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED})
 FINISHED_STATUSES = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED})
-"""A redelivered message of a workflow in one of these is late (its worker reported and died
-before deleting it): it is dropped, never run after its workflow ended."""
+"""A redelivered message of a run that ended in one of these is late: ``WorkflowSeen.late``."""
 
 
-async def workflow_of(storage: Storage, message: TaskMessage) -> tuple[WorkflowStatus | None, str]:
-    """The workflow's status and why ``message`` is of another incarnation of its id ("" if
-    not); the status is CANCELLED if the state blob is gone (deleted: nothing to run for)."""
+@dataclass(frozen=True, slots=True)
+class WorkflowSeen:
+    """What one HEAD of a task's state blob says about the task message's workflow."""
+
+    status: WorkflowStatus | None
+    """CANCELLED if the state blob is gone (deleted: nothing to run for)."""
+    run: int | None
+    foreign: str
+    """Why the message is of another incarnation of the workflow's id ("" if it is not)."""
+
+    def late(self, message: TaskMessage, dequeue_count: int) -> bool:
+        """Whether ``message`` is a late redelivery, to be dropped and never run after its
+        workflow ended: delivered before (its worker reported and died before deleting it, or
+        stalled past its visibility) and of a run that has since completed or failed.
+
+        A first delivery is never late, and neither is a message of a run ahead of the state's:
+        a rerun is dispatched before the coordinator records it, so the state may say "failed"
+        for a while after. Dropping such a message would keep its claim and wedge the rerun
+        (the simulation found both: seeds 1029 and 1906). A message or state without a run
+        (from before runs were carried) is judged by its delivery count alone."""
+        if dequeue_count < 2 or self.status not in FINISHED_STATUSES:
+            return False
+        return message.run is None or self.run is None or message.run <= self.run
+
+
+async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:
+    """What the state blob's metadata says about ``message``'s workflow (one HEAD)."""
     try:
         metadata = await storage.workflows.state_metadata(message.workflow_id)
     except NotFoundError:
-        return WorkflowStatus.CANCELLED, ""
-    return status_from_metadata(metadata), other_incarnation(message, metadata)
+        return WorkflowSeen(WorkflowStatus.CANCELLED, None, "")
+    return WorkflowSeen(
+        status_from_metadata(metadata),
+        run_from_metadata(metadata),
+        other_incarnation(message, metadata),
+    )
 
 
 async def workflow_cancelled(storage: Storage, message: TaskMessage) -> bool:

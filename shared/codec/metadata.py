@@ -27,7 +27,17 @@ INCARNATION_KEY = "incarnation"
 def incarnation_from_metadata(metadata: Mapping[str, str]) -> int | None:
     """The incarnation ``state_metadata`` recorded (None when absent or not a number: a state
     from before incarnations, whose messages carry none either)."""
-    value = next((v for k, v in metadata.items() if k.lower() == INCARNATION_KEY), None)
+    return _number(metadata, INCARNATION_KEY)
+
+
+def run_from_metadata(metadata: Mapping[str, str]) -> int | None:
+    """The run number ``state_metadata`` recorded (None when absent or not a number)."""
+    return _number(metadata, RUN_KEY)
+
+
+def _number(metadata: Mapping[str, str], key: str) -> int | None:
+    """The value of ``key`` (in any case) as a number, or None when absent or not a number."""
+    value = next((v for k, v in metadata.items() if k.lower() == key), None)
     return int(value) if value is not None and value.isdecimal() and len(value) < 12 else None
 
 

@@ -49,6 +49,7 @@ def build_message(
         upstream_blob=upstream_blob,
         partition=partition,
         incarnation=command.incarnation,
+        run=command.run,
     )
 
 

@@ -26,6 +26,8 @@ class Dispatch:
     """Outputs of the task's parents that produced one (parent name -> ref)."""
     incarnation: int | None = None
     """The workflow's incarnation (its state's), which the task message carries."""
+    run: int | None = None
+    """The workflow's run when this attempt was sent, which the task message carries."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,15 +158,15 @@ class Step:
 
     def dispatch_command(self, task: int, attempt: int, delay_s: float = 0.0) -> Dispatch:
         """The Dispatch of ``attempt`` of ``task``, with its parents' outputs (O(parents))."""
-        tdef = self.wf.tasks[task]
+        st, tdef = self.st, self.wf.tasks[task]
         upstream: dict[str, OutputRef] | None = None
-        outputs = self.st.outputs
+        outputs = st.outputs
         if outputs:
             tasks = self.wf.tasks
             found = {tasks[p].name: outputs[p] for p in tdef.parents if p in outputs}
             upstream = found or None
         return Dispatch(
-            task, tdef.name, attempt, tdef.queue, delay_s, upstream, self.st.incarnation
+            task, tdef.name, attempt, tdef.queue, delay_s, upstream, st.incarnation, st.run
         )
 
     def fail(

@@ -8,7 +8,7 @@ from shared.codec.state import encode_state
 from shared.definition.workflow import RetryPolicy
 from shared.engine import premature
 from shared.engine.backoff import retry_delay_s
-from shared.engine.commands import Dispatch
+from shared.engine.commands import Command, Dispatch
 from shared.messages import RetryEvent, TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent
 from shared.states import TaskState, WorkflowStatus
 
@@ -164,6 +164,22 @@ def test_rerun_reopens_failures_and_descendants_keeps_completed_outputs() -> Non
     h.completed("c")
     assert finished(h.completed("d")) == [W.COMPLETED]
     assert h.st.counts()["completed"] == 5
+
+
+def test_every_dispatch_carries_the_run_that_sent_it() -> None:
+    """A worker tells a late redelivery (of a run that finished) from an early one (of a rerun the
+    stored state does not show yet) by the run its message carries (seed 1906 of the simulation)."""
+    h = History(workflow(task("a", retries=1)))
+
+    def runs(commands: list[Command]) -> list[int | None]:
+        return [c.run for c in commands if isinstance(c, Dispatch)]
+
+    assert runs(h.activate()) == [1]
+    assert runs(h.failed("a")) == [1]  # a retry within the run
+    h.failed("a")
+    assert h.status is W.FAILED
+    assert runs(h.retry()) == [2]  # the rerun's first dispatch
+    assert runs(h.failed("a")) == [2]
 
 
 def test_rerun_of_a_cancelled_workflow_and_of_a_completed_one() -> None:
