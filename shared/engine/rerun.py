@@ -1,11 +1,14 @@
 """Rerun from failure (the ``retry`` event): reopen what did not succeed and start the next run.
 
 Reopened tasks go back to PENDING with their previous run forgotten (``RuntimeState.reopen``), their
-children's counters repaired; tasks whose policy is already met are decided at once.
+children's counters repaired; tasks whose policy is already met are decided at once. A reopened
+task's attempts go on from ``attempt_bounds.rerun_base``: past its stored attempt, and for a
+cancelled task past every attempt its run may have sent.
 """
 
 from __future__ import annotations
 
+from shared.engine.attempt_bounds import rerun_base
 from shared.engine.state import COMPLETED, IS_OK, IS_TERMINAL, PENDING
 from shared.engine.step import Step
 from shared.states import WorkflowStatus
@@ -55,7 +58,7 @@ def rerun(step: Step, run: int) -> None:
         counter = st.n_ok if IS_OK[codes[task]] else st.n_bad
         for child in children[task]:
             counter[child] -= 1
-        st.reopen(task)
+        st.reopen(task, rerun_base(wf, st, task))
     st.run += 1
     st.status = WorkflowStatus.RUNNING
     st.cancel_requested = False

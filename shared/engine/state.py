@@ -359,13 +359,13 @@ class RuntimeState:
             counters.extend([0] * n)
         self.tally[PENDING] += n
 
-    def reopen(self, i: int) -> None:
+    def reopen(self, i: int, base: int) -> None:
         """Rerun from failure: task ``i`` is PENDING again with nothing of its previous run left
-        but its attempt number (attempts only grow) and its earlier attempts; its retry budget
-        counts from here."""
+        but its earlier attempts; its attempts go on after ``base`` (at least its attempt number:
+        attempts only grow) and its retry budget counts from there."""
         archive(self, i, self.codes[i])
         self.move(i, PENDING)
-        self.base_attempt[i] = self.attempt[i]
+        self.attempt[i] = self.base_attempt[i] = max(base, self.attempt[i])
         self._reset_attempt(i)
         self.queued_ms[i] = None
         self.errors.pop(i, None)

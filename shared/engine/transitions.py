@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shared.definition.workflow import CompiledWorkflow
+from shared.engine.attempt_bounds import dispatchable_attempts, rerun_base
 from shared.engine.capture import UNREAD, capture
 from shared.engine.commands import Command
 from shared.engine.expansion import awaits_expansion, expanded
@@ -144,18 +145,11 @@ def premature(wf: CompiledWorkflow, state: RuntimeState, event: Event) -> bool:
         return event.attempt > state.attempt[task]
     if not IS_TERMINAL[state.codes[task]]:
         return False
-    # A lost rerun dispatches at most the new run's retry budget past the terminal attempt; an
-    # event beyond that is not premature but impossible (``apply`` rejects it).
-    current = state.attempt[task]
-    return current < event.attempt <= current + wf.tasks[task].num_retries + 1
-
-
-def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
-    """The highest attempt of ``task`` the coordinator can have dispatched in the current run:
-    the attempts before this run plus the run's budget (``num_retries + 1``). Only a pass that
-    crashed before its flush can have sent an attempt above the stored one, and it cannot have
-    gone past the budget; a rerun this state has not seen is ``premature`` instead."""
-    return state.base_attempt.get(task, 0) + wf.tasks[task].num_retries + 1
+    # A lost rerun dispatches at most the new run's retry budget past where the rerun starts; an
+    # event beyond that is not premature but impossible (``apply`` rejects it). An event between
+    # the stored attempt and that start is of a dispatch the cancelled run lost: stale.
+    start = rerun_base(wf, state, task)
+    return start < event.attempt <= start + wf.tasks[task].num_retries + 1
 
 
 def _task_number(
@@ -180,8 +174,8 @@ def _task_number(
         )
     current = state.attempt[task]
     if attempt > current:
-        if IS_TERMINAL[state.codes[task]]:  # only a rerun this state has not seen: premature
-            limit = current + wf.tasks[task].num_retries + 1
+        if IS_TERMINAL[state.codes[task]]:  # a rerun this state has not seen: premature
+            limit = rerun_base(wf, state, task) + wf.tasks[task].num_retries + 1
         else:
             limit = dispatchable_attempts(wf, state, task)
         if attempt > limit:

@@ -197,6 +197,40 @@ def test_rerun_of_a_cancelled_workflow_and_of_a_completed_one() -> None:
     assert h.retry() == []  # only failed or cancelled workflows rerun
 
 
+def test_a_rerun_numbers_a_cancelled_tasks_attempts_past_what_its_run_may_have_sent() -> None:
+    # A pass applied a/1's failure, sent the retry a/2 and died before its flush; the cancel was
+    # applied first, so the state has "a" cancelled at attempt 1 and knows nothing of a/2, whose
+    # claim a worker holds. The rerun must not send a/2 again (every worker would drop it as a
+    # duplicate: tests/coordinator/test_rerun_attempts.py); it starts past attempt 3, the most
+    # that run could have sent. "b", cancelled before it was ever sent, starts past attempt 1.
+    h = History(workflow(task("a", retries=2), task("b", 0)))
+    h.activate()
+    h.cancel()
+    assert h.states() == {"a": S.CANCELLED, "b": S.CANCELLED}
+    lost = TaskFailedEvent(
+        workflow_id=WF_ID, task="a", attempt=2, reason="cancelled", finished_at=h.now
+    )
+    assert not premature(h.wf, h.st, lost)  # the cancelled run's: stale, not a rerun's
+    ahead = TaskCompletedEvent(
+        workflow_id=WF_ID, task="a", attempt=4, started_at=h.now, finished_at=h.now
+    )
+    assert premature(h.wf, h.st, ahead)  # the rerun's first attempt, before the retry
+    assert dispatched(h.retry()) == [("a", 4)]
+    assert h.apply(lost) == []  # stale: changes nothing
+    assert h.state("a") is S.QUEUED
+    assert dispatched(h.failed("a")) == [("a", 5)]  # the rerun's own budget: 2 retries
+    assert dispatched(h.completed("a")) == [("b", 2)]
+    assert finished(h.completed("b")) == [W.COMPLETED]
+
+
+def test_a_rerun_goes_on_from_the_stored_attempt_of_a_task_that_failed() -> None:
+    # A failure is decided by the events a lost pass applied too: no attempt can be out past it.
+    h = History(workflow(task("a", retries=2, retry=RetryPolicy(retry_on_exit_codes=(75,)))))
+    h.activate()
+    h.failed("a", exit_code=1)  # not retryable: failed at attempt 1, budget left
+    assert dispatched(h.retry()) == [("a", 2)]
+
+
 def test_rerun_when_a_reopened_task_is_immediately_ready_via_any() -> None:
     wf = workflow(task("a"), task("b"), task("c", 0, 1, policy="any"))
     h = History(wf)

@@ -1,0 +1,37 @@
+"""Which attempt numbers of a task the coordinator can have sent, and where a rerun starts.
+
+Attempt numbers name a task's claims, logs and outputs, so they are never reused. The subtle part
+is a dispatch sent by a pass that died before its flush: it exists, on a task queue, while the
+stored state does not show it. These bounds are what the engine knows about such dispatches.
+"""
+
+from __future__ import annotations
+
+from shared.definition.workflow import CompiledWorkflow
+from shared.engine.state import CANCELLED, RuntimeState
+
+
+def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
+    """The highest attempt of ``task`` the coordinator can have dispatched in the current run:
+    the attempts before this run plus the run's budget (``num_retries + 1``). Only a pass that
+    crashed before its flush can have sent an attempt above the stored one, and it cannot have
+    gone past the budget; a rerun this state has not seen is ``premature`` instead."""
+    return state.base_attempt.get(task, 0) + wf.tasks[task].num_retries + 1
+
+
+def rerun_base(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
+    """The attempt a rerun numbers terminal ``task``'s next attempts after: its stored attempt,
+    or, for a cancelled task, the highest its run can have dispatched.
+
+    A cancel can overtake a lost pass: the pass applied a failure and sent the retry (or applied
+    a parent's result and sent the child), then died before its flush; the cancel was applied
+    before that event came back, and the task ended cancelled at its stored attempt. The sent
+    attempt is still out there, and its claim is held. A rerun that sent the same number again
+    would be refused as a duplicate by every worker. Only a cancel settles a task while such a
+    dispatch may be out (every other outcome is decided by the same events the lost pass
+    applied, and re-applying them sends the same attempt), so other tasks go on from where they
+    stopped."""
+    current = state.attempt[task]
+    if state.codes[task] != CANCELLED:
+        return current
+    return max(current, dispatchable_attempts(wf, state, task))
