@@ -35,15 +35,12 @@ from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
 from sim.storage import Actor, Platform
 
-BENIGN_DEAD_LETTERS = (
-    "the rerun it belongs to never arrived",
-    "of another incarnation of workflow",
-)
-"""Dead-letter reasons that are the design working, not a fault: a worker's report of an attempt
-that was sent but never recorded (the coordinator died between dispatch and flush) and whose task
-was then settled otherwise (e.g. cancelled) waits for a rerun that never comes, and is kept aside
-with its reason after ``max_defer_deliveries``; a purged workflow's late task message or event,
-which reached its id's next incarnation, is kept aside with its reason (never applied or run)."""
+BENIGN_DEAD_LETTERS = ("of another incarnation of workflow",)
+"""Dead-letter reasons that are the design working, not a fault: a purged workflow's late task
+message or event, which reached its id's next incarnation, is kept aside with its reason (never
+applied or run). A report held for a rerun that never arrived is not among them: only a cancel
+settles a task while a dispatch the state does not show may be out, and a report of such a
+dispatch is stale (``engine.attempt_bounds.rerun_base``)."""
 
 
 @dataclass

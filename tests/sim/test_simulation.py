@@ -46,6 +46,9 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_lost_write_reply.py",
     892: "a repeated submit that stalled across a purge and re-submit wrote the purged workflow's"
     " row and died before its check; the sweeps kept that row; tests/coordinator/test_stray_row.py",
+    19: "a cancel overtook a pass that sent a retry and died before its flush; that attempt's"
+    " report waited for a rerun and was dead-lettered (a rerun would have wedged on its claim):"
+    " the report is stale now; tests/coordinator/test_rerun_attempts.py (an oracle made strict)",
     1906: "a rerun's message, claimed then abandoned, was redelivered while the state still said"
     " failed and dropped as late with its claim kept; every re-send of the attempt was refused"
     " as a duplicate: the rerun wedged; tests/worker/test_finished_workflow.py",
