@@ -164,9 +164,8 @@ class _View:
         what = f"{label}({_describe(a)})"
         if actor.dead:
             raise Crash(what)
-        hook = p.before.get(label.split("[")[0])
-        if hook is not None:
-            hook(actor, label, a, None)
+        op = label.split("[")[0]
+        self._hook(p.before, op, label, a, None)
         delay = p.rng.expovariate(1 / f.latency_s) if f.latency_s > 0 else 0.0
         if p.chance(f.slow) or (label in STALLING and p.chance(f.stall)):
             delay += p.rng.uniform(0, f.slow_max_s)
@@ -179,13 +178,9 @@ class _View:
         if roll < f.crash_before + f.transient:
             p.log(actor.name, f"{what} -> 503")
             raise TransientError(f"503 on {what}")
-        hook = p.effect.get(label.split("[")[0])
-        if hook is not None:
-            hook(actor, label, a, None)
+        self._hook(p.effect, op, label, a, None)
         result = await self._perform(label, target, fn, a, kw)
-        hook = p.after.get(label.split("[")[0])
-        if hook is not None:
-            hook(actor, label, a, result)
+        self._hook(p.after, op, label, a, result)
         roll = p.rng.random()
         if roll < f.crash_after:
             return self._die(what, "crash after")
@@ -194,6 +189,14 @@ class _View:
             raise TransientError(f"timeout on {what} (it took effect)")
         p.log(actor.name, f"{what} -> {_short(result)}")
         return result
+
+    def _hook(
+        self, table: dict[str, Hook], op: str, label: str, a: tuple[Any, ...], result: Any
+    ) -> None:
+        """Run ``table``'s hook for storage operation ``op``, if it has one."""
+        hook = table.get(op)
+        if hook is not None:
+            hook(self.actor, label, a, result)
 
     def _die(self, what: str, when: str) -> Any:
         self.actor.dead = True
