@@ -15,8 +15,9 @@ A purge interrupted anywhere leaves the marker, and every later purge (the same 
 ``dagq purge``) finishes the marked workflows first. Only terminal workflows (completed, failed,
 cancelled, as their state blob says) are purged: 409 otherwise. A workflow that stops being
 terminal meanwhile (a retry applied after the check, or after an interrupted purge) is never
-deleted: step 3's condition fails, or a marked workflow's state is found running again; then the
-purge gives up on it, puts its index row back and removes the marker. Nothing of a running
+deleted: step 3's condition fails, or a marked workflow's state is found running again (by a bulk
+purge, or by the same DELETE tried again); then the purge gives up on it, puts its index row back
+and removes the marker. Nothing of a running
 workflow is deleted before step 3, so it loses nothing. The first step of a bulk purge also
 deletes result cache entries past their ttl (a cache entry owns a copy of its output, so purging
 the workflow that computed it never breaks a later hit).
@@ -124,6 +125,10 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     except NotFoundError:
         return await _purge_without_state(storage, workflow_id)
     if status not in TERMINAL:
+        if workflow_id in await storage.workflows.purge_marks():
+            # An earlier try of this purge was interrupted after it deleted the index row, and
+            # the workflow was retried since: give that try up (row back, marker removed).
+            await _give_up(storage, workflow_id)
         raise ConflictError(
             f"workflow {workflow_id!r} is {status}: only completed, failed or cancelled"
             " workflows can be purged (cancel it first)"

@@ -258,6 +258,25 @@ async def test_a_marked_purge_never_finishes_a_workflow_retried_since() -> None:
     await _intact_and_running(storage)
 
 
+async def test_a_purge_called_again_on_a_workflow_retried_since_gives_its_first_try_up() -> None:
+    # Before: a DELETE died after deleting the index row (its state delete got a 503), a retry
+    # made the workflow run again, and the user's DELETE again was refused (409) leaving the
+    # row deleted and the marker set: the running workflow was listed nowhere and its sweeps
+    # never saw it (found by the simulation, seed 1040 of a trial run).
+    clock = FakeClock()
+    storage, coordinator = await _failed_workflow(clock)
+    await service.retry(storage, "wf-race")  # its event is applied after the purge's try
+    plan = FaultPlan(crash_at=3, only={"workflows.mark_purge", "index.delete", "workflows.delete"})
+    with pytest.raises(Crash):
+        await purge_workflow(faulty(storage, plan), "wf-race")
+    assert await listed(storage) == []
+    await coordinator.run_once()
+    assert (await load(storage, diamond(), "wf-race")).status is WorkflowStatus.RUNNING
+    with pytest.raises(ConflictError, match="is running"):
+        await purge_workflow(storage, "wf-race")
+    await _intact_and_running(storage)
+
+
 async def test_finishing_an_interrupted_purge_spares_a_workflow_submitted_meanwhile() -> None:
     """The purge of a workflow whose state blob is gone finishes its interrupted purge (its
     marker); if the id was submitted again before that finish deletes anything, the new workflow
