@@ -165,7 +165,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         await queue.delete(received)
         return
     if seen.late(message, received.dequeue_count):
-        await queue.delete(received)  # a late redelivery: never run after the end (as the worker)
+        await queue.delete(received)  # its run has ended: never run after the end (as the worker)
         return
     events = storage.for_partition(_report_partition(world, message)).event_queue
     if seen.status in CANCELLED_STATUSES:

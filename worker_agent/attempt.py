@@ -145,7 +145,7 @@ class AttemptRunner:
             await self._dead_letter(heartbeat.queue, received, seen.foreign, log, heartbeat)
             return
         if seen.late(message, received.dequeue_count):
-            log.info("workflow finished already: dropping a late redelivery of the task")
+            log.info("the task's run has ended: dropping a late message of the task")
             await self._finish(heartbeat, log)
             return
         if seen.status in CANCELLED_STATUSES:

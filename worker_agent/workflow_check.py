@@ -32,18 +32,22 @@ class WorkflowSeen:
     """Why the message is of another incarnation of the workflow's id ("" if it is not)."""
 
     def late(self, message: TaskMessage, dequeue_count: int) -> bool:
-        """Whether ``message`` is a late redelivery, to be dropped and never run after its
-        workflow ended: delivered before (its worker reported and died before deleting it, or
-        stalled past its visibility) and of a run that has since completed or failed.
+        """Whether ``message`` is late, to be dropped and never run after its run ended:
 
-        A first delivery is never late, and neither is a message of a run ahead of the state's:
-        a rerun is dispatched before the coordinator records it, so the state may say "failed"
-        for a while after. Dropping such a message would keep its claim and wedge the rerun
-        (the simulation found both: seeds 1029 and 1906). A message or state without a run
-        (from before runs were carried) is judged by its delivery count alone."""
-        if dequeue_count < 2 or self.status not in FINISHED_STATUSES:
-            return False
-        return message.run is None or self.run is None or message.run <= self.run
+        - a message of an earlier run than the state's, however delivered: a rerun started
+          since, so its run failed or was cancelled (a rerun never sends an attempt number an
+          earlier run may have sent: ``engine.attempt_bounds``);
+        - a redelivery of the state's own run once it completed or failed (its worker reported
+          and died before deleting it, or stalled past its visibility).
+
+        A first delivery of the state's run is never late, and neither is a message of a run
+        ahead of the state's: a rerun is dispatched before the coordinator records it, so the
+        state may say "failed" for a while after. Dropping such a message would keep its claim
+        and wedge the rerun (the simulation found both: seeds 1029 and 1906). A message or state
+        without a run (from before runs were carried) is judged by its delivery alone."""
+        if message.run is not None and self.run is not None and message.run != self.run:
+            return message.run < self.run
+        return dequeue_count > 1 and self.status in FINISHED_STATUSES
 
 
 async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:

@@ -1,4 +1,4 @@
-"""A worker does not run a late redelivery of a task whose workflow has finished (found by the
+"""A worker does not run a late message of a task whose run has ended (found by the
 simulation: docs/simulation.md).
 
 A message comes back after its worker reported and died before deleting it (or after its
@@ -89,6 +89,21 @@ async def test_a_redelivery_of_a_rerun_the_state_does_not_show_yet_runs(
         worker_settings, "failed", tmp_path, redelivered=True, state_run=1, message_run=2
     )
     assert ran == (True, 1)
+
+
+@pytest.mark.parametrize("status", ["running", "failed"])
+@pytest.mark.parametrize("redelivered", [False, True])
+async def test_a_message_of_a_run_that_ended_is_never_run(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path, status: str, redelivered: bool
+) -> None:
+    """A rerun (run 2) started since the message's run ended: whatever its delivery count and
+    whatever the workflow is doing now, an attempt of run 1 is not run (the simulation ran one,
+    a duplicate of a message of a cancelled run, while the rerun was running: seed 1046 of a
+    trial run)."""
+    ran = await _run_agent(
+        worker_settings, status, tmp_path, redelivered=redelivered, state_run=2, message_run=1
+    )
+    assert ran == (False, 0)
 
 
 async def test_a_redelivery_whose_workflow_finishes_while_it_is_claimed_is_not_run(
