@@ -58,6 +58,10 @@ class Known:
     """Purges of the id in flight: one that started before a re-submit may purge the new
     incarnation (seed 198: a purge stalled across a concurrent purge-and-re-submit, then purged
     the re-submitted workflow once it completed)."""
+    purged: int = 0
+    """Purges of the id that answered (not refused): a refused purge that overlapped one of
+    them leaves ``purge_started`` set (seed 2050: a refusal that stalled past another user's
+    purge of the workflow forgot that purge)."""
     last: RuntimeState | None = None
     """The state as last stored (the base of the lost-update check)."""
 

@@ -97,14 +97,18 @@ async def _purge(world: World, name: str, workflow_id: str) -> bool:
     known = world.oracle.workflows.get(workflow_id)
     if known is None:
         return False
-    was, incarnation = known.purge_started, known.incarnation
+    was, incarnation, purged = known.purge_started, known.incarnation, known.purged
     known.purge_started = True
     known.purges += 1
     outcome = await call(world, name, lambda s: purge_workflow(s, workflow_id))
     known.purges -= 1
-    if isinstance(outcome, ConflictError):  # refused: it deleted nothing
-        known.purge_started = known.purges > 0 or (was and known.incarnation == incarnation)
+    if isinstance(outcome, ConflictError):  # refused: it deleted nothing (others may have)
+        others = known.purged != purged  # another purge of the id answered meanwhile
+        known.purge_started = known.purges > 0 or (
+            (was or others) and known.incarnation == incarnation
+        )
         return False
+    known.purged += 1
     return True
 
 

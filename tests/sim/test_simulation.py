@@ -46,6 +46,8 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_lost_write_reply.py",
     892: "a repeated submit that stalled across a purge and re-submit wrote the purged workflow's"
     " row and died before its check; the sweeps kept that row; tests/coordinator/test_stray_row.py",
+    2050: "a purge refused after stalling past another user's completed purge of the workflow"
+    " made the oracle forget that purge (an oracle fix)",
     19: "a cancel overtook a pass that sent a retry and died before its flush; that attempt's"
     " report waited for a rerun and was dead-lettered (a rerun would have wedged on its claim):"
     " the report is stale now; tests/coordinator/test_rerun_attempts.py (an oracle made strict)",
