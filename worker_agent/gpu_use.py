@@ -63,9 +63,7 @@ class GpuSampler:
             return []
         try:
             assert process.stdout is not None
-            data = await asyncio.wait_for(
-                process.stdout.read(MAX_OUTPUT_BYTES), timeout=SAMPLE_TIMEOUT_S
-            )
+            data = await asyncio.wait_for(_read_to_end(process.stdout), timeout=SAMPLE_TIMEOUT_S)
             await asyncio.wait_for(process.wait(), timeout=SAMPLE_TIMEOUT_S)
         except TimeoutError:
             log.warning("nvidia-smi took over %.0f s: no GPU use this time", SAMPLE_TIMEOUT_S)
@@ -76,3 +74,15 @@ class GpuSampler:
         if process.returncode != 0:
             return []
         return parse_gpu_lines(data.decode("utf-8", errors="replace"))
+
+
+async def _read_to_end(stream: asyncio.StreamReader) -> bytes:
+    """Everything ``stream`` gives until its end, at most ``MAX_OUTPUT_BYTES`` (one ``read``
+    returns only what has arrived so far: the lines written after a pause would be lost)."""
+    data = b""
+    while len(data) < MAX_OUTPUT_BYTES:
+        chunk = await stream.read(MAX_OUTPUT_BYTES - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data

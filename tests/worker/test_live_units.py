@@ -15,7 +15,7 @@ from shared.storage.registry import (
     progress_text,
     with_progress,
 )
-from worker_agent.gpu_use import parse_gpu_lines
+from worker_agent.gpu_use import GpuSampler, parse_gpu_lines
 from worker_agent.log_shipper import LogShipper
 from worker_agent.logfile import LogFile
 from worker_agent.progress_file import READ_BYTES, ProgressFile
@@ -131,3 +131,12 @@ def test_progress_in_a_worker_record_stays_under_its_bound() -> None:
 def test_nvidia_smi_lines() -> None:
     text = "0, 87, 30000, 81920\n1, [N/A], 1, 2\n2,3,512,81920\nbad\n3, 500, 1, 2\n"
     assert [g.index for g in parse_gpu_lines(text)] == [0, 2]
+
+
+async def test_a_gpu_sample_reads_nvidia_smi_to_its_end(tmp_path: Path) -> None:
+    # Before: one read() returned what the first write had produced, so a GPU listed after a
+    # pause in nvidia-smi's output was missing (test_live failed so under load).
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\necho "0, 87, 30000, 81920"\nsleep 0.3\necho "2, 3, 512, 81920"\n')
+    smi.chmod(0o755)
+    assert [g.index for g in await GpuSampler(str(smi)).sample()] == [0, 2]
