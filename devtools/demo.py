@@ -95,6 +95,7 @@ class DemoStack:
             "DAGQ_STORAGE": self.azurite.connection_string,
             "DAGQ_PREFIX": PREFIX,
             "DAGQ_SWEEP_SCHEDULE": "*/2 * * * * *",
+            "DAGQ_RBAC_ENFORCE": "1",  # as Azure would (docs/storage.md "Permissions")
             "PYTHONUNBUFFERED": "1",
         }
         port = _free_port()

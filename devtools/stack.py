@@ -251,6 +251,9 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances
             DAGQ_STORAGE=conn,
             DAGQ_PREFIX=prefix,
             DAGQ_SWEEP_SCHEDULE=os.environ.get("DAGQ_SWEEP_SCHEDULE", "*/2 * * * * *"),
+            # Azurite grants everyone everything: the app and the workers refuse what infra/'s
+            # roles would refuse on Azure (docs/storage.md "Permissions").
+            DAGQ_RBAC_ENFORCE=os.environ.get("DAGQ_RBAC_ENFORCE", "1"),
             AzureWebJobsStorage=conn,
             FUNCTIONS_WORKER_RUNTIME="python",
             PYTHONUNBUFFERED="1",

@@ -73,6 +73,20 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_STORAGE__clientId", "AZURE_CLIENT_ID"),
         description="Client id of a user-assigned managed identity.",
     )
+    rbac_enforce: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("DAGQ_RBAC_ENFORCE"),
+        description="Check every storage call against infra/'s role assignments for the calling"
+        " component's identity and refuse what Azure would refuse (a 403"
+        " AuthorizationPermissionMismatch): for Azurite, which enforces no roles. The test suite"
+        " and the local stacks turn it on; on Azure, Azure enforces them.",
+    )
+    rbac_usage: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_RBAC_USAGE"),
+        description="With DAGQ_RBAC_ENFORCE: a file every process appends the permissions it"
+        " used to (make rbac-check).",
+    )
     prefix: str = Field(
         default=DEFAULT_PREFIX,
         validation_alias=AliasChoices("DAGQ_PREFIX"),
