@@ -188,6 +188,8 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
         "queues": (QUERY_ENTITIES,),
         "mark": (UPSERT_ENTITY,),
         "marks": (QUERY_ENTITIES,),
+        "note_failure": (UPSERT_ENTITY,),
+        "failures": (QUERY_ENTITIES,),
     },
 }
 
