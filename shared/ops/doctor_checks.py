@@ -288,6 +288,7 @@ def _failed_resource(facts: Facts, kind: str) -> str:
         "index projection": f"write the index table {names.index_table}",
         "registry heartbeat": f"write the registry table {names.registry_table}",
         "log append": f"write logs in {names.outputs_container}",
+        "cache expiry": f"delete expired entries in {names.cache_container}",
     }.get(kind, f"complete a {kind}")
 
 

@@ -44,6 +44,8 @@ class Kind(StrEnum):
     """A worker could not write its registry row: ``dagq workers`` and doctor do not see it."""
     LOG_APPEND = "log append"
     """A worker could not append a running task's output to its log blob: live logs stall."""
+    CACHE_EXPIRY = "cache expiry"
+    """A bulk purge could not list or delete expired cache entries: they wait for a later one."""
 
 
 def describe(error: BaseException) -> str:
