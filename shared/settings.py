@@ -73,6 +73,21 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_STORAGE__clientId", "AZURE_CLIENT_ID"),
         description="Client id of a user-assigned managed identity.",
     )
+    signing_key: str | None = Field(
+        default=None,
+        repr=False,
+        validation_alias=AliasChoices("DAGQ_SIGNING_KEY"),
+        description="The app's private Ed25519 key (32 bytes, URL-safe base64: python -m"
+        " shared.signing makes a pair): the app signs every task message and control event"
+        " with it. The app only: never give it to workers.",
+    )
+    verify_keys: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_VERIFY_KEYS"),
+        description="The app's public key(s), comma-separated (two while a key is rotated):"
+        " workers run only task messages, and the coordinator applies only control events,"
+        " signed with one of them. Unset (with no DAGQ_SIGNING_KEY): nothing is verified.",
+    )
     rbac_enforce: bool = Field(
         default=False,
         validation_alias=AliasChoices("DAGQ_RBAC_ENFORCE"),
