@@ -57,7 +57,6 @@ class Presence:
     ) -> None:
         self.registry = registry
         self.worker_id = worker_id
-        TOLERATED.source = f"worker {worker_id}"  # this process's failures are this worker's
         self.queues = list(queues)
         self.slots = slots
         self.interval_s = interval_s
@@ -146,7 +145,7 @@ class Presence:
                     await self.registry.note_queues(self.queues, self.clock())
                     noted = True
                 await self.registry.beat(self.record())
-                await TOLERATED.publish(self.registry)
+                await TOLERATED.publish(self.registry, f"worker {self.worker_id}")
             except Exception as exc:  # advisory: the next beat tries again
                 TOLERATED.count(Kind.REGISTRY_BEAT, exc)
             await self._next_beat()
