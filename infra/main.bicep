@@ -136,9 +136,9 @@ param gpuSetupScriptBase64 string = ''
 ])
 param gpuPriority string = 'Spot'
 
+@description('Spot eviction policy: Delete only (a deallocated VM still counts toward capacity, so autoscale would not replace it).')
 @allowed([
   'Delete'
-  'Deallocate'
 ])
 param gpuEvictionPolicy string = 'Delete'
 

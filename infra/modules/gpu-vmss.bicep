@@ -14,7 +14,7 @@ param vmSku string = 'Standard_NC4as_T4_v3'
 @maxValue(1000)
 param minCapacity int = 0
 
-@description('Most VMs autoscale starts (and what Spot restore refills up to).')
+@description('Most VMs autoscale starts.')
 @minValue(1)
 @maxValue(1000)
 param maxCapacity int = 4
@@ -34,17 +34,16 @@ param scaleInIdleMinutes int = 15
 ])
 param priority string = 'Spot'
 
-@description('What eviction does to a Spot VM: Delete (no cost after) or Deallocate (keeps the disk, costs storage).')
+@description('What eviction does to a Spot VM: Delete only. A deallocated VM still counts toward the scale set\'s capacity (and quota), so autoscale would never replace it (Microsoft: use Delete with autoscale).')
 @allowed([
   'Delete'
-  'Deallocate'
 ])
 param evictionPolicy string = 'Delete'
 
 @description('Highest price per hour in US dollars for a Spot VM, as a string; -1: up to the regular price.')
 param maxPrice string = '-1'
 
-@description('Time a scale-in or delete waits for the agent after the Terminate scheduled event (PT5M-PT15M).')
+@description('Regular VMs only: time a scale-in or delete waits for the agent after the Terminate scheduled event (PT5M-PT15M). Terminate notifications cannot be enabled on Spot VMs; a Spot VM\'s notice is its Preempt event (30 s).')
 param terminateNotBeforeTimeout string = 'PT10M'
 
 param adminUsername string = 'azureuser'
@@ -209,14 +208,11 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
     upgradePolicy: {
       mode: 'Manual'
     }
-    // Spot VMs evicted with policy Delete are gone for good: "try & restore" asks for them again
-    // when capacity returns, up to the count autoscale set.
-    spotRestorePolicy: spot ? {
-      enabled: true
-      restoreTimeout: 'PT1H'
-    } : null
-    // Scale-in removes the newest VMs first (the oldest have warm caches); the agent of a removed
-    // VM hands its tasks back on the Terminate event and acknowledges it (worker_agent/preemption.py).
+    // No Spot "try & restore": it is disabled in scale sets that use autoscale. An evicted Spot VM
+    // (policy Delete) is gone; the autoscale rules below ask for a new one while tasks wait.
+    // Scale-in removes the newest VMs first (the oldest have warm caches). On Regular VMs the agent
+    // of a removed VM hands its tasks back on the Terminate event and acknowledges it
+    // (worker_agent/preemption.py); a Spot VM gets no Terminate event.
     scaleInPolicy: {
       rules: [
         'NewestVM'
@@ -228,7 +224,9 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
       billingProfile: spot ? {
         maxPrice: json(maxPrice)
       } : null
-      scheduledEventsProfile: {
+      // Terminate notifications "cannot be enabled on Spot instances" (Microsoft's terminate
+      // notification doc): only Regular VMs get one; a Spot VM's notice is its Preempt event.
+      scheduledEventsProfile: spot ? null : {
         terminateNotificationProfile: {
           enable: true
           notBeforeTimeout: terminateNotBeforeTimeout

@@ -1,5 +1,5 @@
-"""The optional GPU pool: a VM Scale Set (Spot or regular, terminate notifications on, no inbound
-access) whose cloud-init installs the worker agent and runs one systemd service per queue."""
+"""The optional GPU pool: a VM Scale Set (Spot or regular, terminate notifications on Regular VMs,
+no inbound access) whose cloud-init installs the worker agent and runs one systemd service per queue."""
 
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ def test_pool_is_optional_and_off_by_default() -> None:
 def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
     pool = gpu_pool()
     assert pool.decorator("priority", "allowed") == ["Spot", "Regular"]
-    assert pool.decorator("evictionPolicy", "allowed") == ["Delete", "Deallocate"]
     assert pool.default("vmSku") == "Standard_NC4as_T4_v3"
     profile = vmss_body()["properties"]["virtualMachineProfile"]
     assert profile["priority"] == "Spot"
@@ -46,19 +45,31 @@ def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
     regular = vmss_body(priority="Regular")["properties"]
     assert regular["virtualMachineProfile"]["evictionPolicy"] is None
     assert regular["virtualMachineProfile"]["billingProfile"] is None
-    assert regular["spotRestorePolicy"] is None
 
 
-def test_evicted_spot_vms_are_restored() -> None:
-    # Eviction policy Delete removes a VM for good: without restore a Spot pool shrinks to zero.
-    restore = vmss_body()["properties"]["spotRestorePolicy"]
-    assert restore["enabled"] is True
-    assert re.fullmatch(r"PT\d+[HM]", restore["restoreTimeout"])
+def test_only_delete_eviction_because_autoscale_owns_the_count() -> None:
+    # "Use eviction policy Delete with autoscale": a deallocated Spot VM still counts toward the
+    # scale set's capacity (and quota), so autoscale would never replace it.
+    main, _ = deployment()
+    assert gpu_pool().decorator("evictionPolicy", "allowed") == ["Delete"]
+    assert main.decorator("gpuEvictionPolicy", "allowed") == ["Delete"]
 
 
-def test_terminate_notification_is_enabled() -> None:
-    profile = vmss_body()["properties"]["virtualMachineProfile"]
-    notice = profile["scheduledEventsProfile"]["terminateNotificationProfile"]
+def test_no_spot_restore_because_autoscale_refills_the_pool() -> None:
+    # "Try & restore is disabled in scale sets that use Autoscale" (use-spot doc): the pool always
+    # has autoscale, so the autoscale rules refill it, and the template does not claim otherwise.
+    for priority in ("Spot", "Regular"):
+        assert "spotRestorePolicy" not in vmss_body(priority=priority)["properties"]
+    assert "spotRestorePolicy" not in (MODULES / "gpu-vmss.bicep").read_text()
+
+
+def test_terminate_notification_only_on_regular_vms() -> None:
+    # Terminate notifications "cannot be enabled on Spot instances" (VMSS terminate-notification
+    # doc); a Spot VM's warning is its Preempt event (30 s).
+    spot = vmss_body()["properties"]["virtualMachineProfile"]
+    assert spot.get("scheduledEventsProfile") is None
+    regular = vmss_body(priority="Regular")["properties"]["virtualMachineProfile"]
+    notice = regular["scheduledEventsProfile"]["terminateNotificationProfile"]
     assert notice["enable"] is True
     assert re.fullmatch(r"PT([5-9]|1[0-5])M", notice["notBeforeTimeout"])
 
