@@ -116,6 +116,9 @@ param gpuVmSku string = 'Standard_NC4as_T4_v3'
 @maxValue(1000)
 param gpuMinCapacity int = 0
 
+@description('The GPU pool exists already: provisioning then leaves its VM count alone (otherwise each provision resets it to gpuMinCapacity and deletes the VMs beyond, busy or not). azd sets DAGQ_GPU_POOL_EXISTS after the provision that creates the pool (azure.yaml, postprovision); with az, pass true once the pool is there.')
+param gpuPoolExists bool = false
+
 @description('Most GPU VMs autoscale starts when tasks wait.')
 @minValue(1)
 @maxValue(1000)
@@ -336,6 +339,7 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     name: names.gpuPool
     tags: tags
     vmSku: gpuVmSku
+    poolExists: gpuPoolExists
     minCapacity: gpuMinCapacity
     maxCapacity: gpuMaxCapacity
     imageId: gpuImageId

@@ -14,6 +14,9 @@ param vmSku string = 'Standard_NC4as_T4_v3'
 @maxValue(1000)
 param minCapacity int = 0
 
+@description('The scale set exists already (a later provision): the template then sets no VM count, so a deployment leaves the live pool as autoscale made it. With false, every deployment resets the pool to minCapacity and deletes VMs beyond it, busy or not.')
+param poolExists bool = false
+
 @description('Most VMs autoscale starts.')
 @minValue(1)
 @maxValue(1000)
@@ -188,10 +191,14 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
   name: name
   location: location
   tags: tags
-  sku: {
+  // A deployment that sets sku.capacity resets a live pool to it: only a new scale set gets one.
+  // Autoscale (below) owns the count from then on.
+  sku: poolExists ? {
     name: vmSku
     tier: 'Standard'
-    // Autoscale (below) owns the count from here on.
+  } : {
+    name: vmSku
+    tier: 'Standard'
     capacity: minCapacity
   }
   identity: {

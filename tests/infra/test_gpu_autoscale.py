@@ -5,13 +5,14 @@ workers, and an idle poll that does not cost a receive every half second."""
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from shared.names import ResourceNames
-from tests.infra.bicep_model import INFRA, Template, deployment, symbol
+from tests.infra.bicep_model import INFRA, REPO, Template, deployment, symbol
 from tests.infra.provisioning_sandbox import first_boot
 from tests.infra.rendering import SAMPLE_PARAMS, env_file, gpu_pool, render, vmss_body
 from worker_agent.config import WorkerSettings
@@ -73,6 +74,25 @@ def test_the_scale_set_starts_at_the_minimum_and_autoscale_owns_the_count() -> N
         "setupScriptBase64",
     ):
         assert name in params
+
+
+def test_provisioning_an_existing_pool_keeps_its_live_vm_count() -> None:
+    # A deployment that sets sku.capacity resets a live pool to it (deleting running VMs): once
+    # the pool exists the template leaves the count to autoscale.
+    sku = vmss_body(poolExists=True, minCapacity=2)["sku"]
+    assert "capacity" not in sku
+    assert sku["name"] == SAMPLE_PARAMS.get("vmSku", "Standard_NC4as_T4_v3")
+    assert gpu_pool().default("poolExists") is False
+    main, _ = deployment()
+    assert main.default("gpuPoolExists") is False
+    assert Template.body(main.modules["gpuPool"])["params"]["poolExists"] == "gpuPoolExists"
+    # azd passes it from the environment, and sets it once the pool is there.
+    parameters = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
+    assert parameters["gpuPoolExists"]["value"] == "${DAGQ_GPU_POOL_EXISTS=false}"
+    hooks = yaml.safe_load((REPO / "azure.yaml").read_text())["hooks"]
+    script = hooks["postprovision"]["posix"]["run"]
+    assert "azd env set DAGQ_GPU_POOL_EXISTS true" in script
+    assert "GPU_POOL_NAME" in script
 
 
 def test_a_custom_image_replaces_the_marketplace_image() -> None:
