@@ -359,7 +359,8 @@ var scaleInRules = [for queue in queueResourceNames: {
     direction: 'Decrease'
     type: 'ChangeCount'
     value: '1'
-    cooldown: 'PT${scaleInIdleMinutes}M'
+    // A cooldown blocks scale-out too: keep it short. The idle time is the rule's time window.
+    cooldown: 'PT5M'
   }
 }]
 

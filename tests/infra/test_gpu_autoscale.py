@@ -61,6 +61,16 @@ def test_the_pool_scales_out_on_each_queue_and_in_to_zero_when_all_are_idle() ->
         assert trigger["timeWindow"] == "PT15M"
 
 
+def test_cooldowns_are_five_minutes_so_a_scale_in_does_not_block_scale_out_for_long() -> None:
+    # A rule's cooldown blocks both directions: a 15-minute scale-in cooldown kept a pool from
+    # scaling out for 15 minutes after each scale-in. The idle time is the rule's time window.
+    [profile] = _autoscale(scaleInIdleMinutes=30)["properties"]["profiles"]
+    for rule in profile["rules"]:
+        assert rule["scaleAction"]["cooldown"] == "PT5M"
+    down = [r for r in profile["rules"] if r["scaleAction"]["direction"] == "Decrease"]
+    assert {rule["metricTrigger"]["timeWindow"] for rule in down} == {"PT30M"}
+
+
 def test_the_scale_set_starts_at_the_minimum_and_autoscale_owns_the_count() -> None:
     assert vmss_body(minCapacity=2)["sku"]["capacity"] == 2
     main, _ = deployment()
