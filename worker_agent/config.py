@@ -202,7 +202,9 @@ class WorkerSettings(BaseSettings):
         "only an unreachable address turns the watcher off.",
     )
     metadata_poll_s: float = Field(
-        default=5.0, gt=0, description="How often the Scheduled Events endpoint is polled."
+        default=1.0,
+        gt=0,
+        description="How often the Scheduled Events endpoint is polled (a Preempt gives 30 s).",
     )
     vm_name: str | None = Field(
         default=None,
