@@ -319,5 +319,8 @@ resource appDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-previe
 
 output name string = functionApp.name
 output url string = 'https://${functionApp.properties.defaultHostName}'
-// The scope a client asks a token for when Entra ID is on (DAGQ_API_SCOPE); empty when off.
-output apiScope string = empty(apiAuthClientId) ? '' : 'api://${apiAuthClientId}/.default'
+// The scope a client asks a token for when Entra ID is on (DAGQ_API_SCOPE); empty when off. The
+// app registration exposes it and pre-authorizes the Azure CLI for it (infra/entra/expose-api.sh),
+// so `az login` users get a token without consent. Service principals and managed identities
+// (client credentials) ask for api://<client id>/.default instead (infra/README.md).
+output apiScope string = empty(apiAuthClientId) ? '' : 'api://${apiAuthClientId}/user_impersonation'

@@ -170,7 +170,7 @@ def test_entra_id_in_front_of_the_api_signs_browsers_in_and_keeps_health_open() 
     assert aad["registration"]["clientId"] == "11111111-2222-3333-4444-555555555555"
     assert "api://11111111-2222-3333-4444-555555555555" in aad["validation"]["allowedAudiences"]
     assert on.evaluate(on.outputs["apiScope"]["value"]) == (
-        "api://11111111-2222-3333-4444-555555555555/.default"
+        "api://11111111-2222-3333-4444-555555555555/user_impersonation"
     )
     main, _ = deployment()
     assert main.default("apiAuthClientId") == ""
