@@ -187,6 +187,21 @@ var gpuPoolNeedsQueues = 'every queue in gpuQueues (${join(gpuQueues, ', ')}) mu
 var gpuQueuesKnown = length(intersection(gpuQueues, taskQueues)) == length(gpuQueues)
 var gpuPoolProblem = deployGpuPool ? (empty(workerPackage) ? gpuPoolNeedsPackage : (empty(gpuAdminSshPublicKey) ? gpuPoolNeedsKey : (gpuQueuesKnown ? '' : gpuPoolNeedsQueues))) : ''
 
+// A storage account the app or the pool cannot reach is refused the same way. The Function App
+// reaches a closed account only from its VNet (appSubnetId: with Deny the subnet is allowed below
+// and needs the Microsoft.Storage service endpoint; with Disabled it must reach the private
+// endpoints). The pool's own VNet is allowed with Deny, but has no route to private endpoints.
+var storageClosed = (storageNetworkDefaultAction == 'Deny') || (storagePublicNetworkAccess == 'Disabled')
+var storageNeedsAppSubnet = 'storageNetworkDefaultAction=Deny or storagePublicNetworkAccess=Disabled needs appSubnetId: the Function App reaches a closed storage account only through its VNet integration (a subnet delegated to Microsoft.App/environments; with Deny it also needs the Microsoft.Storage service endpoint, and is then allowed in the account\'s network rules)'
+var storageNeedsEndpoints = 'storagePublicNetworkAccess=Disabled needs storagePrivateEndpointSubnetId (and storagePrivateDnsZoneIds): without private endpoints nothing can reach the account'
+var storagePrivateWithPool = 'deployGpuPool=true cannot be combined with storagePublicNetworkAccess=Disabled: the pool\'s own VNet has no route to the private endpoints (no peering, no private DNS). Use storageNetworkDefaultAction=Deny instead (the pool\'s subnet is allowed through its service endpoint), or run workers inside the private network (AKS, infra/README.md)'
+var storagePrivate = storagePublicNetworkAccess == 'Disabled'
+var storageNetworkProblem = (storageClosed && empty(appSubnetId)) ? storageNeedsAppSubnet : ((storagePrivate && empty(storagePrivateEndpointSubnetId)) ? storageNeedsEndpoints : ((storagePrivate && deployGpuPool) ? storagePrivateWithPool : ''))
+
+// With Deny, the account's network rules allow the given subnets, the app's and the pool's.
+var storageDeny = storageNetworkDefaultAction == 'Deny'
+var storageSubnetRules = storageDeny ? concat(storageAllowedSubnetIds, empty(appSubnetId) ? [] : [appSubnetId], deployGpuPool ? [gpuNetwork.outputs.subnetId] : []) : storageAllowedSubnetIds
+
 var tags = {
   'azd-env-name': environmentName
   app: 'dagq'
@@ -211,6 +226,17 @@ resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   tags: tags
 }
 
+// The pool's network comes before the storage account, whose network rules may allow its subnet.
+module gpuNetwork 'modules/gpu-network.bicep' = if (deployGpuPool) {
+  name: 'gpu-network'
+  scope: rg
+  params: {
+    location: location
+    name: names.gpuPool
+    tags: tags
+  }
+}
+
 module storage 'modules/storage.bicep' = {
   name: 'storage'
   scope: rg
@@ -223,9 +249,9 @@ module storage 'modules/storage.bicep' = {
     allowSharedKeyAccess: allowSharedKeyAccess
     deploymentContainerName: names.deploymentContainer
     publicNetworkAccess: storagePublicNetworkAccess
-    networkDefaultAction: storageNetworkDefaultAction
+    networkDefaultAction: empty(storageNetworkProblem) ? storageNetworkDefaultAction : fail(storageNetworkProblem)
     allowedIpRanges: storageAllowedIpRanges
-    allowedSubnetIds: storageAllowedSubnetIds
+    allowedSubnetIds: storageSubnetRules
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
     tags: tags
   }
@@ -351,6 +377,8 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     adminSshPublicKey: empty(gpuPoolProblem) ? gpuAdminSshPublicKey : fail(gpuPoolProblem)
     workerIdentityId: identity.outputs.workerIdentityId
     workerIdentityClientId: identity.outputs.workerIdentityClientId
+    subnetId: gpuNetwork.outputs.subnetId
+    nsgId: gpuNetwork.outputs.nsgId
     storageAccountName: storage.outputs.name
     prefix: prefix
     applicationInsightsName: monitoring.outputs.applicationInsightsName

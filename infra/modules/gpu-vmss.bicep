@@ -73,6 +73,12 @@ param idlePollSeconds int = 5
 @description('Install NVIDIA\'s data-center driver from Ubuntu\'s archive on first boot.')
 param installNvidiaDriver bool = true
 
+@description('Subnet of the VMs (gpu-network.bicep: its own VNet, deployed before the storage account so that a storage firewall can allow it).')
+param subnetId string
+
+@description('Network security group of the VMs\' NICs (gpu-network.bicep: no inbound rule).')
+param nsgId string
+
 @description('Resource id of the workers\' user-assigned managed identity.')
 param workerIdentityId string
 
@@ -107,9 +113,6 @@ param workerGpus string = 'auto'
 @minValue(0)
 param shutdownGraceSeconds int = 120
 
-var addressPrefix = '10.42.0.0/16'
-var subnetPrefix = '10.42.0.0/24'
-
 // systemd waits this long after SIGTERM: the task grace, the agent's kill grace and a margin for
 // the last uploads and the hand-back.
 var stopTimeoutSeconds = shutdownGraceSeconds + 60
@@ -143,46 +146,6 @@ var spot = priority == 'Spot'
 
 resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
   name: applicationInsightsName
-}
-
-resource nsg 'Microsoft.Network/networkSecurityGroups@2023-11-01' = {
-  name: '${name}-nsg'
-  location: location
-  tags: tags
-  properties: {
-    // No rules of our own: the defaults deny all inbound traffic from the internet.
-    securityRules: []
-  }
-}
-
-resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
-  name: '${name}-vnet'
-  location: location
-  tags: tags
-  properties: {
-    addressSpace: {
-      addressPrefixes: [
-        addressPrefix
-      ]
-    }
-    subnets: [
-      {
-        name: 'workers'
-        properties: {
-          addressPrefix: subnetPrefix
-          networkSecurityGroup: {
-            id: nsg.id
-          }
-          // Lets the storage account allow this subnet when its network rules deny by default.
-          serviceEndpoints: [
-            {
-              service: 'Microsoft.Storage'
-            }
-          ]
-        }
-      }
-    ]
-  }
 }
 
 resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
@@ -281,14 +244,14 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
             properties: {
               primary: true
               networkSecurityGroup: {
-                id: nsg.id
+                id: nsgId
               }
               ipConfigurations: [
                 {
                   name: 'ipconfig'
                   properties: {
                     subnet: {
-                      id: vnet.properties.subnets[0].id
+                      id: subnetId
                     }
                     // Outbound access (storage, pip, apt) through a per-VM public IP; the NSG
                     // keeps every inbound port closed. It costs only while the VM exists.
@@ -388,4 +351,4 @@ resource autoscale 'Microsoft.Insights/autoscalesettings@2022-10-01' = {
 output name string = vmss.name
 output id string = vmss.id
 output autoscaleName string = autoscale.name
-output subnetId string = vnet.properties.subnets[0].id
+output subnetId string = subnetId

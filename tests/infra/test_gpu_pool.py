@@ -81,10 +81,16 @@ def test_vms_are_closed_to_inbound_traffic_and_use_the_worker_identity() -> None
     linux = properties["virtualMachineProfile"]["osProfile"]["linuxConfiguration"]
     assert linux["disablePasswordAuthentication"] is True
     assert body["identity"]["type"] == "UserAssigned"
-    pool = gpu_pool()
-    for nsg in pool.resources_of_type("Microsoft.Network/networkSecurityGroups").values():
-        rules = Template.body(nsg)["properties"]["securityRules"]
-        assert not [r for r in rules if r["properties"]["direction"] == "Inbound"]
+    network = Template(MODULES / "gpu-network.bicep", {"location": "x", "name": "pool"})
+    [nsg] = network.resources_of_type("Microsoft.Network/networkSecurityGroups").values()
+    assert Template.body(nsg)["properties"]["securityRules"] == []  # no inbound rule
+    nic = properties["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"]
+    assert nic[0]["properties"]["networkSecurityGroup"]["id"] == SAMPLE_PARAMS["nsgId"]
+    ip = nic[0]["properties"]["ipConfigurations"][0]["properties"]
+    assert ip["subnet"]["id"] == SAMPLE_PARAMS["subnetId"]
+    [vnet] = network.resources_of_type("Microsoft.Network/virtualNetworks").values()
+    subnet = Template.body(vnet)["properties"]["subnets"][0]["properties"]
+    assert subnet["serviceEndpoints"] == [{"service": "Microsoft.Storage"}]
 
 
 def test_every_placeholder_is_filled() -> None:
