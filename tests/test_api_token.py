@@ -115,7 +115,7 @@ def test_the_client_asks_for_the_scope_the_deployment_outputs(
     client_id = "11111111-2222-3333-4444-555555555555"
     app = Template(MODULES / "functionapp.bicep", {"apiAuthClientId": client_id})
     scope = app.evaluate(app.outputs["apiScope"]["value"])
-    url, seen = server
+    url, _ = server
     credential = Credential()
     monkeypatch.setattr(api_token, "_default_credential", lambda: credential)
     monkeypatch.setenv("DAGQ_API_SCOPE", scope)

@@ -93,5 +93,7 @@ def test_rules_skip_query_validation_on_a_new_workspace() -> None:
     # yet, so ARM's query validation fails and so does `azd up`: skipQueryValidation.
     template = _alerts()
     [resource] = template.resources_of_type("Microsoft.Insights/scheduledQueryRules").values()
-    properties = template.evaluate(Template.body(resource)["properties"], {"rule": _rules(template)["dead-letters"]})
+    properties = template.evaluate(
+        Template.body(resource)["properties"], {"rule": _rules(template)["dead-letters"]}
+    )
     assert properties["skipQueryValidation"] is True

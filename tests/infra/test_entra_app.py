@@ -23,12 +23,13 @@ SCRIPT = INFRA / "entra" / "expose-api.sh"
 
 _STUB = """#!{python}
 import json, os, sys
+OBJECT_ID = "99999999-0000-0000-0000-000000000000"
 with open(os.environ["AZ_CALLS"], "a") as calls:
     calls.write(json.dumps(sys.argv[1:]) + "\\n")
 args = sys.argv[1:]
 if args[:3] == ["ad", "app", "show"]:
     query = args[args.index("--query") + 1]
-    print("99999999-0000-0000-0000-000000000000" if query == "id" else os.environ.get("AZ_SCOPE_ID", ""))
+    print(OBJECT_ID if query == "id" else os.environ.get("AZ_SCOPE_ID", ""))
 """
 
 
@@ -55,7 +56,10 @@ def _patches(calls: list[list[str]]) -> list[dict[str, Any]]:
         if call[:1] == ["rest"]:
             assert call[call.index("--method") + 1] == "PATCH"
             uri = call[call.index("--uri") + 1]
-            assert uri == "https://graph.microsoft.com/v1.0/applications/99999999-0000-0000-0000-000000000000"
+            assert (
+                uri
+                == "https://graph.microsoft.com/v1.0/applications/99999999-0000-0000-0000-000000000000"
+            )
             bodies.append(json.loads(call[call.index("--body") + 1]))
     return bodies
 

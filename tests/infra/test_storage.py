@@ -166,8 +166,9 @@ def test_every_partition_gets_the_queues_the_code_names() -> None:
     assert names.partition_event_queue(4) not in queues
 
 
-APP_SUBNET = "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/app"
-GPU_SUBNET = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/gpu/subnets/workers"
+NETWORKS = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks"
+APP_SUBNET = f"{NETWORKS}/v/subnets/app"
+GPU_SUBNET = f"{NETWORKS}/gpu/subnets/workers"
 
 
 def _network_problem(**params: Any) -> Any:
@@ -190,7 +191,8 @@ def test_a_closed_storage_account_the_app_or_the_pool_cannot_reach_is_refused() 
     )
     # The pool's own VNet has no route to private endpoints.
     refused = _network_problem(**private, appSubnetId=APP_SUBNET, deployGpuPool=True)
-    assert "deployGpuPool" in refused and "private endpoints" in refused
+    assert "deployGpuPool" in refused
+    assert "private endpoints" in refused
     # The problem stops the deployment (fail()) in a value the storage module needs.
     main = Template(INFRA / "main.bicep")
     params = Template.body(main.modules["storage"])["params"]
@@ -223,6 +225,6 @@ def test_with_deny_the_app_subnet_and_the_pool_subnet_are_allowed() -> None:
     assert modules.index("gpuNetwork") < modules.index("storage")
     assert Template.condition(main.modules["gpuNetwork"]) == "deployGpuPool"
     pool_params = Template.body(main.modules["gpuPool"])["params"]
-    assert main.evaluate(pool_params["subnetId"], {"gpuNetwork": {"outputs": {"subnetId": "S"}}}) == (
-        "S"
-    )
+    assert main.evaluate(
+        pool_params["subnetId"], {"gpuNetwork": {"outputs": {"subnetId": "S"}}}
+    ) == ("S")
