@@ -26,7 +26,7 @@ param maxCapacity int = 4
 @minValue(1)
 param tasksPerVm int = 1
 
-@description('Minutes without a queued or running task before autoscale removes a VM. A running task keeps its message in the queue (invisible), so a busy pool does not look idle.')
+@description('Minutes during which every pool queue held fewer tasks (queued or running) than the pool has VMs before autoscale removes one VM. Autoscale reads the count per VM, so this means some VM had nothing to do, not that the queues were empty; it cannot tell which VM is idle, so busy VMs protect themselves from scale-in (worker_agent/scale_in.py).')
 @minValue(5)
 param scaleInIdleMinutes int = 15
 
@@ -276,17 +276,62 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
   }
 }
 
+// Scale-in protection. Autoscale picks the VM to remove by the scale-in policy (NewestVM), not by
+// idleness, so the agents protect their own instance (protectFromScaleIn) while a task runs and
+// clear it when the VM is idle (worker_agent/scale_in.py). The worker identity may read and update
+// this scale set's instances and nothing else: a custom role with those two actions, assigned on
+// the scale set. (Custom roles are assignable at resource group scope at the narrowest; the
+// assignment is what limits it to this scale set.) Creating a role definition needs Owner or User
+// Access Administrator on the resource group.
+var resourceGroupId = resourceGroup().id
+
+resource workerIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' existing = {
+  name: last(split(workerIdentityId, '/'))
+}
+
+resource scaleInProtectionRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(resourceGroup().id, name, 'dagq-scale-in-protection')
+  properties: {
+    roleName: 'dagq scale-in protection (${name})'
+    description: 'Lets the dagq worker agents set and clear protectFromScaleIn on their own VM Scale Set instances.'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read'
+          'Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write'
+        ]
+        notActions: []
+      }
+    ]
+    assignableScopes: [
+      resourceGroupId
+    ]
+  }
+}
+
+resource scaleInProtection 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vmss.id, workerIdentityId, 'dagq-scale-in-protection')
+  scope: vmss
+  properties: {
+    roleDefinitionId: scaleInProtectionRole.id
+    principalId: workerIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
 resource storageAccount 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
 }
 
 // The pool follows its queues (Azure Monitor autoscale on a Storage queue's message count, a
 // metric autoscale reads per instance: "threshold is the number of messages per instance").
-// Scale out: any queue holds more than tasksPerVm tasks per VM. Scale in: only when every queue
-// has been empty for scaleInIdleMinutes (autoscale scales in only when all scale-in rules agree).
-// The count includes messages being processed (invisible), so a running task keeps a pool from
-// scaling to zero; with more VMs than tasks, scale-in may pick a busy VM (NewestVM first): its agent
-// hands the task back on the Terminate event and another VM runs it again.
+// Scale out: any queue holds at least tasksPerVm tasks per VM (autoscale scales out when any rule
+// says so). Scale in: every queue has held fewer than one task per VM for the whole of
+// scaleInIdleMinutes (all scale-in rules must agree), i.e. there are more VMs than tasks, not
+// that the queues are empty. The count includes messages being processed (invisible), so running
+// tasks count. Scale-in picks the VM by policy (NewestVM), not by idleness: the agents protect a
+// busy VM (protectFromScaleIn, below), so scale-in takes an idle one.
 var scaleOutRules = [for queue in queueResourceNames: {
   metricTrigger: {
     metricName: 'ApproximateMessageCount'

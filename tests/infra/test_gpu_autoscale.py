@@ -1,6 +1,7 @@
 """The GPU pool follows its queues: autoscale on each queue's message count (out when tasks wait,
-in to minCapacity when every queue stays empty), a custom image, a setup hook that runs before the
-workers, and an idle poll that does not cost a receive every half second."""
+in when every queue holds fewer tasks than VMs, busy VMs protected), a custom image, a setup
+hook that runs before the workers, and an idle poll that does not cost a receive every half
+second."""
 
 from __future__ import annotations
 
@@ -138,3 +139,14 @@ def test_idle_agents_poll_every_few_seconds() -> None:
 def test_main_passes_the_pool_queues_it_validates() -> None:
     text = (INFRA / "main.bicep").read_text()
     assert "queues: gpuQueues" in text
+
+
+def test_the_scale_in_rule_is_described_as_autoscale_reads_it() -> None:
+    # The threshold is per VM: "fewer tasks than VMs", never "every queue empty".
+    description = gpu_pool().tree["parameters"]["scaleInIdleMinutes"]["decorators"][0]["argument"]
+    assert "fewer tasks" in description
+    assert "than the pool has VMs" in description
+    quickstart = (REPO / "docs" / "azure-gpu-quickstart.md").read_text()
+    readme = (INFRA / "README.md").read_text()
+    for text in (description, quickstart, readme):
+        assert "every queue has been empty" not in " ".join(text.split())

@@ -1,5 +1,6 @@
 """The optional GPU pool: a VM Scale Set (Spot or regular, terminate notifications on Regular VMs,
-no inbound access) whose cloud-init installs the worker agent and runs one systemd service per queue."""
+no inbound access) whose cloud-init installs the worker agent and runs one systemd service per
+queue."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from shared.settings import Settings
-from tests.infra.bicep_model import INFRA, MODULES, REPO, Template, deployment
+from tests.infra.bicep_model import INFRA, MODULES, REPO, Template, deployment, symbol
 from tests.infra.rendering import (
     PLACEHOLDER,
     SAMPLE_PARAMS,
@@ -231,3 +232,35 @@ def test_tasks_run_as_their_own_user_who_cannot_read_the_settings_or_reach_imds(
     assert f"--uid-owner {user} -j REJECT" in firewall
     assert ["useradd", "--system", "--create-home", "--home-dir", f"/var/lib/{user}", "--shell",
             "/usr/sbin/nologin", user] in cloud_init["runcmd"]  # fmt: skip
+
+
+def test_workers_may_protect_their_own_instances_from_scale_in_and_nothing_else() -> None:
+    # Scale-in picks VMs by policy (NewestVM), not by idleness: the agent sets protectFromScaleIn
+    # on its own instance while busy (worker_agent/scale_in.py), with a custom role that allows
+    # only reading and updating the scale set's instances, assigned on the scale set alone.
+    pool = gpu_pool()
+    [definition] = pool.resources_of_type("Microsoft.Authorization/roleDefinitions").values()
+    role = pool.evaluate(Template.body(definition))
+    [permissions] = role["properties"]["permissions"]
+    assert sorted(permissions["actions"]) == [
+        "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+        "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write",
+    ]
+    assert permissions.get("notActions", []) == []
+    assert permissions.get("dataActions", []) == []
+    assert role["properties"]["type"] == "CustomRole"
+    [assignment] = pool.resources_of_type("Microsoft.Authorization/roleAssignments").values()
+    body = Template.body(assignment)
+    assert body["scope"] == "vmss"  # the scale set, not the resource group
+    assert symbol(body["properties"]["roleDefinitionId"]) == "scaleInProtectionRole"
+    assert symbol(body["properties"]["principalId"]) == "workerIdentity"
+    assert body["properties"]["principalType"] == "ServicePrincipal"
+    # The agents on the VMs turn it on; nothing else in the worker's settings does.
+    env = env_file(yaml.safe_load(render(pool)))
+    assert env["DAGQ_WORKER_SCALE_IN_PROTECTION"] == "true"
+    assert WorkerSettings.model_fields["scale_in_protection"].default is False
+
+
+def test_identity_bicep_keeps_only_storage_and_telemetry_roles() -> None:
+    # The pool's role lives with the pool (its scope is the scale set); identity.bicep is unchanged.
+    assert "virtualMachineScaleSets" not in (MODULES / "identity.bicep").read_text()
