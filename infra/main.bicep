@@ -348,6 +348,7 @@ module functionApp 'modules/functionapp.bicep' = {
     eventQueueName: storage.outputs.eventQueueName
     partitions: partitions
     sweepSchedule: sweepSchedule
+    gpuVmSku: deployGpuPool ? gpuVmSku : ''
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
     maximumInstanceCount: maximumInstanceCount

@@ -245,6 +245,12 @@ class Settings(BaseSettings):
         description="The price table of cost estimates (dagq cost, GET /api/workflows/{id}/cost):"
         " a JSON or YAML file's path, or inline JSON; unset: illustrative defaults (docs/cost.md).",
     )
+    gpu_vm_sku: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_GPU_VM_SKU"),
+        description="VM size of the deployment's GPU pool (the deployment sets it): without "
+        "DAGQ_PRICES, the gpu queue is priced at its list price per GPU (docs/cost.md).",
+    )
     max_definition_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,

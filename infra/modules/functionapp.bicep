@@ -31,6 +31,9 @@ param eventQueueName string
 @maxValue(64)
 param partitions int = 1
 
+@description('VM size of the GPU pool (DAGQ_GPU_VM_SKU): the default price of the gpu queue in cost reports; empty: no pool.')
+param gpuVmSku string = ''
+
 @description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE).')
 param sweepSchedule string
 
@@ -187,6 +190,10 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'DAGQ_PARTITIONS'
           value: string(partitions)
+        }
+        {
+          name: 'DAGQ_GPU_VM_SKU'
+          value: gpuVmSku
         }
         {
           name: 'DAGQ_SWEEP_SCHEDULE'

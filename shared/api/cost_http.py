@@ -23,11 +23,12 @@ MAX_SINCE_S = 366 * 86400.0
 
 
 @functools.lru_cache(maxsize=4)
-def _prices(spec: str | None) -> PriceTable:
-    """The price table of ``DAGQ_PRICES`` (read once per value)."""
+def _prices(spec: str | None, vm_sku: str | None = None) -> PriceTable:
+    """The price table of ``DAGQ_PRICES``, or the defaults for the pool's VM size
+    (``DAGQ_GPU_VM_SKU``), read once per value."""
     from shared.cost.prices import load_prices
 
-    return load_prices(spec)
+    return load_prices(spec, vm_sku)
 
 
 async def _workflow_cost(req: func.HttpRequest) -> func.HttpResponse:
@@ -36,7 +37,7 @@ async def _workflow_cost(req: func.HttpRequest) -> func.HttpResponse:
     workflow_id = req.route_params.get("id") or ""
     check_workflow_id(workflow_id)
     storage = await CONTEXT.storage()
-    prices = _prices(CONTEXT.settings.prices)
+    prices = _prices(CONTEXT.settings.prices, CONTEXT.settings.gpu_vm_sku)
     return json_response(await get_workflow_cost(storage, workflow_id, prices, time.time()))
 
 
@@ -59,9 +60,9 @@ async def _period_cost(req: func.HttpRequest) -> func.HttpResponse:
         raise bad_request(f"limit must be an integer from 1 to {MAX_COST_WORKFLOWS}")
     storage = await CONTEXT.storage()
     now = time.time()
+    prices = _prices(CONTEXT.settings.prices, CONTEXT.settings.gpu_vm_sku)
     report = await period_cost(
-        storage, since=now - since_s, by=by, prices=_prices(CONTEXT.settings.prices), now=now,
-        limit=int(limit_raw),
+        storage, since=now - since_s, by=by, prices=prices, now=now, limit=int(limit_raw),
     )  # fmt: skip
     return json_response(report)
 

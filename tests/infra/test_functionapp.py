@@ -183,3 +183,14 @@ def test_app_logs_go_to_log_analytics() -> None:
     body = app.evaluate(Template.body(diagnostics))
     assert Template.body(diagnostics)["scope"] == "functionApp"
     assert [log["category"] for log in body["properties"]["logs"]] == ["FunctionAppLogs"]
+
+
+def test_the_app_knows_the_pool_vm_size_for_its_default_prices() -> None:
+    from shared.cost.prices import VM_SIZES
+
+    assert _settings()["DAGQ_GPU_VM_SKU"] == ""  # no pool by default
+    main = Template(REPO / "infra" / "main.bicep", {"deployGpuPool": True})
+    params = Template.body(main.modules["functionApp"])["params"]
+    assert main.evaluate(params["gpuVmSku"]) == "Standard_NC4as_T4_v3"
+    assert "DAGQ_GPU_VM_SKU" in _settings_aliases()
+    assert main.default("gpuVmSku") in VM_SIZES
