@@ -45,8 +45,8 @@ param taskQueues array = [
   'gpu'
 ]
 
-@description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE). Every run bills a little: see "Idle cost" in infra/README.md.')
-param sweepSchedule string = '*/5 * * * * *'
+@description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE); the default is shared/settings.py\'s. Flex Consumption bills every run at least 1 s: see "Idle cost" in infra/README.md.')
+param sweepSchedule string = '*/30 * * * * *'
 
 @description('Allow account-key and SAS access to the storage account. Off: Entra ID only.')
 param allowSharedKeyAccess bool = false
