@@ -178,11 +178,8 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
     upgradePolicy: {
       mode: 'Manual'
     }
-    // No Spot "try & restore": it is disabled in scale sets that use autoscale. An evicted Spot VM
-    // (policy Delete) is gone; the autoscale rules below ask for a new one while tasks wait.
-    // Scale-in removes the newest VMs first (the oldest have warm caches). On Regular VMs the agent
-    // of a removed VM hands its tasks back on the Terminate event and acknowledges it
-    // (worker_agent/preemption.py); a Spot VM gets no Terminate event.
+    // Newest first (the oldest have warm caches); busy VMs are protected (below). No Spot "try &
+    // restore": disabled with autoscale; the autoscale rules replace an evicted (deleted) Spot VM.
     scaleInPolicy: {
       rules: [
         'NewestVM'
