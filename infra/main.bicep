@@ -34,6 +34,13 @@ param principalType string = 'User'
 @maxLength(20)
 param prefix string = 'dagq'
 
+@description('The app\'s private Ed25519 key that signs task messages and control events (DAGQ_SIGNING_KEY; python -m shared.signing makes a pair; azure.yaml\'s preprovision hook makes one per environment). Empty: nothing is signed, and workers run unsigned messages.')
+@secure()
+param messageSigningKey string = ''
+
+@description('The app\'s public key(s), comma-separated (DAGQ_VERIFY_KEYS): workers verify task messages with them. Two during a rotation (docs/operations.md).')
+param messageVerifyKeys string = ''
+
 @description('Coordinator partitions (DAGQ_PARTITIONS): each has its own event queue, poison queue, lease and queue trigger. Raise it to scale out; lowering it strands workflows of the removed partitions (docs/capacity.md).')
 @minValue(1)
 @maxValue(64)
@@ -348,6 +355,8 @@ module functionApp 'modules/functionapp.bicep' = {
     eventQueueName: storage.outputs.eventQueueName
     partitions: partitions
     sweepSchedule: sweepSchedule
+    signingKey: messageSigningKey
+    verifyKeys: messageVerifyKeys
     gpuVmSku: deployGpuPool ? gpuVmSku : ''
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
@@ -382,6 +391,7 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     nsgId: gpuNetwork.outputs.nsgId
     storageAccountName: storage.outputs.name
     prefix: prefix
+    verifyKeys: messageVerifyKeys
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     workerPackage: empty(gpuPoolProblem) ? workerPackage : fail(gpuPoolProblem)
     queues: gpuQueues
@@ -397,6 +407,8 @@ output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name
 output DAGQ_API_URL string = functionApp.outputs.url
 output DAGQ_STORAGE_ACCOUNT string = storage.outputs.name
 output DAGQ_PREFIX string = prefix
+// Workers elsewhere (AKS, a laptop) verify task messages with it (infra/aks/*.yaml).
+output DAGQ_VERIFY_KEYS string = messageVerifyKeys
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsName
 // The App Insights connection string is not an output (deployment outputs are readable by anyone
 // with read access to the deployment); read it with az (infra/README.md, "Workers on AKS").

@@ -34,6 +34,13 @@ param partitions int = 1
 @description('VM size of the GPU pool (DAGQ_GPU_VM_SKU): the default price of the gpu queue in cost reports; empty: no pool.')
 param gpuVmSku string = ''
 
+@description('The app\'s private Ed25519 key (DAGQ_SIGNING_KEY; shared/signing): it signs every task message and control event. The app only.')
+@secure()
+param signingKey string = ''
+
+@description('Public keys a control event may be signed with besides the signing key\'s own (DAGQ_VERIFY_KEYS): the old key during a rotation.')
+param verifyKeys string = ''
+
 @description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE).')
 param sweepSchedule string
 
@@ -198,6 +205,14 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'DAGQ_SWEEP_SCHEDULE'
           value: sweepSchedule
+        }
+        {
+          name: 'DAGQ_SIGNING_KEY'
+          value: signingKey
+        }
+        {
+          name: 'DAGQ_VERIFY_KEYS'
+          value: verifyKeys
         }
         {
           name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'

@@ -106,6 +106,9 @@ param queues array = [
   'gpu'
 ]
 
+@description('The app\'s public key(s) the agents verify task messages with (DAGQ_VERIFY_KEYS; shared/signing): an unsigned or forged message is dead-lettered, never run.')
+param verifyKeys string = ''
+
 @description('GPUs the agents hand out (DAGQ_WORKER_GPUS): "auto" asks nvidia-smi; empty leaves CUDA_VISIBLE_DEVICES alone.')
 param workerGpus string = 'auto'
 
@@ -138,7 +141,8 @@ var cloudInit12 = replace(cloudInit11, '{{workerConstraints}}', replace(trim(wor
 // in the YAML, whatever quotes or indentation it has.
 var cloudInit13 = replace(cloudInit12, '{{setupScriptBase64}}', setupScriptBase64)
 var cloudInit14 = replace(cloudInit13, '{{idlePollSeconds}}', string(idlePollSeconds))
-var cloudInit = cloudInit14
+var cloudInit15 = replace(cloudInit14, '{{verifyKeys}}', verifyKeys)
+var cloudInit = cloudInit15
 
 // The Azure queue of each pool queue, as shared/names.py names it (ResourceNames.task_queue).
 var queueResourceNames = [for queue in queues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
