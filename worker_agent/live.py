@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from shared.names import ResourceNames
 from shared.progress import TaskProgress
 from shared.storage.ports import OutputBlobs
-from worker_agent.files import AttemptPaths
 from worker_agent.log_shipper import LogShipper
 from worker_agent.logfile import LogFile
 from worker_agent.progress_file import ProgressFile
@@ -41,7 +40,7 @@ class LiveAttempt:
     def __init__(
         self,
         key: AttemptKey,
-        paths: AttemptPaths,
+        progress: LogFile,
         log: LogFile,
         outputs: OutputBlobs,
         *,
@@ -56,7 +55,7 @@ class LiveAttempt:
         self.shipper = LogShipper(
             outputs, name, log, max_bytes=max_log_bytes, logger=logger, lost=lost
         )
-        self.progress = ProgressFile(paths.progress)
+        self.progress = ProgressFile(progress)
         self.interval_s = interval_s
         self.on_progress = on_progress
         self._logger = logger
