@@ -91,6 +91,7 @@ class Agent:
             progress_s=settings.live_s,
         )
         self.attempts.on_progress = self.presence.progressed
+        self.attempts.on_live_error = self.presence.live_error
         self.shutdown_reason: str | None = None
         self.notice: Notice | None = None
         """The Scheduled Events notice that stopped this agent, acknowledged after the hand-back."""

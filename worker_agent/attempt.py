@@ -47,7 +47,7 @@ from worker_agent.files import (
     write_json,
 )
 from worker_agent.heartbeat import Heartbeat
-from worker_agent.live import AttemptKey, LiveAttempt, ProgressSink
+from worker_agent.live import AttemptKey, ErrorSink, LiveAttempt, ProgressSink
 from worker_agent.logfile import LogFile
 from worker_agent.outcome import Outcome, failed_event
 from worker_agent.reporting import Reporter, retry_transient
@@ -80,6 +80,8 @@ class AttemptRunner:
     """The user tasks run as (task_user.py); None: the agent's own."""
     on_progress: ProgressSink | None = None
     """Where a running attempt's progress goes (the registry presence); None: nowhere."""
+    on_live_error: ErrorSink | None = None
+    """Told of each failed read of a running attempt's progress (the registry presence)."""
 
     async def process(
         self,
@@ -252,6 +254,7 @@ class AttemptRunner:
             progress, task_log, self.storage.outputs,
             max_log_bytes=self.settings.max_log_bytes, interval_s=self.settings.live_s,
             logger=log, lost=lambda: heartbeat.lost, on_progress=self.on_progress,
+            on_error=self.on_live_error,
         )  # fmt: skip
         live.start()
         return live

@@ -74,6 +74,8 @@ class Presence:
         self.gpus = gpus or GpuSampler()
         self._gpu_use: list[GpuUse] = []
         self._progress: dict[AttemptKey, TaskProgress] = {}
+        self.live_errors = 0
+        """Failed reads of a running task's progress since the worker started (live.py)."""
         self._changed = asyncio.Event()
 
     def took(self, slot: int, received: ReceivedMessage) -> None:
@@ -104,6 +106,10 @@ class Presence:
         self._progress[key] = TaskProgress(progress.progress, dict(progress.metrics))
         self._changed.set()
 
+    def live_error(self, key: AttemptKey) -> None:
+        """Reading the progress of ``key`` failed (a task's doing): count it in the record."""
+        self.live_errors += 1
+
     def _with_progress(self, task: WorkerTask) -> WorkerTask:
         progress = self._progress.get(AttemptKey(task.workflow_id, task.task, task.attempt))
         if progress is None:
@@ -131,6 +137,7 @@ class Presence:
             interval_s=self.interval_s,
             busy_s=busy_s,
             gpus=list(self._gpu_use),
+            live_errors=self.live_errors,
         )
 
     async def run(self) -> None:

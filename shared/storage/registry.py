@@ -131,6 +131,9 @@ class WorkerRecord:
     """How often this worker writes its heartbeat."""
     gpus: list[GpuUse] = field(default_factory=list)
     """Its GPUs' use at the latest heartbeat (empty where ``nvidia-smi`` is absent)."""
+    live_errors: int = 0
+    """Failed reads of its running tasks' progress files since it started (a task's doing: the
+    attempt went on)."""
     server_seen: float | None = field(default=None, compare=False)
     """The storage service's time of the latest heartbeat (read back, never written)."""
 

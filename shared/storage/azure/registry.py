@@ -80,6 +80,7 @@ def to_entity(record: WorkerRecord) -> dict[str, Any]:
         "BusyS": float(record.busy_s),
         "Progress": progress_text(record.tasks),
         "Gpus": gpus_text(record.gpus),
+        "LiveErrors": int(record.live_errors),
     }
 
 
@@ -106,6 +107,7 @@ def from_entity(entity: Any) -> WorkerRecord:
         last_seen=float(entity.get("LastSeen", 0.0)),
         interval_s=float(entity.get("IntervalS", 0.0)),
         busy_s=float(entity.get("BusyS", 0.0)),
+        live_errors=max(0, int(entity.get("LiveErrors", 0))),
         server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
     )
 
