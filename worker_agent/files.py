@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import JsonValue, ValidationError
 
 from shared.errors import AttemptError, MessageError, NotFoundError
-from shared.json_values import loads_finite
+from shared.json_values import parse_untrusted
 from shared.message_fields import parent_output_blob
 from shared.messages import OutputRef, TaskMessage
 from shared.names import ResourceNames
@@ -189,8 +189,8 @@ def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     if not raw.strip():
         return None
     try:
-        value = loads_finite(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        value = parse_untrusted(raw)
+    except ValueError as exc:
         raise AttemptError(f"output file $DAGQ_OUTPUT is not valid JSON: {exc}") from None
     return value, raw
 
@@ -217,8 +217,8 @@ def compact_json(value: JsonValue) -> bytes:
 
 def _parse_json(data: bytes, what: str) -> Any:
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return parse_untrusted(data)
+    except ValueError as exc:
         raise AttemptError(f"{what} is not valid JSON: {exc}") from None
 
 

@@ -91,6 +91,23 @@ async def test_an_output_over_the_limit_is_not_read_past_it(
     assert "over the worker's limit of 1000 bytes" in event.error
 
 
+async def test_an_output_with_a_lone_surrogate_fails_the_attempt_with_the_reason(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+) -> None:
+    # Python's json reads "\\ud800" into a str no UTF-8 encoder takes: the attempt was released
+    # and rerun (UnicodeEncodeError while measuring the output) instead of failing.
+    await create_workflow(storage, "wf1")
+    cmd = 'printf \'%s\' \'{"name": "\\ud800"}\' > "$DAGQ_OUTPUT"'
+    await send_task(storage, names, "wf1", "t", cmd)
+    async with running_agent(worker_settings(), storage):
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent), event
+    assert event.reason == "error"
+    assert "$DAGQ_OUTPUT" in event.error
+    assert "$.name" in event.error
+    assert "lone surrogate" in event.error
+
+
 # -- setsid ---------------------------------------------------------------------------------------
 
 CGROUP = cgroup.probe()
