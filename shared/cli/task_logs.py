@@ -14,7 +14,7 @@ from shared.cli.terminal import TerminalFilter, is_terminal
 
 
 def _attempt_number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected an attempt number (1, 2, ...), got {text!r}")
     return int(text)
 

@@ -231,7 +231,7 @@ def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:
     """The whole blob's size from a ranged download (its Content-Range header)."""
     content_range = getattr(downloader.properties, "content_range", None) or ""
     _, _, total = str(content_range).rpartition("/")
-    return int(total) if total.isdigit() else downloader.size
+    return int(total) if total.isascii() and total.isdigit() else downloader.size
 
 
 class AzureOutputBlobs:
