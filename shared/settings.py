@@ -31,12 +31,17 @@ AZURITE_KEY = (
 
 
 def azurite_connection_string(
-    host: str = "127.0.0.1", blob: int = 10000, queue: int = 10001, table: int = 10002
+    host: str = "127.0.0.1",
+    blob: int = 10000,
+    queue: int = 10001,
+    table: int = 10002,
+    key: str = AZURITE_KEY,
 ) -> str:
-    """The well-known Azurite connection string for the given host and ports."""
+    """The Azurite connection string for the given host, ports and account key (default: the
+    well-known development key; dagq's own stacks start Azurite with a key of their own)."""
     return (
         "DefaultEndpointsProtocol=http;"
-        f"AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"AccountName={AZURITE_ACCOUNT};AccountKey={key};"
         f"BlobEndpoint=http://{host}:{blob}/{AZURITE_ACCOUNT};"
         f"QueueEndpoint=http://{host}:{queue}/{AZURITE_ACCOUNT};"
         f"TableEndpoint=http://{host}:{table}/{AZURITE_ACCOUNT};"
