@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 from shared.caching.entry import CachedFrom, CacheEntry, decode_entry, encode_entry
 from shared.caching.key import key_of_task
+from shared.coordinator.blob_reads import read_as_claimed
 from shared.coordinator.byte_budget import ByteBudget, Claim
-from shared.definition.workflow import CompiledWorkflow
+from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.engine.commands import Dispatch
 from shared.engine.state import COMPLETED, RuntimeState
 from shared.errors import CodecError
@@ -99,7 +100,11 @@ class ResultCacheSteps:
             if data is None:
                 return None
             entry, payload = decode_entry(data, key)
-            if entry.expires_at <= now:
+            policy = wf.tasks[dispatch.task].cache
+            # This task's own ttl bounds what it reuses too: an entry another workflow recorded
+            # with a longer ttl is too old for a task that asked for a shorter one.
+            too_old = policy is None or now - entry.created_at > policy.ttl_s
+            if entry.expires_at <= now or too_old:
                 return None
             output = entry.output
             if payload is not None and output is not None:
@@ -149,6 +154,8 @@ class ResultCacheSteps:
     ) -> bool:
         i = wf.index[completion.task]
         task = wf.tasks[i]
+        if not settled_before_dispatch(task):
+            return False  # its inputs at dispatch are unknown now: no key it was looked up by
         outputs = state.outputs
         upstream = {wf.tasks[p].name: outputs[p] for p in task.parents if p in outputs}
         key = key_of_task(task, upstream)
@@ -157,7 +164,7 @@ class ResultCacheSteps:
         ref, payload = outputs.get(i), None
         try:
             if ref is not None and ref.blob is not None:
-                payload = await self._storage.outputs.get(ref.blob)
+                payload = await read_as_claimed(self._storage.outputs, ref.blob, ref.size)
                 ref = OutputRef(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
             run_s = max(0.0, completion.finished_at - completion.started_at)
             entry = CacheEntry(
@@ -174,6 +181,15 @@ class ResultCacheSteps:
             TOLERATED.count(Kind.CACHE_RECORD, exc, f"key {key}")
             return False
         return True
+
+
+def settled_before_dispatch(task: TaskDef) -> bool:
+    """Whether every parent of ``task`` had finished when it was dispatched (``all``,
+    ``all_settled``), so the parents' outputs now are the ones it received, and the key its
+    look-up used is the key computed from them now. With ``any`` or a count it may have started
+    on some parents' outputs while others still ran: its result is not recorded (a later run
+    that receives every output must not be served a result computed without some)."""
+    return task.dep_policy in ("all", "all_settled")
 
 
 def _looks_up(wf: CompiledWorkflow, dispatch: Dispatch) -> bool:
