@@ -31,7 +31,7 @@ from shared.engine.state import COMPLETED, RuntimeState
 from shared.errors import CodecError
 from shared.messages import OutputRef, TaskCompletedEvent
 from shared.names import ResourceNames
-from shared.storage.ports import Storage
+from shared.storage.ports import OutputBlobs, Storage
 from shared.storage.tolerated import TOLERATED, Kind
 
 log = logging.getLogger("dagq.coordinator")
@@ -144,6 +144,16 @@ class ResultCacheSteps:
         done = await asyncio.gather(*(self._record(workflow_id, wf, state, c, now) for c in todo))
         return sum(done)
 
+    async def _parents_hold_what_they_claim(self, upstream: dict[str, OutputRef]) -> bool:
+        """The key is computed from the parents' blob hashes, which workers claimed: an entry is
+        shared by the whole deployment for up to a year, so each parent blob is hashed again
+        before one is recorded (one false completion must not poison it)."""
+        for name, ref in upstream.items():
+            if not await _blob_matches(self._storage.outputs, ref):
+                log.warning("not caching: parent %s's output does not hold what it claimed", name)
+                return False
+        return True
+
     async def _record(
         self,
         workflow_id: str,
@@ -163,6 +173,8 @@ class ResultCacheSteps:
             return False
         ref, payload = outputs.get(i), None
         try:
+            if not await self._parents_hold_what_they_claim(upstream):
+                return False
             if ref is not None and ref.blob is not None:
                 payload = await read_as_claimed(self._storage.outputs, ref.blob, ref.size)
                 ref = OutputRef(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
@@ -181,6 +193,15 @@ class ResultCacheSteps:
             TOLERATED.count(Kind.CACHE_RECORD, exc, f"key {key}")
             return False
         return True
+
+
+async def _blob_matches(outputs: OutputBlobs, ref: OutputRef) -> bool:
+    """Whether a blob output holds the bytes its event's hash claims (inline ones: nothing to
+    check, their value is the key's input itself)."""
+    if ref.blob is None:
+        return True
+    data = await read_as_claimed(outputs, ref.blob, ref.size)
+    return ref.sha256 is not None and hashlib.sha256(data).hexdigest() == ref.sha256
 
 
 def settled_before_dispatch(task: TaskDef) -> bool:

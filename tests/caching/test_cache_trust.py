@@ -62,3 +62,33 @@ async def test_a_named_blob_is_read_at_its_claimed_size_or_refused(
     with pytest.raises(SizeMismatch, match=f"holds {len(written)} bytes; its event said"):
         await read_as_claimed(storage.outputs, "wf/t/1/output.json", claimed)
     assert await read_as_claimed(storage.outputs, "wf/t/1/output.json", len(written)) == written
+
+
+async def test_an_entry_is_recorded_only_when_parent_blobs_hold_what_they_claimed(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    # Before: the key trusted the hash a worker claimed for a parent's blob output; one false
+    # completion could poison a deployment-wide entry for up to a year.
+    from tests.caching.test_cache_memory import BIG, NAMES
+    from tests.coordinator.helpers import drive, load, submit
+    from tests.support.synthetic_worker import Behavior, SyntheticWorker
+
+    cache = CachePolicy(ttl_s=86400.0)
+    wf = CompiledWorkflow.of("p", [task("prep"), task("train", (0,), cache=cache)])
+    script = {"prep": Behavior(output={"data": BIG}), "train": Behavior(output={"w": 1})}
+    w = SyntheticWorker(storage, NAMES, ["cpu"], script=script, clock=clock)
+    await submit(storage, wf, "forged", clock())
+    prep_blob = NAMES.output_blob("forged", "prep", 1)
+
+    async def tamper(_coordinator: object) -> None:
+        blobs = storage.outputs.container.blobs
+        if prep_blob in blobs:  # the same size, other bytes: not what prep's event hashed
+            data = await storage.outputs.get(prep_blob)
+            await storage.outputs.put(prep_blob, data.replace(b"x", b"y"))
+
+    async def done() -> bool:
+        return (await load(storage, wf, "forged")).status.is_terminal
+
+    await drive(storage, NAMES, w, done, clock=clock, on_pass=tamper)
+    assert "train" in ran(w)
+    assert storage.cache.entries == {}
