@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from contextlib import suppress
 from typing import NoReturn
 
 from azure.core import MatchConditions
@@ -282,9 +281,12 @@ class AzureOutputBlobs:
         blob = self.container.get_blob_client(name)
         try:
             if max_bytes > 0:
-                with suppress(HttpResponseError):  # 416: nothing at or after ``start``
+                try:
                     downloader = await blob.download_blob(offset=start, length=max_bytes)
                     return await downloader.readall(), _total_size(downloader)
+                except HttpResponseError as error:
+                    if error.status_code != 416:  # only "nothing at or after start" is empty
+                        raise
             return b"", (await blob.get_blob_properties()).size
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
