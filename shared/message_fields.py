@@ -49,22 +49,29 @@ WorkerName = Annotated[
 _ATTEMPT_SEGMENT = re.compile(r"[1-9][0-9]{0,9}")
 
 
-def parent_output_blob(workflow_id: str, parent: str, blob: str | None) -> str | None:
+def parent_output_blob(
+    workflow_id: str, parent: str, blob: str | None, incarnation: int | None = None
+) -> str | None:
     """Where a parent's output is stored (None: inline), named from validated ids: ``blob`` (an
-    output ref's) must be the parent's conventional output blob of one of its attempts, else
-    MessageError. The name returned is built, not taken from the ref."""
+    output ref's) must be the parent's conventional output blob of one of its attempts — under
+    ``incarnation`` (the message's), or in the flat layout of workflows from before state
+    version 6 — else MessageError. The name returned is built, not taken from the ref."""
     problem = safe_name_problem(parent)
     if problem:
         raise MessageError(f"upstream parent: {problem}")
     if blob is None:
         return None
-    prefix, suffix = f"{workflow_id}/{parent}/", "/output.json"
-    segment = blob[len(prefix) : -len(suffix)] if blob.startswith(prefix) else ""
-    if blob.endswith(suffix) and _ATTEMPT_SEGMENT.fullmatch(segment):
-        attempt = int(segment)
-        if attempt <= MAX_COUNTER:
-            return ResourceNames.output_blob(workflow_id, parent, attempt)
+    suffix = "/output.json"
+    layouts = (None,) if incarnation is None else (incarnation, None)
+    for inc in layouts:
+        prefix = ResourceNames.attempt_prefix(workflow_id, parent, 1, inc).removesuffix("1/")
+        segment = blob[len(prefix) : -len(suffix)] if blob.startswith(prefix) else ""
+        if blob.endswith(suffix) and _ATTEMPT_SEGMENT.fullmatch(segment):
+            attempt = int(segment)
+            if attempt <= MAX_COUNTER:
+                return ResourceNames.output_blob(workflow_id, parent, attempt, inc)
+    expected = ResourceNames.output_blob(workflow_id, parent, 1, layouts[0])
     raise MessageError(
         f"the output of parent {parent!r} names blob {blob[:200]!r}, which is not one of its"
-        f" output blobs ({prefix}<attempt>{suffix})"
+        f" output blobs ({expected.replace('/1/output.json', '/<attempt>/output.json')})"
     )

@@ -122,6 +122,10 @@ class TaskMessage(SignedMessage):
     incarnation: Incarnation | None = None
     """The incarnation of the workflow id this attempt belongs to (its state's): a worker runs
     the message only while the state blob's metadata names the same one, and reports it back."""
+    incarnation_blobs: Literal[True] | None = None
+    """True: the attempt's blobs (claim, log, output, upstream bundle) are named under the
+    incarnation (``{id}/{incarnation}/{task}/{attempt}/``), as for every workflow submitted since
+    state version 6; absent: the flat ``{id}/{task}/{attempt}/`` of a workflow from before."""
     run: int | None = Field(default=None, ge=1)
     """The workflow run that dispatched this attempt (None: sent by a dagq from before runs were
     carried). A redelivery of a finished workflow's message is late, and dropped, only if its run
@@ -141,16 +145,36 @@ class TaskMessage(SignedMessage):
         """``{workflow}/{task}/{attempt}``: unique forever (attempt numbers only grow)."""
         return f"{self.workflow_id}/{self.task}/{self.attempt}"
 
+    @property
+    def blob_incarnation(self) -> int | None:
+        """The incarnation that names this attempt's blobs (``ResourceNames.attempt_prefix``);
+        None: the flat layout."""
+        return self.incarnation if self.incarnation_blobs else None
+
+    def claim_blob(self) -> str:
+        """This attempt's claim blob (per incarnation in either layout)."""
+        return ResourceNames.claim_blob(
+            self.workflow_id,
+            self.task,
+            self.attempt,
+            self.incarnation,
+            flat=not self.incarnation_blobs,
+        )
+
     @model_validator(mode="after")
     def _conventional_blobs(self) -> TaskMessage:
-        bundle = ResourceNames.upstream_blob(self.workflow_id, self.task, self.attempt)
+        if self.incarnation_blobs and self.incarnation is None:
+            raise ValueError("incarnation_blobs needs an incarnation")
+        bundle = ResourceNames.upstream_blob(
+            self.workflow_id, self.task, self.attempt, self.blob_incarnation
+        )
         if self.upstream_blob is not None and self.upstream_blob != bundle:
             raise ValueError(
                 f"upstream_blob {self.upstream_blob[:200]!r} is not this attempt's {bundle!r}"
             )
         for parent, ref in (self.upstream or {}).items():
             try:
-                parent_output_blob(self.workflow_id, parent, ref.blob)
+                parent_output_blob(self.workflow_id, parent, ref.blob, self.incarnation)
             except MessageError as exc:
                 raise ValueError(str(exc)) from None
         return self
@@ -202,18 +226,20 @@ class _TaskEvent(_Message):
 
     def _check_blobs(self, output: OutputRef | None, log_blob: str | None) -> None:
         """Blob names must be the conventional ones of this attempt (never another container's
-        blob, nor another workflow's)."""
+        blob, nor another workflow's, nor another incarnation's): its names under the event's
+        incarnation, or the flat layout's (a workflow from before state version 6)."""
         key = (self.workflow_id, self.task, self.attempt)
-        if log_blob is not None and log_blob != ResourceNames.log_blob(*key):
+        layouts = (None,) if self.incarnation is None else (self.incarnation, None)
+        logs = [ResourceNames.log_blob(*key, inc) for inc in layouts]
+        if log_blob is not None and log_blob not in logs:
             raise ValueError(
-                f"log_blob {log_blob[:200]!r} is not this attempt's log blob"
-                f" {ResourceNames.log_blob(*key)!r}"
+                f"log_blob {log_blob[:200]!r} is not this attempt's log blob {logs[0]!r}"
             )
         blob = output.blob if output is not None else None
-        if blob is not None and blob != ResourceNames.output_blob(*key):
+        outputs = [ResourceNames.output_blob(*key, inc) for inc in layouts]
+        if blob is not None and blob not in outputs:
             raise ValueError(
-                f"output.blob {blob[:200]!r} is not this attempt's output blob"
-                f" {ResourceNames.output_blob(*key)!r}"
+                f"output.blob {blob[:200]!r} is not this attempt's output blob {outputs[0]!r}"
             )
 
 

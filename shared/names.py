@@ -227,9 +227,16 @@ class ResourceNames:
         return f"{cls.PURGE_MARKER_PREFIX}{workflow_id}"
 
     @staticmethod
-    def outputs_prefix(workflow_id: str) -> str:
-        """Every outputs-container blob of a workflow (outputs, logs, upstream bundles, claims)."""
-        return f"{workflow_id}/"
+    def outputs_prefix(workflow_id: str, incarnation: int | None = None) -> str:
+        """Outputs-container blobs of a workflow id: with ``incarnation``, those of that
+        incarnation only (``{id}/{incarnation}/``: what a purge deletes); without, every blob of
+        the id, all incarnations and the flat layout of workflows from before state version 6."""
+        return f"{workflow_id}/" if incarnation is None else f"{workflow_id}/{incarnation}/"
+
+    FLAT_SEGMENTS = 4
+    """``{id}/{task}/{attempt}/{file}``: a blob of the flat layout (state version 5 and before)
+    has four '/'-separated segments; one named per incarnation has five (a task name has no
+    '/'), so the two layouts never mix up under one id."""
 
     @staticmethod
     def lease_blob(partition: int = 0) -> str:
@@ -240,30 +247,55 @@ class ResourceNames:
 
     # -- blobs in the outputs container -----------------------------------------------------
     @staticmethod
-    def attempt_prefix(workflow_id: str, task: str, attempt: int) -> str:
-        return f"{workflow_id}/{task}/{attempt}/"
+    def attempt_prefix(
+        workflow_id: str, task: str, attempt: int, incarnation: int | None = None
+    ) -> str:
+        """Where an attempt's blobs live: ``{id}/{incarnation}/{task}/{attempt}/``, so a purge
+        deletes one incarnation's blobs and a late worker of a purged workflow never writes a
+        name its successor under the id reads. ``incarnation`` None: the flat layout
+        ``{id}/{task}/{attempt}/`` of workflows whose state predates version 6 (they keep it
+        for life) and from before incarnations."""
+        if incarnation is None:
+            return f"{workflow_id}/{task}/{attempt}/"
+        return f"{workflow_id}/{incarnation}/{task}/{attempt}/"
 
     @classmethod
-    def output_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+    def output_blob(
+        cls, workflow_id: str, task: str, attempt: int, incarnation: int | None = None
+    ) -> str:
         """A task attempt's JSON output, when too large to travel inline."""
-        return cls.attempt_prefix(workflow_id, task, attempt) + "output.json"
+        return cls.attempt_prefix(workflow_id, task, attempt, incarnation) + "output.json"
 
     @classmethod
-    def log_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+    def log_blob(
+        cls, workflow_id: str, task: str, attempt: int, incarnation: int | None = None
+    ) -> str:
         """A task attempt's combined stdout and stderr."""
-        return cls.attempt_prefix(workflow_id, task, attempt) + "log.txt"
+        return cls.attempt_prefix(workflow_id, task, attempt, incarnation) + "log.txt"
 
     @classmethod
-    def upstream_blob(cls, workflow_id: str, task: str, attempt: int) -> str:
+    def upstream_blob(
+        cls, workflow_id: str, task: str, attempt: int, incarnation: int | None = None
+    ) -> str:
         """Parent output refs of an attempt whose fan-in is too large to inline in its message."""
-        return cls.attempt_prefix(workflow_id, task, attempt) + "upstream.json"
+        return cls.attempt_prefix(workflow_id, task, attempt, incarnation) + "upstream.json"
 
     @classmethod
     def claim_blob(
-        cls, workflow_id: str, task: str, attempt: int, incarnation: int | None = None
+        cls,
+        workflow_id: str,
+        task: str,
+        attempt: int,
+        incarnation: int | None = None,
+        *,
+        flat: bool = True,
     ) -> str:
         """Created by the first worker to run an attempt; duplicate dispatches find it taken.
-        Per incarnation of the id: a purged run's late message never takes its successor's."""
+        Per incarnation of the id: a purged run's late message never takes its successor's.
+        ``flat``: the attempt's blobs have the flat layout (``attempt_prefix`` without an
+        incarnation), where the claim's name says the incarnation (``claim-{incarnation}``)."""
+        if not flat and incarnation is not None:
+            return cls.attempt_prefix(workflow_id, task, attempt, incarnation) + "claim"
         suffix = "claim" if incarnation is None else f"claim-{incarnation}"
         return cls.attempt_prefix(workflow_id, task, attempt) + suffix
 

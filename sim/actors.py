@@ -26,7 +26,6 @@ from shared.messages import (
     decode_task_message,
     encode,
 )
-from shared.names import ResourceNames
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from sim.faults import Crash, Tooth
 from sim.storage import Actor, view
@@ -148,7 +147,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
     message = decode_task_message(received.text)
     wid = message.workflow_id
     if Tooth.NO_CLAIM not in world.platform.teeth:
-        claim = ResourceNames.claim_blob(wid, message.task, message.attempt, message.incarnation)
+        claim = message.claim_blob()
         mine = await storage.outputs.create_if_absent(claim, received.id.encode())
         if not mine and (await storage.outputs.get(claim)).decode() != received.id:
             await queue.delete(received)  # a duplicate dispatch: someone else runs it

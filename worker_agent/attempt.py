@@ -34,7 +34,7 @@ from shared.messages import (
     TaskMessage,
     decode_task_message,
 )
-from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
+from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
@@ -255,15 +255,14 @@ class AttemptRunner:
             max_log_bytes=self.settings.max_log_bytes, interval_s=self.settings.live_s,
             logger=log, lost=lambda: heartbeat.lost, on_progress=self.on_progress,
             on_error=self.on_live_error,
+            blob_incarnation=message.blob_incarnation,
         )  # fmt: skip
         live.start()
         return live
 
     async def _claim(self, message: TaskMessage, received: ReceivedMessage) -> bool:
         """True if this message may run the attempt (first claim, or a redelivery of it)."""
-        name = ResourceNames.claim_blob(
-            message.workflow_id, message.task, message.attempt, message.incarnation
-        )
+        name = message.claim_blob()
         outputs = self.storage.outputs
         if await outputs.create_if_absent(name, received.id.encode()):
             return True

@@ -233,7 +233,9 @@ async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[st
     """``{parent: output value}`` for the parents listed in the message (inline or by blob)."""
     refs: dict[str, OutputRef] = dict(message.upstream or {})
     if message.upstream_blob:  # named from the message's validated ids, not taken from it
-        name = ResourceNames.upstream_blob(message.workflow_id, message.task, message.attempt)
+        name = ResourceNames.upstream_blob(
+            message.workflow_id, message.task, message.attempt, message.blob_incarnation
+        )
         data = await _get_blob(outputs, name, "the upstream bundle")
         bundle = _parse_json(data, f"upstream bundle {name!r}")
         if not isinstance(bundle, dict):
@@ -246,7 +248,7 @@ async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[st
 
     async def value(parent: str, ref: OutputRef) -> JsonValue:
         try:
-            blob = parent_output_blob(message.workflow_id, parent, ref.blob)
+            blob = parent_output_blob(message.workflow_id, parent, ref.blob, message.incarnation)
         except MessageError as exc:
             raise AttemptError(str(exc)) from None
         if blob is None:

@@ -52,8 +52,9 @@ class LiveAttempt:
         lost: Callable[[], bool],
         on_progress: ProgressSink | None,
         on_error: ErrorSink | None = None,
+        blob_incarnation: int | None = None,
     ) -> None:
-        name = ResourceNames.log_blob(key.workflow_id, key.task, key.attempt)
+        name = ResourceNames.log_blob(key.workflow_id, key.task, key.attempt, blob_incarnation)
         self.key = key
         self.shipper = LogShipper(
             outputs, name, log, max_bytes=max_log_bytes, logger=logger, lost=lost

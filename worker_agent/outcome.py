@@ -119,8 +119,9 @@ class Outcome:
         compact = compact_json(value)
         if len(compact) <= INLINE_OUTPUT_BYTES:
             return OutputRef(inline=value, size=len(compact))
+        message = self.message
         name = ResourceNames.output_blob(
-            self.message.workflow_id, self.message.task, self.message.attempt
+            message.workflow_id, message.task, message.attempt, message.blob_incarnation
         )
         await self.reporter.upload(name, raw, content_type="application/json", logger=self.log)
         return OutputRef(blob=name, size=len(raw), sha256=hashlib.sha256(raw).hexdigest())

@@ -203,8 +203,8 @@ def _attempt_blob(state: RuntimeState, task: str, attempt: int, what: str) -> st
     """A task attempt's log or output blob, named from validated ids (never a stored string: an
     event could once carry any name)."""
     if what == "log":
-        return ResourceNames.log_blob(state.workflow_id, task, attempt)
-    return ResourceNames.output_blob(state.workflow_id, task, attempt)
+        return ResourceNames.log_blob(state.workflow_id, task, attempt, state.blob_incarnation)
+    return ResourceNames.output_blob(state.workflow_id, task, attempt, state.blob_incarnation)
 
 
 async def read_task_output(storage: Storage, workflow_id: str, task: str) -> bytes:

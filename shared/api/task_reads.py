@@ -62,7 +62,7 @@ def task_attempts(
     kept = {past.attempt: past for past in state.history.get(i, [])}
 
     def location(attempt: int) -> LogLocation:
-        blob = ResourceNames.log_blob(state.workflow_id, name, attempt)
+        blob = ResourceNames.log_blob(state.workflow_id, name, attempt, state.blob_incarnation)
         return LogLocation(container=outputs_container, blob=blob)
 
     items = []
@@ -161,7 +161,7 @@ async def read_log(
     task = wf.tasks[i].name
     number = _pick_attempt(state, i, task, attempt)
     growing = number == state.attempt[i] and state.codes[i] in (QUEUED, RUNNING)
-    blob = ResourceNames.log_blob(state.workflow_id, task, number)
+    blob = ResourceNames.log_blob(state.workflow_id, task, number, state.blob_incarnation)
     try:
         data, size = await storage.outputs.read_range(blob, offset, MAX_LOG_READ_BYTES)
     except NotFoundError:

@@ -30,6 +30,20 @@ def incarnation_from_metadata(metadata: Mapping[str, str]) -> int | None:
     return _number(metadata, INCARNATION_KEY)
 
 
+BLOBS_PER_INCARNATION_SINCE = 6
+"""The first state codec version whose workflows name their attempt blobs per incarnation
+(``shared.names.ResourceNames.attempt_prefix``)."""
+
+
+def blob_incarnation_from_metadata(metadata: Mapping[str, str]) -> int | None:
+    """The incarnation that names the workflow's attempt blobs: its incarnation when the state
+    was written by codec version 6 or later, else None (the flat layout)."""
+    codec = _number(metadata, CODEC_KEY)
+    if codec is None or codec < BLOBS_PER_INCARNATION_SINCE:
+        return None
+    return incarnation_from_metadata(metadata)
+
+
 def run_from_metadata(metadata: Mapping[str, str]) -> int | None:
     """The run number ``state_metadata`` recorded (None when absent or not a number)."""
     return _number(metadata, RUN_KEY)

@@ -22,7 +22,10 @@ Version 2 adds dynamic fan-out (meta ``dyn``: the captured lists and the expansi
 adds the earlier attempts of tasks that ran more than once (meta ``hist``, see
 ``shared.engine.attempt_history``); version 4 results reused from the result cache (meta
 ``cached``: task -> the attempt it reused); version 5 the workflow's incarnation (meta ``inc``,
-drawn at submit: every workflow submitted since has one). A state is written with the lowest
+drawn at submit: every workflow submitted since has one); version 6 names the attempt blobs per
+incarnation (``{id}/{incarnation}/{task}/{attempt}/``: a log flag means that name), where a
+version 5 or older state's flags mean the flat ``{id}/{task}/{attempt}/`` (such a state keeps
+that layout for life: it is written again as version 5). A state is written with the lowest
 version that holds it: one without any of these is version 1, byte for byte as before. Every
 version stays readable. A blob with an unknown (newer) version, a bad magic or corrupt content
 raises CodecError.
@@ -54,11 +57,11 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 5
+STATE_VERSION = 6
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
 attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``), version 5 the
-incarnation (meta ``inc``); a state without any is still written as version 1, byte for byte what
-earlier releases wrote."""
+incarnation (meta ``inc``), version 6 attempt blobs named per incarnation; a state without
+any is still written as version 1, byte for byte what earlier releases wrote."""
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -73,15 +76,20 @@ _LEN = struct.Struct("<I")
 # -- state ---------------------------------------------------------------------------------------
 
 
-def _fast_log_blob(workflow_id: str, task: str, attempt: int) -> str:
-    return f"{workflow_id}/{task}/{attempt}/log.txt"
+def _fast_log_blob(workflow_id: str, task: str, attempt: int, incarnation: int | None) -> str:
+    if incarnation is None:
+        return f"{workflow_id}/{task}/{attempt}/log.txt"
+    return f"{workflow_id}/{incarnation}/{task}/{attempt}/log.txt"
 
 
 # The worker's conventional log blob name, inlined when it has the expected shape (it is computed
 # for every task of every flush); ResourceNames stays the authority.
 _log_blob = (
     _fast_log_blob
-    if ResourceNames.log_blob("w", "t", 1) == _fast_log_blob("w", "t", 1)
+    if all(
+        ResourceNames.log_blob("w", "t", 1, inc) == _fast_log_blob("w", "t", 1, inc)
+        for inc in (None, 7)
+    )
     else ResourceNames.log_blob
 )
 
@@ -98,6 +106,8 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
 
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
+    if state.incarnation_blobs:
+        return 6
     if state.incarnation is not None:
         return 5
     if state.cached:
@@ -121,9 +131,9 @@ def encode_state(state: RuntimeState) -> bytes:
     # flag byte instead of a string: every task has one, and the names would dominate the blob.
     log_flags = bytearray(n)
     odd_logs: dict[int, str] = {}
-    names, attempt = state.names, state.attempt
+    names, attempt, incarnation = state.names, state.attempt, state.blob_incarnation
     for task, blob in state.log_blob.items():
-        if names and blob == _log_blob(state.workflow_id, names[task], attempt[task]):
+        if names and blob == _log_blob(state.workflow_id, names[task], attempt[task], incarnation):
             log_flags[task] = 1
         else:
             odd_logs[task] = blob
@@ -276,7 +286,7 @@ def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
     """Read a state blob written by ``encode_state`` for workflow ``wf``. Raises CodecError."""
     body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
     try:
-        return _decode_state_body(body, wf)
+        return _decode_state_body(body, wf, data[len(STATE_MAGIC)])
     except CodecError:
         raise
     except (
@@ -291,7 +301,7 @@ def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
         raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
 
 
-def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
+def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> RuntimeState:
     n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
         body, 0
     )
@@ -312,6 +322,9 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
         raise CodecError("state blob is corrupt: bad task state codes")
     st = RuntimeState(str(meta["id"]), n, created_at)
     st.incarnation = _incarnation(meta.get("inc"))
+    st.incarnation_blobs = version >= 6
+    if st.incarnation_blobs and st.incarnation is None:
+        raise CodecError("state blob is corrupt: blobs per incarnation without an incarnation")
     _dynamic_from_json(dynamic, st)
     wf = expanded(wf, st)
     st.status = _STATUSES[status]
@@ -338,9 +351,9 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow) -> RuntimeState:
         raise CodecError("state blob is corrupt: bad log flags")
     st.names = tuple(wf.index)
     logs = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
-    wid, task_names, attempts = st.workflow_id, st.names, st.attempt
+    wid, task_names, attempts, inc = st.workflow_id, st.names, st.attempt, st.blob_incarnation
     st.log_blob = {
-        t: _log_blob(wid, task_names[t], attempts[t]) for t, f in enumerate(log_flags) if f
+        t: _log_blob(wid, task_names[t], attempts[t], inc) for t, f in enumerate(log_flags) if f
     }
     st.log_blob.update(logs)
     st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}

@@ -50,6 +50,7 @@ def build_message(
         upstream_blob=upstream_blob,
         partition=partition,
         incarnation=command.incarnation,
+        incarnation_blobs=True if command.incarnation_blobs else None,
         run=command.run,
     )
 
@@ -162,7 +163,9 @@ class Dispatcher:
     async def _via_upstream_blob(
         self, workflow_id: str, wf: CompiledWorkflow, command: Dispatch, outcome: DispatchOutcome
     ) -> str:
-        blob = self._names.upstream_blob(workflow_id, command.name, command.attempt)
+        blob = self._names.upstream_blob(
+            workflow_id, command.name, command.attempt, command.blob_incarnation
+        )
         try:
             message = build_message(
                 workflow_id, wf, command, upstream_blob=blob, partition=self._storage.partition

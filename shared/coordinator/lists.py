@@ -16,8 +16,9 @@ from shared import engine
 from shared.coordinator.blob_reads import SizeMismatch, read_as_claimed
 from shared.coordinator.envelope import Envelope
 from shared.definition.workflow import CompiledWorkflow
-from shared.errors import NotFoundError
+from shared.errors import MessageError, NotFoundError
 from shared.json_values import parse_untrusted
+from shared.message_fields import parent_output_blob
 from shared.messages import TaskCompletedEvent
 from shared.storage.ports import OutputBlobs
 
@@ -40,17 +41,22 @@ async def read_lists(
         ref = event.output
         if ref is None or ref.blob is None or ref.blob in found:
             continue
-        value = await _read(outputs, workflow_id, event.task, ref.blob, ref.size)
+        value = await _read(outputs, workflow_id, event, ref.blob, ref.size)
         if value is not None:
             found[ref.blob] = value
     return found
 
 
 async def _read(
-    outputs: OutputBlobs, workflow_id: str, task: str, blob: str, size: int
+    outputs: OutputBlobs, workflow_id: str, event: TaskCompletedEvent, blob: str, size: int
 ) -> object | None:
-    # Only the task's own outputs are read (the worker writes them under {workflow}/{task}/).
-    if not blob.startswith(f"{workflow_id}/{task}/") or ".." in blob:
+    # Only the task's own outputs are read (its output blob names, of the event's incarnation).
+    task = event.task
+    try:
+        own = parent_output_blob(workflow_id, task, blob, event.incarnation)
+    except MessageError:
+        own = None
+    if own != blob:
         log.warning(
             "workflow %s: list output %r of %s is not the task's own", workflow_id, blob, task
         )

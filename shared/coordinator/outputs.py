@@ -43,8 +43,10 @@ async def bound_inline_outputs(
     stats: PassStats,
 ) -> None:
     """Rewrite the completions among ``envelopes``: an inline output keeps its place only if it
-    fits both limits (its recorded size is then its true size); the others are uploaded and
-    referenced by blob. Raises what the upload raises (the events are then redelivered)."""
+        fits both limits (its recorded size is then its true size); the others are uploaded and
+        referenced by blob, under the state's names (``RuntimeState.blob_incarnation``). An event of
+    another incarnation is left as it is: the engine dead-letters it, and nothing of it is written
+    under this workflow's names. Raises what the upload raises (the events are then redelivered)."""
     held = state_inline_bytes(state)
     spills: list[tuple[Envelope, TaskCompletedEvent, bytes]] = []
     for env in envelopes:
@@ -53,6 +55,8 @@ async def bound_inline_outputs(
             continue
         if event.output.blob is not None or event.output.inline is None:
             continue
+        if event.incarnation != state.incarnation:
+            continue  # of another workflow of the id: dead-lettered, never applied nor stored
         data = output_json(event.output.inline)
         if len(data) <= inline_limit and held + len(data) <= state_limit:
             held += len(data)
@@ -60,14 +64,21 @@ async def bound_inline_outputs(
             env.event = event.model_copy(update={"output": ref})
         else:
             spills.append((env, event, data))
-    await asyncio.gather(*(_spill(outputs, env, event, data) for env, event, data in spills))
+    incarnation = state.blob_incarnation
+    await asyncio.gather(
+        *(_spill(outputs, env, event, data, incarnation) for env, event, data in spills)
+    )
     stats.outputs_spilled += len(spills)
 
 
 async def _spill(
-    outputs: OutputBlobs, env: Envelope, event: TaskCompletedEvent, data: bytes
+    outputs: OutputBlobs,
+    env: Envelope,
+    event: TaskCompletedEvent,
+    data: bytes,
+    incarnation: int | None,
 ) -> None:
-    name = ResourceNames.output_blob(event.workflow_id, event.task, event.attempt)
+    name = ResourceNames.output_blob(event.workflow_id, event.task, event.attempt, incarnation)
     await outputs.put(name, data)
     ref = OutputRef(blob=name, size=len(data), sha256=hashlib.sha256(data).hexdigest())
     env.event = event.model_copy(update={"output": ref})

@@ -108,7 +108,9 @@ class ResultCacheSteps:
                 return None
             output = entry.output
             if payload is not None and output is not None:
-                name = ResourceNames.output_blob(workflow_id, dispatch.name, dispatch.attempt)
+                name = ResourceNames.output_blob(
+                    workflow_id, dispatch.name, dispatch.attempt, dispatch.blob_incarnation
+                )
                 await self._storage.outputs.put(name, payload)
                 output = OutputRef(blob=name, size=len(payload), sha256=output.sha256)
         except CodecError as exc:

@@ -28,6 +28,13 @@ class Dispatch:
     """The workflow's incarnation (its state's), which the task message carries."""
     run: int | None = None
     """The workflow's run when this attempt was sent, which the task message carries."""
+    incarnation_blobs: bool = False
+    """The attempt's blobs are named under the incarnation (the state's ``incarnation_blobs``)."""
+
+    @property
+    def blob_incarnation(self) -> int | None:
+        """The incarnation that names the attempt's blobs (None: the flat layout)."""
+        return self.incarnation if self.incarnation_blobs else None
 
 
 @dataclass(frozen=True, slots=True)

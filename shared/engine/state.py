@@ -123,6 +123,7 @@ class RuntimeState:
         "finished_ms",
         "history",
         "incarnation",
+        "incarnation_blobs",
         "lists",
         "log_blob",
         "n_bad",
@@ -152,6 +153,11 @@ class RuntimeState:
         self.incarnation: int | None = None
         """Which workflow of this id the state is (drawn at submit; None: a state written before
         incarnations existed). Task messages and events carry it; others are not applied."""
+        self.incarnation_blobs = False
+        """Whether the attempts' blobs are named under the incarnation (``{id}/{incarnation}/
+        {task}/{attempt}/``): every workflow submitted since state version 6. A state read from
+        version 5 or earlier keeps the flat layout ``{id}/{task}/{attempt}/`` for life, so a
+        workflow in flight across the upgrade keeps its logs and outputs."""
         self.updated_at = created_at
         self.finished_at: float | None = None
         self.cancel_requested = False
@@ -241,6 +247,12 @@ class RuntimeState:
     def count(self, state: TaskState) -> int:
         """How many tasks are in ``state`` (O(1))."""
         return self.tally[CODE[state]]
+
+    @property
+    def blob_incarnation(self) -> int | None:
+        """The incarnation that names this workflow's attempt blobs (``shared.names``
+        ``attempt_prefix``); None: the flat layout of states from before version 6."""
+        return self.incarnation if self.incarnation_blobs else None
 
     @property
     def in_flight(self) -> int:

@@ -166,7 +166,15 @@ class Step:
             found = {tasks[p].name: outputs[p] for p in tdef.parents if p in outputs}
             upstream = found or None
         return Dispatch(
-            task, tdef.name, attempt, tdef.queue, delay_s, upstream, st.incarnation, st.run
+            task,
+            tdef.name,
+            attempt,
+            tdef.queue,
+            delay_s,
+            upstream,
+            st.incarnation,
+            st.run,
+            st.incarnation_blobs,
         )
 
     def fail(

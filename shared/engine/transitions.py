@@ -47,6 +47,7 @@ def new_state(
     state = RuntimeState(workflow_id, len(wf.tasks), now)
     state.names = tuple(wf.index)  # index keys are the task names, in task order
     state.incarnation = incarnation
+    state.incarnation_blobs = incarnation is not None  # blobs named per incarnation
     return state
 
 

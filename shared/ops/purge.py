@@ -3,11 +3,15 @@
 
 One workflow is purged in this order, each step idempotent:
 
-1. write its purge marker (``_purging/{id}`` in the workflows container, holding its creation time);
+1. write its purge marker (``_purging/{id}`` in the workflows container, holding its creation time
+   and its incarnation);
 2. delete its index row: from here on it is no longer listed, so it is never *listed but broken*;
 3. delete its state blob *only if it is still the version whose terminal status was checked*
    (If-Match on the ETag read with that status), then its definition blob;
-4. delete its outputs-container blobs (``{id}/``: outputs, logs, upstream bundles, claims);
+4. delete its incarnation's outputs-container blobs (``{id}/{incarnation}/``: outputs, logs,
+   upstream bundles, claims; for a workflow from before state version 6, the flat layout's
+   ``{id}/{task}/{attempt}/...``), never another incarnation's: the id may have been submitted
+   again since step 3;
 5. delete the index row again (a write-behind projection may have landed after step 2);
 6. delete the marker.
 
@@ -18,15 +22,17 @@ terminal meanwhile (a retry applied after the check, or after an interrupted pur
 deleted: step 3's condition fails, or a marked workflow's state is found running again (by a bulk
 purge, or by the same DELETE tried again); then the purge gives up on it, puts its index row back
 and removes the marker. Nothing of a running
-workflow is deleted before step 3, so it loses nothing. The first step of a bulk purge also
-deletes result cache entries past their ttl (a cache entry owns a copy of its output, so purging
-the workflow that computed it never breaks a later hit).
+workflow is deleted before step 3, so it loses nothing. A marker whose incarnation is not the
+state's (the id was submitted again after an interrupted purge's step 3) is finished without
+touching the new workflow: the purged incarnation's blobs and row go, the marker too. The first
+step of a bulk purge also deletes result cache entries past their ttl (a cache entry owns a copy
+of its output, so purging the workflow that computed it never breaks a later hit).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -34,6 +40,7 @@ from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.limits import CACHE_SCAN_ROTATE_S
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
+from shared.storage.ports import PurgeMark
 from shared.storage.tolerated import TOLERATED, Kind, describe
 from shared.storage.workflow_reads import cached_definition, forget_definition
 from shared.views import PurgedItem, PurgedView, PurgeReport
@@ -46,13 +53,52 @@ PURGE_CONCURRENCY = 16
 """Workflows one bulk purge request deletes at once."""
 
 
+def purge_mark(created_at: float, metadata: Mapping[str, str]) -> PurgeMark:
+    """The marker of a workflow created at ``created_at`` whose state blob has ``metadata``."""
+    from shared.codec.metadata import blob_incarnation_from_metadata, incarnation_from_metadata
+
+    scoped = blob_incarnation_from_metadata(metadata) is not None
+    return PurgeMark(created_at, incarnation_from_metadata(metadata), scoped)
+
+
+async def delete_outputs(storage: Storage, workflow_id: str, mark: PurgeMark) -> int:
+    """Step 4: the purged incarnation's outputs-container blobs, and no other's; how many."""
+    incarnation = mark.blob_incarnation
+    if incarnation is not None:
+        prefix = ResourceNames.outputs_prefix(workflow_id, incarnation)
+        return await storage.outputs.delete_prefix(prefix)
+    # The flat layout (a workflow from before state version 6): four segments, never a name
+    # of a later incarnation's (five).
+    return await storage.outputs.delete_prefix(
+        ResourceNames.outputs_prefix(workflow_id), segments=ResourceNames.FLAT_SEGMENTS
+    )
+
+
+def _other_incarnation(mark: PurgeMark, metadata: Mapping[str, str]) -> bool:
+    """Whether the state blob (its ``metadata``) is of another incarnation than the marked one:
+    the id was submitted again after the marked purge deleted its state."""
+    from shared.codec.metadata import incarnation_from_metadata
+
+    return mark.incarnation is not None and incarnation_from_metadata(metadata) != mark.incarnation
+
+
+async def _finish_other(storage: Storage, workflow_id: str, mark: PurgeMark) -> int:
+    """Finish a marked purge whose id holds another incarnation now: the marked one's blobs and
+    row go, the marker too; the workflow the id holds now is not touched."""
+    deleted = await delete_outputs(storage, workflow_id, mark)
+    await storage.index.delete(workflow_id, mark.created_at)
+    await storage.workflows.unmark_purge(workflow_id)
+    return deleted
+
+
 async def finish_purge(
-    storage: Storage, workflow_id: str, created_at: float, etag: str | None
+    storage: Storage, workflow_id: str, mark: PurgeMark, etag: str | None
 ) -> int:
     """Steps 1-6 above for one workflow whose state blob was terminal at ``etag`` (None: it is
     gone already); returns how many output blobs were deleted. ConflictError (the workflow and
     its row restored, the marker removed) if the state changed since."""
-    await storage.workflows.mark_purge(workflow_id, created_at)
+    created_at = mark.created_at
+    await storage.workflows.mark_purge(workflow_id, mark)
     await storage.index.delete(workflow_id, created_at)
     try:
         await storage.workflows.delete(workflow_id, etag)
@@ -62,7 +108,7 @@ async def finish_purge(
             f"workflow {workflow_id!r} changed while it was being purged (retried?): it was "
             "left as it is; purge it again once it has finished"
         ) from None
-    deleted = await storage.outputs.delete_prefix(ResourceNames.outputs_prefix(workflow_id))
+    deleted = await delete_outputs(storage, workflow_id, mark)
     await storage.index.delete(workflow_id, created_at)
     await storage.workflows.unmark_purge(workflow_id)
     return deleted
@@ -84,27 +130,33 @@ async def _give_up(storage: Storage, workflow_id: str) -> None:
     await storage.workflows.unmark_purge(workflow_id)
 
 
-async def _terminal_etag(storage: Storage, workflow_id: str) -> tuple[WorkflowStatus | None, str]:
-    """The state blob's status and the ETag of that same version (one HEAD)."""
+async def _terminal_etag(
+    storage: Storage, workflow_id: str
+) -> tuple[WorkflowStatus | None, str, dict[str, str]]:
+    """The state blob's status, the ETag and the metadata of that same version (one HEAD)."""
     from shared.codec.metadata import status_from_metadata
 
     metadata, etag = await storage.workflows.state_properties(workflow_id)
-    return status_from_metadata(metadata), etag
+    return status_from_metadata(metadata), etag, metadata
 
 
-async def resume_purge(storage: Storage, workflow_id: str, created_at: float) -> bool:
+async def resume_purge(storage: Storage, workflow_id: str, mark: PurgeMark) -> bool:
     """Finish an interrupted purge, unless its workflow is not terminal any more (retried after
-    the interruption): then it is left as it is and the marker removed. True if purged."""
+    the interruption): then it is left as it is and the marker removed. If the id holds another
+    incarnation now, only the marked one's blobs and row go. True if purged."""
     try:
-        status, etag = await _terminal_etag(storage, workflow_id)
+        status, etag, metadata = await _terminal_etag(storage, workflow_id)
     except NotFoundError:
-        await finish_purge(storage, workflow_id, created_at, None)  # past step 3 already
+        await finish_purge(storage, workflow_id, mark, None)  # past step 3 already
+        return True
+    if _other_incarnation(mark, metadata):
+        await _finish_other(storage, workflow_id, mark)
         return True
     if status not in TERMINAL:
         await _give_up(storage, workflow_id)
         return False
     try:
-        await finish_purge(storage, workflow_id, created_at, etag)
+        await finish_purge(storage, workflow_id, purge_mark(mark.created_at, metadata), etag)
     except ConflictError:
         return False
     forget_definition(storage, workflow_id)
@@ -122,7 +174,7 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
 
     check_workflow_id(workflow_id)
     try:
-        status, etag = await _terminal_etag(storage, workflow_id)
+        status, etag, metadata = await _terminal_etag(storage, workflow_id)
         _wf, state = await read_workflow(storage, workflow_id)  # its creation time never changes
     except NotFoundError:
         return await _purge_without_state(storage, workflow_id)
@@ -135,7 +187,7 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
             f"workflow {workflow_id!r} is {status}: only completed, failed or cancelled"
             " workflows can be purged (cancel it first)"
         )
-    deleted = await finish_purge(storage, workflow_id, state.created_at, etag)
+    deleted = await finish_purge(storage, workflow_id, purge_mark(state.created_at, metadata), etag)
     forget_definition(storage, workflow_id)
     return PurgedView(id=workflow_id, status=str(state.status), blobs_deleted=deleted)
 
@@ -149,10 +201,9 @@ async def _purge_without_state(storage: Storage, workflow_id: str) -> PurgedView
             deleted = await finish_purge(storage, workflow_id, marks[workflow_id], None)
             return PurgedView(id=workflow_id, status="purging", blobs_deleted=deleted)
         # The id was submitted again since this state-less look: the new workflow stays; only
-        # the purged one's row and marker go (seed 426 of the simulation).
-        await storage.index.delete(workflow_id, marks[workflow_id])
-        await storage.workflows.unmark_purge(workflow_id)
-        return PurgedView(id=workflow_id, status="purging", blobs_deleted=0)
+        # the purged one's blobs, row and marker go (seed 426 of the simulation).
+        deleted = await _finish_other(storage, workflow_id, marks[workflow_id])
+        return PurgedView(id=workflow_id, status="purging", blobs_deleted=deleted)
     try:
         await storage.workflows.read_definition(workflow_id)
     except NotFoundError:
@@ -191,8 +242,8 @@ async def purge_many(
     ``next`` back to go on; ``next`` is None at the end."""
     marks = await storage.workflows.purge_marks(limit)
     if not dry_run:
-        for workflow_id, created_at in marks.items():
-            await resume_purge(storage, workflow_id, created_at)
+        for workflow_id, mark in marks.items():
+            await resume_purge(storage, workflow_id, mark)
     cutoff = now - older_than_s
     page = await storage.index.created_before(cutoff, limit=limit, continuation=continuation)
     chosen = [row for row in page.rows if is_candidate(row, cutoff, statuses)]
@@ -239,7 +290,7 @@ async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
             # The state blob's metadata says its status in one HEAD (no download, no decode);
             # the row gives the creation time the purge marker keeps.
             try:
-                status, etag = await _terminal_etag(storage, row.workflow_id)
+                status, etag, metadata = await _terminal_etag(storage, row.workflow_id)
             except NotFoundError:
                 # A row whose workflow is gone: listed but broken. Remove it.
                 await storage.index.delete(row.workflow_id, row.created_at)
@@ -247,7 +298,8 @@ async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:
             if status not in TERMINAL:
                 return False
             try:
-                await finish_purge(storage, row.workflow_id, row.created_at, etag)
+                mark = purge_mark(row.created_at, metadata)
+                await finish_purge(storage, row.workflow_id, mark, etag)
             except ConflictError:
                 return False  # retried meanwhile: left as it is
             forget_definition(storage, row.workflow_id)

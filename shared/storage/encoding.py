@@ -11,7 +11,7 @@ from shared.errors import InvalidContinuationError
 from shared.json_values import parse_untrusted
 from shared.limits import MAX_TIMESTAMP_S
 from shared.names import index_row_key
-from shared.storage.ports import DeadLetter
+from shared.storage.ports import DeadLetter, PurgeMark
 
 MAX_PAGE = 1000
 """Most index rows one ``Index.list`` page returns (a table query returns at most 1,000)."""
@@ -55,18 +55,30 @@ def finite_time(value: object) -> float:
     return number
 
 
-def purge_marker_json(created_at: float) -> bytes:
-    """The body of a purge marker blob: what a resumed purge needs to find the index row."""
-    return json.dumps({"created_at": created_at}).encode()
+def purge_marker_json(mark: PurgeMark) -> bytes:
+    """The body of a purge marker blob: what a resumed purge needs to find the index row and
+    the purged incarnation's blobs."""
+    body: dict[str, object] = {"created_at": mark.created_at}
+    if mark.incarnation is not None:
+        body["incarnation"] = mark.incarnation
+    if mark.incarnation_blobs:
+        body["incarnation_blobs"] = True
+    return json.dumps(body).encode()
 
 
-def purge_marker_created_at(data: bytes) -> float:
-    """The creation time a purge marker holds (0 when unreadable: the row is then left to the
-    lifecycle of the table, and the blobs are still deleted)."""
+def purge_marker_from_json(data: bytes) -> PurgeMark:
+    """What a purge marker holds. A creation time that cannot be read is 0 (the row is then left
+    to the lifecycle of the table, and the blobs are still deleted); a marker without an
+    incarnation (one written before markers kept it) names the flat layout only."""
     try:
-        return finite_time(parse_untrusted(data)["created_at"])
+        body = parse_untrusted(data)
+        created_at = finite_time(body["created_at"])
     except (ValueError, KeyError, TypeError, OverflowError):
-        return 0.0
+        return PurgeMark(0.0)
+    raw = body.get("incarnation")
+    incarnation = raw if type(raw) is int and raw >= 1 else None
+    scoped = body.get("incarnation_blobs") is True and incarnation is not None
+    return PurgeMark(created_at, incarnation, scoped)
 
 
 EARLIEST_KEY_TIME_S = 0.001

@@ -39,6 +39,24 @@ class StoredState(NamedTuple):
     ``shared.deployment``); the download's response headers carry it, so it costs no request."""
 
 
+class PurgeMark(NamedTuple):
+    """What a purge marker keeps of the workflow being purged, for a purge that finishes it
+    after its state blob is gone."""
+
+    created_at: float
+    """Its creation time (finds its index row)."""
+    incarnation: int | None = None
+    """Its incarnation (None: a workflow from before incarnations, or a marker written by a
+    dagq from before markers kept it)."""
+    incarnation_blobs: bool = False
+    """Its attempt blobs are named under the incarnation (``RuntimeState.incarnation_blobs``)."""
+
+    @property
+    def blob_incarnation(self) -> int | None:
+        """The incarnation that names its attempt blobs (None: the flat layout)."""
+        return self.incarnation if self.incarnation_blobs else None
+
+
 class WorkflowBlobs(Protocol):
     """Definition blobs (create-only) and state blobs (create-only, then ETag CAS) of workflows."""
 
@@ -83,13 +101,13 @@ class WorkflowBlobs(Protocol):
         changed, StaleStateError and nothing is deleted."""
         ...
 
-    async def mark_purge(self, workflow_id: str, created_at: float) -> None:
+    async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:
         """Write the purge marker of a workflow (``shared.names`` ``purge_marker_blob``): a purge
         interrupted after this point is found and finished by the next one."""
         ...
 
-    async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
-        """Workflows with a purge marker (purges begun and not finished) -> their creation time."""
+    async def purge_marks(self, limit: int = 1000) -> dict[str, PurgeMark]:
+        """Workflows with a purge marker (purges begun and not finished) -> what it keeps."""
         ...
 
     async def unmark_purge(self, workflow_id: str) -> None:
@@ -113,9 +131,11 @@ class OutputBlobs(Protocol):
         """A blob's bytes. Raises NotFoundError."""
         ...
 
-    async def delete_prefix(self, prefix: str) -> int:
-        """Delete every blob whose name starts with ``prefix`` (a workflow's ``{id}/``); return how
-        many were deleted. Idempotent."""
+    async def delete_prefix(self, prefix: str, *, segments: int | None = None) -> int:
+        """Delete every blob whose name starts with ``prefix`` (an incarnation's ``{id}/{inc}/``)
+        — with ``segments``, only those whose name has that many '/'-separated segments (the
+        flat layout's, ``ResourceNames.FLAT_SEGMENTS``); return how many were deleted.
+        Idempotent."""
         ...
 
     async def append(

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 from tests.api.documented import assert_documented
@@ -335,7 +336,10 @@ async def test_real_worker_output_and_log(api_host: HostProcess, real_worker: Pa
         response = await http.get(f"/workflows/{workflow_id}/tasks/hello")
         detail = assert_documented(response, "/workflows/{id}/tasks/{task}")
         assert detail["exit_code"] == 0
-        assert detail["log"]["blob"].startswith(f"{workflow_id}/hello/1/")
+        # {id}/{incarnation}/hello/1/log.txt: the incarnation is drawn at submit, not shown
+        blob = detail["log"]["blob"]
+        incarnation = int(blob.split("/")[1])
+        assert blob == ResourceNames.log_blob(workflow_id, "hello", 1, incarnation)
         log = await http.get(f"/workflows/{workflow_id}/tasks/hello/log")
         assert log.status_code == 200
         assert "hello from dagq" in log.text

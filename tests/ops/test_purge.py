@@ -15,7 +15,7 @@ from shared.errors import ConflictError, NotFoundError
 from shared.ops.purge import purge_many, purge_workflow
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
-from shared.storage.ports import Storage
+from shared.storage.ports import PurgeMark, Storage
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fan, load, submit
 from tests.ops.conftest import finished_workflow
@@ -284,11 +284,11 @@ async def test_finishing_an_interrupted_purge_spares_a_workflow_submitted_meanwh
     storage = memory_storage("purge")
     clock = FakeClock()
     created = await finished_workflow(storage, "wf-x", clock)
-    await storage.workflows.mark_purge("wf-x", created)  # a purge that stopped after the delete
+    await storage.workflows.mark_purge("wf-x", PurgeMark(created))  # stopped after the delete
     await storage.workflows.delete("wf-x")
     marks = storage.workflows.purge_marks
 
-    async def submitted_meanwhile(limit: int = 1000) -> dict[str, float]:
+    async def submitted_meanwhile(limit: int = 1000) -> dict[str, PurgeMark]:
         found = await marks(limit)
         await submit(storage, diamond(), "wf-x", clock.now + 60)  # the id, submitted again
         return found

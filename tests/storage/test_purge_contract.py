@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from shared.errors import NotFoundError, StaleStateError
+from shared.names import ResourceNames
 from shared.states import WorkflowStatus
-from shared.storage.ports import IndexRow, Storage
+from shared.storage.memory import MemoryStorage
+from shared.storage.ports import IndexRow, PurgeMark, Storage
 
 
 async def test_deleting_a_workflows_blobs_is_idempotent(storage: Storage) -> None:
@@ -42,20 +44,50 @@ async def test_a_conditional_delete_spares_a_state_that_changed(storage: Storage
 
 async def test_purge_marks_round_trip(storage: Storage) -> None:
     assert await storage.workflows.purge_marks() == {}
-    await storage.workflows.mark_purge("wf1", 1234.5)
-    await storage.workflows.mark_purge("wf2", 99.0)
-    await storage.workflows.mark_purge("wf1", 1234.5)  # again: harmless
-    assert await storage.workflows.purge_marks() == {"wf1": 1234.5, "wf2": 99.0}
+    first, second = PurgeMark(1234.5, 77, True), PurgeMark(99.0)
+    await storage.workflows.mark_purge("wf1", first)
+    await storage.workflows.mark_purge("wf2", second)
+    await storage.workflows.mark_purge("wf1", first)  # again: harmless
+    assert await storage.workflows.purge_marks() == {"wf1": first, "wf2": second}
+    assert first.blob_incarnation == 77
+    assert second.blob_incarnation is None
     assert len(await storage.workflows.purge_marks(limit=1)) == 1
     await storage.workflows.unmark_purge("wf1")
     await storage.workflows.unmark_purge("wf1")
-    assert await storage.workflows.purge_marks() == {"wf2": 99.0}
+    assert await storage.workflows.purge_marks() == {"wf2": second}
+
+
+async def test_a_marker_written_before_markers_kept_the_incarnation_is_read(
+    storage: Storage,
+) -> None:
+    """A marker of an earlier dagq holds the creation time only: the flat layout, no
+    incarnation."""
+    name = ResourceNames.purge_marker_blob("wf-old")
+    blobs = storage.workflows
+    if isinstance(storage, MemoryStorage):
+        storage.workflows.container.put(name, b'{"created_at": 12.5}')  # type: ignore[attr-defined]
+    else:
+        await blobs.container.upload_blob(name, b'{"created_at": 12.5}')  # type: ignore[attr-defined]
+    assert await blobs.purge_marks() == {"wf-old": PurgeMark(12.5, None, False)}
 
 
 async def test_markers_are_not_workflows(storage: Storage) -> None:
-    await storage.workflows.mark_purge("wf1", 1.0)
+    await storage.workflows.mark_purge("wf1", PurgeMark(1.0))
     with pytest.raises(NotFoundError):
         await storage.workflows.read_state("wf1")
+
+
+async def test_delete_prefix_with_segments_deletes_the_flat_layout_only(storage: Storage) -> None:
+    flat = ["wf1/a/1/output.json", "wf1/b/2/claim-5"]
+    scoped = ["wf1/5/a/1/output.json", "wf1/6/a/1/claim"]
+    for name in flat + scoped:
+        await storage.outputs.put(name, b"x")
+    prefix = ResourceNames.outputs_prefix("wf1")
+    assert await storage.outputs.delete_prefix(prefix, segments=ResourceNames.FLAT_SEGMENTS) == 2
+    for name in scoped:
+        assert await storage.outputs.get(name) == b"x"
+    assert await storage.outputs.delete_prefix(ResourceNames.outputs_prefix("wf1", 5)) == 1
+    assert await storage.outputs.get("wf1/6/a/1/claim") == b"x"
 
 
 async def test_delete_prefix_deletes_one_workflows_outputs_only(storage: Storage) -> None:

@@ -185,9 +185,7 @@ class SyntheticWorker:
         key = message.key
         self._partitions[(message.workflow_id, message.task, message.attempt)] = message.partition
         if self.claim:
-            claim = self.names.claim_blob(
-                message.workflow_id, message.task, message.attempt, message.incarnation
-            )
+            claim = message.claim_blob()
             if not await self.storage.outputs.create_if_absent(claim, received.id.encode()):
                 owner = await self.storage.outputs.get(claim)
                 if owner.decode() != received.id:
@@ -296,6 +294,8 @@ class SyntheticWorker:
         data = json.dumps(value, separators=(",", ":")).encode()
         if len(data) <= INLINE_OUTPUT_BYTES:
             return OutputRef(inline=value, size=len(data))
-        blob = self.names.output_blob(message.workflow_id, message.task, message.attempt)
+        blob = self.names.output_blob(
+            message.workflow_id, message.task, message.attempt, message.blob_incarnation
+        )
         await self.storage.outputs.put(blob, data)
         return OutputRef(blob=blob, size=len(data), sha256=hashlib.sha256(data).hexdigest())

@@ -78,3 +78,37 @@ async def test_a_workflow_and_message_from_before_incarnations_still_run(
 ) -> None:
     ran, reasons, events = await _run_agent(worker_settings, tmp_path, None, [None])
     assert (ran, reasons, events) == (["ran-None"], [], 1)
+
+
+async def test_a_frozen_worker_of_a_purged_run_writes_outside_the_new_incarnations_names(
+    worker_settings: Callable[..., WorkerSettings], tmp_path: Path
+) -> None:
+    """A worker checks the incarnation right before running; the workflow is purged and its id
+    submitted again while the task runs. Its log and output land under the purged incarnation's
+    names, which the new workflow never reads, and which the purge of the new one never spares."""
+    storage = memory_storage("inc")
+    await storage.workflows.create_state("wf1", b"{}", {"status": "running", "incarnation": "1"})
+    head = storage.workflows.state_metadata
+
+    async def purged_and_resubmitted_after_the_check(workflow_id: str) -> dict[str, str]:
+        seen = await head(workflow_id)
+        await storage.workflows.delete(workflow_id)
+        await storage.workflows.create_state(
+            "wf1", b"{}", {"status": "running", "incarnation": "2"}
+        )
+        return seen
+
+    storage.workflows.state_metadata = purged_and_resubmitted_after_the_check  # type: ignore[method-assign]
+    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    big = "head -c 20000 /dev/zero | tr '\\0' x | sed 's/.*/\"&\"/' > \"$DAGQ_OUTPUT\""
+    message = TaskMessage(workflow_id="wf1", task="a", attempt=1, queue="cpu",
+                          cmd=f"echo late; {big}", incarnation=1,
+                          incarnation_blobs=True)  # fmt: skip
+    await queue.send(encode(message))
+    await run_until_drained(worker_settings(), storage, NAMES, queue)
+    written = set(storage.outputs.container.blobs)
+    assert ResourceNames.log_blob("wf1", "a", 1, 1) in written
+    assert ResourceNames.output_blob("wf1", "a", 1, 1) in written
+    new_run = ResourceNames.outputs_prefix("wf1", 2)
+    assert all(name.startswith(ResourceNames.outputs_prefix("wf1", 1)) for name in written)
+    assert not any(name.startswith(new_run) for name in written)

@@ -29,10 +29,10 @@ from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
     finite_time,
-    purge_marker_created_at,
+    purge_marker_from_json,
     purge_marker_json,
 )
-from shared.storage.ports import DeadLetter, StoredState
+from shared.storage.ports import DeadLetter, PurgeMark, StoredState
 
 log = logging.getLogger("dagq.storage")
 
@@ -195,16 +195,16 @@ class AzureWorkflowBlobs:
                     raise_missing(error, self.container.container_name, f"blob {state!r}")
         await delete_if_present(self.container, ResourceNames.definition_blob(workflow_id))
 
-    async def mark_purge(self, workflow_id: str, created_at: float) -> None:
+    async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:
         name = ResourceNames.purge_marker_blob(workflow_id)
         try:
             await self.container.upload_blob(
-                name, purge_marker_json(created_at), overwrite=True, content_settings=JSON
+                name, purge_marker_json(mark), overwrite=True, content_settings=JSON
             )
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
-    async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
+    async def purge_marks(self, limit: int = 1000) -> dict[str, PurgeMark]:
         prefix = ResourceNames.PURGE_MARKER_PREFIX
         names: builtins.list[str] = []
         async for blob in self.container.list_blobs(name_starts_with=prefix):
@@ -212,15 +212,17 @@ class AzureWorkflowBlobs:
                 break
             names.append(blob.name)
 
-        async def created_at(name: str) -> float:
+        async def mark(name: str) -> PurgeMark | None:
             try:
                 downloader = await self.container.download_blob(name)
             except ResourceNotFoundError:  # finished meanwhile by a concurrent purge
-                return -1.0
-            return purge_marker_created_at(await downloader.readall())
+                return None
+            return purge_marker_from_json(await downloader.readall())
 
-        found = await asyncio.gather(*(created_at(name) for name in names))
-        return {n.removeprefix(prefix): at for n, at in zip(names, found, strict=True) if at >= 0}
+        found = await asyncio.gather(*(mark(name) for name in names))
+        return {
+            n.removeprefix(prefix): m for n, m in zip(names, found, strict=True) if m is not None
+        }
 
     async def unmark_purge(self, workflow_id: str) -> None:
         await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
@@ -291,8 +293,12 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
 
-    async def delete_prefix(self, prefix: str) -> int:
-        names = [blob.name async for blob in self.container.list_blobs(name_starts_with=prefix)]
+    async def delete_prefix(self, prefix: str, *, segments: int | None = None) -> int:
+        names = [
+            blob.name
+            async for blob in self.container.list_blobs(name_starts_with=prefix)
+            if segments is None or blob.name.count("/") + 1 == segments
+        ]
         slots = asyncio.Semaphore(DELETE_CONCURRENCY)
 
         async def one(name: str) -> bool:

@@ -12,10 +12,10 @@ from shared.names import ResourceNames
 from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
-    purge_marker_created_at,
+    purge_marker_from_json,
     purge_marker_json,
 )
-from shared.storage.ports import DeadLetter, StoredState
+from shared.storage.ports import DeadLetter, PurgeMark, StoredState
 
 _etags = itertools.count(1)
 
@@ -125,15 +125,15 @@ class MemoryWorkflowBlobs:
         self.container.blobs.pop(ResourceNames.state_blob(workflow_id), None)
         self.container.blobs.pop(ResourceNames.definition_blob(workflow_id), None)
 
-    async def mark_purge(self, workflow_id: str, created_at: float) -> None:
-        body = purge_marker_json(created_at)
+    async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:
+        body = purge_marker_json(mark)
         self.container.put(ResourceNames.purge_marker_blob(workflow_id), body)
 
-    async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
+    async def purge_marks(self, limit: int = 1000) -> dict[str, PurgeMark]:
         prefix = ResourceNames.PURGE_MARKER_PREFIX
         names = sorted(n for n in self.container.blobs if n.startswith(prefix))[: max(limit, 0)]
         return {
-            n.removeprefix(prefix): purge_marker_created_at(self.container.blobs[n].data)
+            n.removeprefix(prefix): purge_marker_from_json(self.container.blobs[n].data)
             for n in names
         }
 
@@ -175,8 +175,12 @@ class MemoryOutputBlobs:
         data = self.container.get(name, "output blob").data
         return data[start : start + max_bytes], len(data)
 
-    async def delete_prefix(self, prefix: str) -> int:
-        doomed = [name for name in self.container.blobs if name.startswith(prefix)]
+    async def delete_prefix(self, prefix: str, *, segments: int | None = None) -> int:
+        doomed = [
+            name
+            for name in self.container.blobs
+            if name.startswith(prefix) and (segments is None or name.count("/") + 1 == segments)
+        ]
         for name in doomed:
             del self.container.blobs[name]
         return len(doomed)
