@@ -14,11 +14,15 @@ import pytest
 
 from shared.api import service
 from shared.errors import NotFoundError
-from shared.ops.purge import purge_workflow
+from shared.names import ResourceNames
+from shared.ops.purge import delete_outputs, purge_many, purge_workflow
+from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
+from shared.storage.ports import PurgeMark
 from tests.coordinator.helpers import FakeClock, diamond, drive, load
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
+DAY = 86400.0
 BIG = "x" * 20_000  # an output too large to travel inline: it is a blob
 
 
@@ -97,3 +101,49 @@ async def test_the_purged_runs_blobs_are_all_deleted() -> None:
     assert _blobs(storage) == set()
     with pytest.raises(NotFoundError):
         await purge_workflow(storage, "wf-p")
+
+
+async def test_a_marked_purge_of_an_id_submitted_again_leaves_the_new_workflow_alone() -> None:
+    """A purge interrupted after its state delete; the id is submitted again and finishes; the
+    next bulk purge finishes the marked one. Before: it purged the new workflow (its state
+    was terminal) with everything under ``{id}/``."""
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-m", incarnation=1)
+    await _run_to_end(storage, "wf-m", clock)
+    created = (await load(storage, diamond(), "wf-m")).created_at
+    old_blobs = _blobs(storage)
+    await storage.workflows.mark_purge("wf-m", PurgeMark(created, 1, True))  # steps 1-3
+    await storage.index.delete("wf-m", created)
+    await storage.workflows.delete("wf-m")
+    clock.advance(60)
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-m", incarnation=2)
+    with _written(storage) as new_run:
+        await _run_to_end(storage, "wf-m", clock)
+    report = await purge_many(storage, now=clock.now, older_than_s=10 * DAY)
+    assert report.resumed == ["wf-m"]
+    assert report.workflows == []
+    state = await load(storage, diamond(), "wf-m")
+    assert (state.incarnation, state.status) == (2, WorkflowStatus.COMPLETED)
+    assert [row.workflow_id for row in (await storage.index.list()).rows] == ["wf-m"]
+    assert _blobs(storage) == new_run
+    assert not old_blobs & _blobs(storage)
+    assert await storage.workflows.purge_marks() == {}
+
+
+async def test_a_flat_layout_workflow_is_purged_without_its_successors_blobs() -> None:
+    """A workflow whose state is from before version 6 (the flat layout): its purge deletes its
+    flat names only, not a successor's under ``{id}/{incarnation}/``."""
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-f", incarnation=1)
+    await _run_to_end(storage, "wf-f", clock)
+    flat = [ResourceNames.log_blob("wf-f", "a", 1), ResourceNames.claim_blob("wf-f", "a", 1, 1)]
+    for name in flat:
+        await storage.outputs.put(name, b"old")
+    successor = ResourceNames.log_blob("wf-f", "a", 1, 9)
+    await storage.outputs.put(successor, b"new")
+    mark = PurgeMark(clock.now, 1, False)
+    assert await delete_outputs(storage, "wf-f", mark) == 2
+    assert _blobs(storage) >= {successor}
+    assert not set(flat) & _blobs(storage)
