@@ -238,6 +238,15 @@ class ResourceNames:
     has four '/'-separated segments; one named per incarnation has five (a task name has no
     '/'), so the two layouts never mix up under one id."""
 
+    @classmethod
+    def incarnation_of_blob(cls, name: str) -> int | None:
+        """The incarnation an attempt blob is named under (``attempt_prefix``), or None for a
+        name of the flat layout (or no attempt blob at all)."""
+        parts = name.split("/")
+        if len(parts) != cls.FLAT_SEGMENTS + 1 or not parts[1].isdecimal():
+            return None
+        return int(parts[1])
+
     @staticmethod
     def lease_blob(partition: int = 0) -> str:
         """The sentinel whose lease makes one coordinator the writer of a partition (never a valid

@@ -79,6 +79,9 @@ class Tooth(enum.StrEnum):
     """Workers run duplicate deliveries of an attempt instead of dropping them by the claim."""
     RETRY_UNBOUNDED = "retry-unbounded"
     """The engine grants one more attempt than the retry budget."""
+    PURGE_WHOLE_ID = "purge-whole-id"
+    """A purge deletes every outputs-container blob of the id (``{id}/``, as before issue #30),
+    not only its own incarnation's: a re-submit before that step loses its blobs."""
 
 
 CATCH_WITHIN: dict[Tooth, int] = {
@@ -90,5 +93,8 @@ CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.FORGET_REDELIVERY: 10,
     Tooth.NO_CLAIM: 10,
     Tooth.RETRY_UNBOUNDED: 10,
+    # Rare: it takes blobs of two incarnations under one id when a purge lands (a re-submit
+    # before a stalled step 4, or a purged run's late claim); seeds 45, 56, 268 of 0..299.
+    Tooth.PURGE_WHOLE_ID: 50,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

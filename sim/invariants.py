@@ -101,6 +101,7 @@ class Oracle:
         p.after["workflows.write_state"] = self._wrote
         p.after["workflows.create_state"] = self._created
         p.effect["workflows.delete"] = self._deleting
+        p.effect["outputs.delete_prefix"] = self._deleting_outputs
 
     def fail(self, actor: str, what: str) -> None:
         self.platform.log(actor, f"VIOLATION {what}")
@@ -196,6 +197,34 @@ class Oracle:
         state = self._state(workflow_id)
         if state is not None and not state.status.is_terminal:
             self.fail(actor.name, f"{workflow_id}: purge deleted a {state.status} workflow")
+
+    def _deleting_outputs(self, actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
+        """A purge never deletes a blob of another incarnation: the blobs one purge deletes are
+        of one incarnation of the id, never of the one whose state the id holds as the delete
+        takes effect (a purge deletes its own workflow's state blob before its blobs)."""
+        prefix, segments = str(a[0]), (a[1] if len(a) > 1 else None)
+        workflow_id = prefix.split("/", 1)[0]
+        doomed = {
+            name: ResourceNames.incarnation_of_blob(name)
+            for name in self.raw.outputs.container.blobs
+            if name.startswith(prefix) and (segments is None or name.count("/") + 1 == segments)
+        }
+        incarnations = {inc for inc in doomed.values() if inc is not None}
+        state = self._state(workflow_id)
+        live = None if state is None else state.blob_incarnation
+        if live in incarnations:
+            example = next(name for name, inc in doomed.items() if inc == live)
+            self.fail(
+                actor.name,
+                f"{workflow_id}: a purge deleted blobs of incarnation {live}, which the id holds"
+                f" now ({example})",
+            )
+        elif len(incarnations) > 1:
+            self.fail(
+                actor.name,
+                f"{workflow_id}: one purge deleted blobs of {len(incarnations)} incarnations"
+                f" ({sorted(incarnations)})",
+            )
 
     # -- workers -------------------------------------------------------------------------------
 

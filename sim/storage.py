@@ -25,6 +25,7 @@ from typing import Any
 import shared.storage.memory.blobs as memory_blobs
 import shared.storage.memory.lease as memory_lease
 import shared.storage.memory.queues as memory_queues
+from shared.names import ResourceNames
 from shared.storage.memory import MemoryQueue, MemoryStorage, memory_storage
 from shared.storage.ports import Storage
 from sim.faults import Crash, FaultRates, Tooth, TransientError
@@ -107,8 +108,9 @@ def _describe(args: tuple[Any, ...]) -> str:
     return ""
 
 
-STALLING = frozenset({"lease.renew", "workflows.write_state"})
-"""Calls that the ``stall`` fault slows down (see ``FaultRates.stall``)."""
+STALLING = frozenset({"lease.renew", "workflows.write_state", "outputs.delete_prefix"})
+"""Calls that the ``stall`` fault slows down (see ``FaultRates.stall``): a purge's step 4 too,
+whose landing after a re-submit of the id must spare the new workflow's blobs."""
 
 
 class _Port:
@@ -165,7 +167,10 @@ class _View:
         if actor.dead:
             raise Crash(what)
         op = label.split("[")[0]
-        self._hook(p.before, op, label, a, None)
+        if op == "outputs.delete_prefix" and Tooth.PURGE_WHOLE_ID in p.teeth:
+            a, kw = (ResourceNames.outputs_prefix(str(a[0]).split("/")[0]),), {}
+        a_hooks = a + tuple(kw.values()) if kw else a  # hooks see keywords after positionals
+        self._hook(p.before, op, label, a_hooks, None)
         delay = p.rng.expovariate(1 / f.latency_s) if f.latency_s > 0 else 0.0
         if p.chance(f.slow) or (label in STALLING and p.chance(f.stall)):
             delay += p.rng.uniform(0, f.slow_max_s)
@@ -178,9 +183,9 @@ class _View:
         if roll < f.crash_before + f.transient:
             p.log(actor.name, f"{what} -> 503")
             raise TransientError(f"503 on {what}")
-        self._hook(p.effect, op, label, a, None)
+        self._hook(p.effect, op, label, a_hooks, None)
         result = await self._perform(label, target, fn, a, kw)
-        self._hook(p.after, op, label, a, result)
+        self._hook(p.after, op, label, a_hooks, result)
         roll = p.rng.random()
         if roll < f.crash_after:
             return self._die(what, "crash after")
