@@ -41,6 +41,7 @@ FAILURE_PARTITION = "failure"
 """Registry-table partition of tolerated storage failures (``shared.storage.tolerated``)."""
 
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
+_DEADLETTER_NEWEST_FIRST = re.compile(r"\d{4}-\d{2}-\d{2}/\d{13}-.+\.json")
 
 
 def queue_name_problem(queue: str) -> str | None:
@@ -310,8 +311,19 @@ class ResourceNames:
 
     @staticmethod
     def deadletter_blob(received_at: float, message_id: str) -> str:
+        """``{YYYY-MM-DD}/{inverted time}-{message id}.json``: the inverted receive time (as in
+        ``index_row_key``) makes a listing of a day newest first, so the most recent letters of
+        a busy day are the first names listed, not a sample."""
         day = time.strftime("%Y-%m-%d", time.gmtime(received_at))
-        return f"{day}/{message_id}.json"
+        inverted = _MAX_MS - int(received_at * 1000)
+        return f"{day}/{inverted:013d}-{message_id}.json"
+
+    @staticmethod
+    def deadletter_newest_first(name: str) -> bool:
+        """Whether a dead letter's name is of the newest-first kind (``deadletter_blob``); an
+        older dagq named them ``{day}/{message id}.json``, in no useful order (and always
+        before every newest-first name of the same day was written)."""
+        return _DEADLETTER_NEWEST_FIRST.fullmatch(name) is not None
 
 
 def check_workflow_id(workflow_id: str) -> None:

@@ -20,6 +20,7 @@ from shared.errors import (
     NotFoundError,
     StaleStateError,
 )
+from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.azure import AzureStorage
 from shared.storage.memory import MemoryStorage
@@ -141,7 +142,7 @@ async def test_dead_letters_keep_text_and_reason(storage: Storage) -> None:
         name = await storage.deadletters.put(
             message_id=f"m{i}", text=f'{{"kind": "x{i}"}}', reason=f"bad {i}", received_at=at
         )
-        assert name.endswith(f"/m{i}.json")
+        assert name == ResourceNames.deadletter_blob(at, f"m{i}")
 
     letters = await storage.deadletters.list()
     assert [d.message_id for d in letters] == ["m1", "m0", "m2"]
@@ -188,6 +189,50 @@ async def test_the_recent_dead_letters_cost_only_their_days(
         recent = await storage.deadletters.list(limit=3)
         assert [d.message_id for d in recent] == ["new0", "new1", "new2"]
         assert len(listed) == 3
+
+
+@pytest.mark.azurite
+async def test_the_recent_dead_letters_of_a_busy_day_are_the_newest_not_a_sample(
+    settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: names were ``{day}/{message id}``, so a day with more letters than the scan
+    bound listed a sample in message-id order (issue #30, item 4). Now a day lists newest
+    first, and letters named the old way are still listed."""
+    import shared.storage.azure.blobs as azure_blobs
+    from shared.settings import Settings
+    from shared.storage.factory import ensure_resources, open_storage
+
+    assert isinstance(settings, Settings)
+    monkeypatch.setattr(azure_blobs, "DEAD_LETTER_SCAN", 10)  # a busy day: 30 > the bound
+    async with open_storage(settings) as storage:
+        assert isinstance(storage, AzureStorage)
+        await ensure_resources(storage)
+        day = 1_790_000_000.0
+        for i in range(30):  # message ids in time order: a listing by them is oldest first
+            await storage.deadletters.put(message_id=f"m{i:02d}", text="{}", reason="r",
+                                          received_at=day + i)  # fmt: skip
+        recent = await storage.deadletters.list(limit=3)
+        assert [d.message_id for d in recent] == ["m27", "m28", "m29"]
+        # A letter named the old way ({day}/{message id}.json), a day earlier, still lists.
+        container = storage.deadletters.container
+        old_name = f"{time.strftime('%Y-%m-%d', time.gmtime(day - 86_400))}/legacy.json"
+        body = b'{"message_id": "legacy", "text": "{}", "reason": "r", "received_at": 1.0}'
+        await container.upload_blob(old_name, body, metadata={"received_at": repr(day - 86_400)})
+        (only,) = await storage.deadletters.list(limit=1)
+        assert only.message_id == "m29"
+        monkeypatch.setattr(azure_blobs, "DEAD_LETTER_SCAN", 5000)
+        everything = await storage.deadletters.list(limit=100)
+        assert "legacy" in [d.message_id for d in everything]
+        assert everything[0].message_id == "legacy"  # the oldest first, as always
+
+
+async def test_dead_letter_names_list_newest_first_within_a_day() -> None:
+    at = 1_790_000_000.0
+    names = [ResourceNames.deadletter_blob(at + s, f"m{s}") for s in (0.001, 1, 3600, 30_000)]
+    assert sorted(names) == names[::-1]
+    assert len({name.split("/")[0] for name in names}) == 1  # one day
+    assert all(ResourceNames.deadletter_newest_first(name) for name in names)
+    assert not ResourceNames.deadletter_newest_first("2026-12-04/7d35e47e-2a5c-4d5e.json")
 
 
 # -- lease ---------------------------------------------------------------------------------------

@@ -310,8 +310,8 @@ class AzureOutputBlobs:
 
 class AzureDeadLetters:
     """DeadLetters in the ``{prefix}-deadletter`` container: one JSON blob per event, named
-    ``{day}/{message_id}.json``, its receive time also kept in metadata so listing needs no
-    downloads to find the most recent."""
+    ``{day}/{inverted time}-{message_id}.json`` (``ResourceNames.deadletter_blob``), its receive
+    time also kept in metadata so listing needs no downloads to find the most recent."""
 
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
@@ -332,17 +332,22 @@ class AzureDeadLetters:
 
     async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
         # Newest day first ({YYYY-MM-DD}/...), stopping once a day completes the page or the scan
-        # budget is spent: 50,000 old letters cost nothing to show today's 20.
+        # budget is spent: 50,000 old letters cost nothing to show today's 20. Within a day the
+        # names list newest first (``ResourceNames.deadletter_blob``), so a day stops once it
+        # gave ``limit`` of them: the rest of it is older (names of an earlier dagq, in no useful
+        # order, were all written before the first newest-first name of their day).
         if limit <= 0:
             return []
         stamped: builtins.list[tuple[float, str]] = []
         try:
             days = [item.name async for item in self.container.walk_blobs(delimiter="/")]
             for day in sorted(days, reverse=True):
+                newest_first = 0
                 async for blob in self.container.list_blobs(name_starts_with=day,
                                                             include=["metadata"]):  # fmt: skip
                     stamped.append((_received_at(blob.metadata), blob.name))
-                    if len(stamped) >= DEAD_LETTER_SCAN:
+                    newest_first += ResourceNames.deadletter_newest_first(blob.name)
+                    if len(stamped) >= DEAD_LETTER_SCAN or newest_first >= limit:
                         break
                 if len(stamped) >= limit or len(stamped) >= DEAD_LETTER_SCAN:
                     break
