@@ -41,6 +41,6 @@ async def test_task_blobs_are_read_by_their_conventional_names() -> None:
     assert await read_task_output(storage, "wf1", "a") == b'"the real output"'
     detail = await get_task(storage, "wf1", "a", outputs_container=NAMES.outputs_container)
     assert detail.log is not None
-    assert detail.log.blob == "wf1/a/1/log.txt"
+    assert detail.log.blob == ResourceNames.log_blob("wf1", "a", 1)
     assert detail.output is not None
-    assert getattr(detail.output, "blob", None) == "wf1/a/1/output.json"
+    assert getattr(detail.output, "blob", None) == ResourceNames.output_blob("wf1", "a", 1)

@@ -58,7 +58,7 @@ async def test_attempts_are_listed_oldest_first_with_the_task_view_names(
     assert not first.current
     assert first.kept
     assert first.log is not None
-    assert first.log.blob == f"{WF_ID}/flaky/1/log.txt"
+    assert first.log.blob == ResourceNames.log_blob(WF_ID, "flaky", 1)
     assert first.log_url == f"/api/workflows/{WF_ID}/tasks/flaky/log?attempt=1"
     assert (second.attempt, second.state, second.worker, second.current) == (
         2, "running", "w2", True,

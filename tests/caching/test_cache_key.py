@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from shared.caching.key import CacheInputs, cache_key, key_of_task, output_digest
 from shared.definition.workflow import CachePolicy, TaskDef
 from shared.messages import OutputRef
+from shared.names import ResourceNames
 
 _text = st.text(max_size=12)
 _digest = st.one_of(
@@ -63,12 +64,21 @@ def test_order_of_env_and_upstream_does_not_matter(a: CacheInputs) -> None:
 def test_blob_names_never_enter_the_key_but_content_hashes_do() -> None:
     task = TaskDef(name="t", cmd="train", queue="gpu", parents=(0,), cache=CachePolicy())
     h1, h2 = "1" * 64, "2" * 64
-    one = key_of_task(task, {"p": OutputRef(blob="run1/p/1/output.json", size=9, sha256=h1)})
-    two = key_of_task(task, {"p": OutputRef(blob="run2/p/4/output.json", size=9, sha256=h1)})
-    other = key_of_task(task, {"p": OutputRef(blob="run2/p/4/output.json", size=9, sha256=h2)})
+    one = key_of_task(
+        task, {"p": OutputRef(blob=ResourceNames.output_blob("run1", "p", 1), size=9, sha256=h1)}
+    )
+    two = key_of_task(
+        task, {"p": OutputRef(blob=ResourceNames.output_blob("run2", "p", 4), size=9, sha256=h1)}
+    )
+    other = key_of_task(
+        task, {"p": OutputRef(blob=ResourceNames.output_blob("run2", "p", 4), size=9, sha256=h2)}
+    )
     assert one == two != other
     # An older worker's blob output carries no hash: the task cannot be keyed, it runs.
-    assert key_of_task(task, {"p": OutputRef(blob="run1/p/1/output.json", size=9)}) is None
+    assert (
+        key_of_task(task, {"p": OutputRef(blob=ResourceNames.output_blob("run1", "p", 1), size=9)})
+        is None
+    )
     assert key_of_task(replace(task, cache=None), {}) is None
 
 

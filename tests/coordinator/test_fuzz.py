@@ -49,11 +49,17 @@ times = within_or_beyond(
     [1_800_000_000.0], [0.0, -1.0, 1e10, 1e300, math.nan, math.inf], st.floats()
 )
 blobs = within_or_beyond(
-    [None, "good/a/1/log.txt"], ["../secretstuff/host.json", "good/a/2/log.txt"], st.text()
+    [None, ResourceNames.log_blob("good", "a", 1)],
+    ["../secretstuff/host.json", ResourceNames.log_blob("good", "a", 2)],
+    st.text(),
 )
 outputs = within_or_beyond(
     [None, {"inline": 1, "size": 1}],
-    [{"inline": "x" * 5000}, {"blob": "good/a/1/output.json"}, {"blob": "x", "inline": 1}],
+    [
+        {"inline": "x" * 5000},
+        {"blob": ResourceNames.output_blob("good", "a", 1)},
+        {"blob": "x", "inline": 1},
+    ],
     st.fixed_dictionaries({}, optional={"inline": json_values, "blob": blobs, "size": counters}),
 )
 texts = within_or_beyond([None, "why"], ["x" * 3000, "\x00"], st.text(max_size=50))

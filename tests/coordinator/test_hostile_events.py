@@ -112,8 +112,8 @@ async def test_a_non_finite_inline_output_is_refused_and_every_answer_stays_json
     [
         ({"log_blob": "../secretstuff/host.json"},
          "log_blob '../secretstuff/host.json' is not this attempt's log blob 'wf1/a/1/log.txt'"),
-        ({"log_blob": "wf1/a/2/log.txt"}, "is not this attempt's log blob"),
-        ({"output": {"blob": "other/a/1/output.json", "size": 9}},
+        ({"log_blob": ResourceNames.log_blob("wf1", "a", 2)}, "is not this attempt's log blob"),
+        ({"output": {"blob": ResourceNames.output_blob("other", "a", 1), "size": 9}},
          "output.blob 'other/a/1/output.json' is not this attempt's output blob"),
     ],
 )  # fmt: skip
@@ -136,7 +136,10 @@ async def test_conventional_blob_names_are_accepted(
     await storage.event_queue.send(completion(log_blob=NAMES.log_blob("wf1", "a", 1), output=ref))
     await passes(storage, clock, coord, 1)
     view = (await load(storage, diamond(), "wf1")).task(0)
-    assert (view.state, view.log_blob) == (TaskState.COMPLETED, "wf1/a/1/log.txt")
+    assert (view.state, view.log_blob) == (
+        TaskState.COMPLETED,
+        ResourceNames.log_blob("wf1", "a", 1),
+    )
     assert await storage.deadletters.list() == []
 
 

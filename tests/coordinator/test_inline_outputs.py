@@ -48,8 +48,15 @@ async def test_an_oversized_inline_output_is_moved_to_its_blob(
     assert result.stats.outputs_spilled == 1
     ref = (await load(storage, fan(1), "wf1")).task(1).output
     assert ref is not None
-    assert (ref.inline, ref.blob, ref.size) == (None, "wf1/leaf00000/1/output.json", 6002)
-    assert json.loads(await storage.outputs.get("wf1/leaf00000/1/output.json")) == big
+    assert (ref.inline, ref.blob, ref.size) == (
+        None,
+        ResourceNames.output_blob("wf1", "leaf00000", 1),
+        6002,
+    )
+    assert (
+        json.loads(await storage.outputs.get(ResourceNames.output_blob("wf1", "leaf00000", 1)))
+        == big
+    )
 
 
 async def test_the_state_holds_at_most_its_inline_budget(

@@ -160,7 +160,7 @@ def test_conventional_log_names_are_flags_and_others_are_kept() -> None:
         )
     )
     back = roundtrip(h)
-    assert back.task(0).log_blob == f"{WF_ID}/t0/1/log.txt"
+    assert back.task(0).log_blob == ResourceNames.log_blob(WF_ID, "t0", 1)
     assert back.task(1).log_blob == "elsewhere/log"
     assert "log.txt" not in zlib.decompress(encode_state(h.st)[4:]).decode("latin-1")
 

@@ -18,6 +18,7 @@ from shared.engine import apply
 from shared.engine.expansion import expanded
 from shared.errors import CodecError
 from shared.messages import OutputRef, TaskCompletedEvent
+from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 
 from .history import T0, WF_ID, History, dispatched, finished
@@ -300,7 +301,7 @@ def test_a_list_in_a_blob_the_coordinator_could_not_read_fails_the_task() -> Non
     h.activate()
     unread = TaskCompletedEvent(
         workflow_id=WF_ID, task="list_shards", attempt=1, started_at=h.now, finished_at=h.now,
-        output=OutputRef(blob="wf-1/list_shards/1/output.json", size=20_000_000),
+        output=OutputRef(blob=ResourceNames.output_blob("wf-1", "list_shards", 1), size=20_000_000),
     )  # fmt: skip
     h.apply(unread)
     assert h.state("process") is S.FAILED
@@ -312,14 +313,16 @@ def test_a_list_in_a_blob_the_coordinator_could_not_read_fails_the_task() -> Non
 def test_a_read_blob_list_expands_and_the_state_keeps_only_the_reference() -> None:
     h = History(shards())
     h.activate()
-    ref = OutputRef(blob="wf-1/list_shards/1/output.json", size=9000)
+    ref = OutputRef(blob=ResourceNames.output_blob("wf-1", "list_shards", 1), size=9000)
     read = TaskCompletedEvent(
         workflow_id=WF_ID, task="list_shards", attempt=1, started_at=h.now, finished_at=h.now,
         output=ref,
     )  # fmt: skip
     lists = {ref.blob: {"shards": ["a"]}}
     assert dispatched(apply(h.wf, h.st, read, h.tick(), lists=lists)) == [("process.item=a", 1)]
-    assert h.st.task(0).output == OutputRef(blob="wf-1/list_shards/1/output.json", size=9000)
+    assert h.st.task(0).output == OutputRef(
+        blob=ResourceNames.output_blob("wf-1", "list_shards", 1), size=9000
+    )
 
 
 @settings(max_examples=150, deadline=None)

@@ -18,6 +18,7 @@ from shared.engine.state import TASK_STATES, RuntimeState
 from shared.engine.task_moves import LEGAL_MOVES, is_legal
 from shared.errors import IllegalMoveError
 from shared.messages import ActivateEvent
+from shared.names import ResourceNames
 from shared.states import TERMINAL_TASK_STATES, TaskState
 
 from .history import History, task, workflow
@@ -93,12 +94,12 @@ def test_retry_adoption_and_rerun_reset_the_same_attempt_fields() -> None:
     h.activate()
     # A retry: the failed attempt's worker, log and times are gone from the new attempt.
     h.started("a")
-    h.st.log_blob[0] = "wf-1/a/1/log.txt"
+    h.st.log_blob[0] = ResourceNames.log_blob("wf-1", "a", 1)
     h.failed("a")
     assert _attempt_fields(h, "a") == (None, None, None, None, None)
     # An adopted attempt (ahead of the state) starts from the same blank fields.
     h.started("b", attempt=1)
-    h.st.log_blob[1] = "wf-1/b/1/log.txt"
+    h.st.log_blob[1] = ResourceNames.log_blob("wf-1", "b", 1)
     h.started("b", attempt=2)
     view = h.st.task(1)
     assert (view.attempt, view.finished_at, view.exit_code, view.log_blob) == (2, None, None, None)

@@ -27,6 +27,7 @@ from shared.messages import (
     TaskFailedEvent,
     TaskStartedEvent,
 )
+from shared.names import ResourceNames
 from shared.states import TaskState
 
 from .test_codec import assert_same
@@ -230,7 +231,7 @@ class World:
                 attempt=attempt,
                 started_at=self.now,
                 finished_at=self.now + 1,
-                log_blob=f"{WF}/{name}/{attempt}/log.txt",
+                log_blob=ResourceNames.log_blob(WF, name, attempt),
                 worker=f"w{attempt % 3}",
                 output=OutputRef(inline=list_output(task, attempt), size=10),
             )

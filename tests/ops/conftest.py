@@ -27,5 +27,5 @@ async def finished_workflow(
 
     await drive(storage, names, worker, done, clock=clock)
     for i in range(outputs):
-        await storage.outputs.put(f"{workflow_id}/t{i}/1/log.txt", b"log")
+        await storage.outputs.put(ResourceNames.log_blob(workflow_id, f"t{i}", 1), b"log")
     return clock.now

@@ -12,6 +12,7 @@ from shared.codec.definition import encode_definition
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
 from shared.errors import ConflictError, NotFoundError
+from shared.names import ResourceNames
 from shared.ops.purge import purge_many, purge_workflow
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
@@ -39,7 +40,7 @@ async def gone(storage: Storage, workflow_id: str) -> bool:
     return (
         workflow_id not in await listed(storage)
         and workflow_id not in await storage.workflows.purge_marks()
-        and await storage.outputs.delete_prefix(f"{workflow_id}/") == 0
+        and await storage.outputs.delete_prefix(ResourceNames.outputs_prefix(workflow_id)) == 0
     )
 
 

@@ -118,19 +118,19 @@ async def test_missing_state_is_not_found(storage: Storage) -> None:
 
 
 async def test_outputs_put_get_and_create_if_absent(storage: Storage) -> None:
-    name = "wf1/train/1/output.json"
+    name = ResourceNames.output_blob("wf1", "train", 1)
     await storage.outputs.put(name, b'{"a": 1}')
     assert await storage.outputs.get(name) == b'{"a": 1}'
     await storage.outputs.put(name, b'{"a": 2}')  # put replaces
     assert await storage.outputs.get(name) == b'{"a": 2}'
 
-    claim = "wf1/train/1/claim"
+    claim = ResourceNames.claim_blob("wf1", "train", 1, 3, flat=False)
     assert await storage.outputs.create_if_absent(claim, b"worker-a") is True
     assert await storage.outputs.create_if_absent(claim, b"worker-b") is False
     assert await storage.outputs.get(claim) == b"worker-a"
 
     with pytest.raises(NotFoundError):
-        await storage.outputs.get("wf1/train/9/log.txt")
+        await storage.outputs.get(ResourceNames.log_blob("wf1", "train", 9))
 
 
 # -- dead letters --------------------------------------------------------------------------------

@@ -78,8 +78,11 @@ async def test_markers_are_not_workflows(storage: Storage) -> None:
 
 
 async def test_delete_prefix_with_segments_deletes_the_flat_layout_only(storage: Storage) -> None:
-    flat = ["wf1/a/1/output.json", "wf1/b/2/claim-5"]
-    scoped = ["wf1/5/a/1/output.json", "wf1/6/a/1/claim"]
+    flat = [ResourceNames.output_blob("wf1", "a", 1), ResourceNames.claim_blob("wf1", "b", 2, 5)]
+    scoped = [
+        ResourceNames.output_blob("wf1", "a", 1, 5),
+        ResourceNames.claim_blob("wf1", "a", 1, 6, flat=False),
+    ]
     for name in flat + scoped:
         await storage.outputs.put(name, b"x")
     prefix = ResourceNames.outputs_prefix("wf1")
@@ -87,18 +90,23 @@ async def test_delete_prefix_with_segments_deletes_the_flat_layout_only(storage:
     for name in scoped:
         assert await storage.outputs.get(name) == b"x"
     assert await storage.outputs.delete_prefix(ResourceNames.outputs_prefix("wf1", 5)) == 1
-    assert await storage.outputs.get("wf1/6/a/1/claim") == b"x"
+    assert await storage.outputs.get(scoped[1]) == b"x"
 
 
 async def test_delete_prefix_deletes_one_workflows_outputs_only(storage: Storage) -> None:
-    names = ["wf1/a/1/output.json", "wf1/a/1/log.txt", "wf1/b/2/claim", "wf10/a/1/log.txt"]
+    names = [
+        ResourceNames.output_blob("wf1", "a", 1),
+        ResourceNames.log_blob("wf1", "a", 1),
+        "wf1/b/2/claim",
+        ResourceNames.log_blob("wf10", "a", 1),
+    ]
     for name in names:
         await storage.outputs.put(name, b"x")
     assert await storage.outputs.delete_prefix("wf1/") == 3
     assert await storage.outputs.delete_prefix("wf1/") == 0
-    assert await storage.outputs.get("wf10/a/1/log.txt") == b"x"
+    assert await storage.outputs.get(ResourceNames.log_blob("wf10", "a", 1)) == b"x"
     with pytest.raises(NotFoundError):
-        await storage.outputs.get("wf1/a/1/log.txt")
+        await storage.outputs.get(ResourceNames.log_blob("wf1", "a", 1))
 
 
 def row(workflow_id: str, created_at: float) -> IndexRow:

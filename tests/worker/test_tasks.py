@@ -147,7 +147,12 @@ async def test_missing_upstream_blob_fails_with_a_clear_error(
 ) -> None:
     await create_workflow(storage, "wf1")
     await send_task(
-        storage, names, "wf1", "c", "true", upstream={"p": OutputRef(blob="wf1/p/1/output.json")}
+        storage,
+        names,
+        "wf1",
+        "c",
+        "true",
+        upstream={"p": OutputRef(blob=ResourceNames.output_blob("wf1", "p", 1))},
     )
     async with running_agent(worker_settings(), storage):
         (event,) = await read_events(storage, 1)

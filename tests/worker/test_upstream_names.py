@@ -46,7 +46,10 @@ async def test_conventional_parent_refs_are_read() -> None:
     [
         ({"upstream_blob": SECRET_NAME}, "is not this attempt's 'wf1/sink/1/upstream.json'"),
         ({"upstream": {"p": {"blob": "wf1/p/01/output.json"}}}, "not one of its output blobs"),
-        ({"upstream": {"p": {"blob": "wf2/p/1/output.json"}}}, "not one of its output blobs"),
+        (
+            {"upstream": {"p": {"blob": ResourceNames.output_blob("wf2", "p", 1)}}},
+            "not one of its output blobs",
+        ),
         ({"upstream": {"../p": {"inline": 1}}}, "upstream parent: invalid task name"),
         ({"task": "../sink"}, "invalid task name"),
     ],
