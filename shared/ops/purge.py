@@ -179,7 +179,12 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     except NotFoundError:
         return await _purge_without_state(storage, workflow_id)
     if status not in TERMINAL:
-        if workflow_id in await storage.workflows.purge_marks():
+        mark = (await storage.workflows.purge_marks()).get(workflow_id)
+        if mark is not None and _other_incarnation(mark, metadata):
+            # A purge of the id's earlier workflow, interrupted after its state delete: finish
+            # it (that workflow's blobs and row), leaving this one alone.
+            await _finish_other(storage, workflow_id, mark)
+        elif mark is not None:
             # An earlier try of this purge was interrupted after it deleted the index row, and
             # the workflow was retried since: give that try up (row back, marker removed).
             await _give_up(storage, workflow_id)

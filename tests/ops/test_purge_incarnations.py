@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from shared.api import service
-from shared.errors import NotFoundError
+from shared.errors import ConflictError, NotFoundError
 from shared.names import ResourceNames
 from shared.ops.purge import delete_outputs, purge_many, purge_workflow
 from shared.states import WorkflowStatus
@@ -147,3 +147,25 @@ async def test_a_flat_layout_workflow_is_purged_without_its_successors_blobs() -
     assert await delete_outputs(storage, "wf-f", mark) == 2
     assert _blobs(storage) >= {successor}
     assert not set(flat) & _blobs(storage)
+
+
+async def test_a_refused_purge_finishes_the_marked_purge_of_the_ids_earlier_workflow() -> None:
+    """The id holds a running workflow and a marker of its purged predecessor: the purge is
+    refused (409), and the predecessor's interrupted purge is finished, its blobs with it."""
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-q", incarnation=1)
+    await _run_to_end(storage, "wf-q", clock)
+    created = (await load(storage, diamond(), "wf-q")).created_at
+    old_blobs = _blobs(storage)
+    await storage.workflows.mark_purge("wf-q", PurgeMark(created, 1, True))  # steps 1-3
+    await storage.index.delete("wf-q", created)
+    await storage.workflows.delete("wf-q")
+    clock.advance(60)
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-q", incarnation=2)
+    with pytest.raises(ConflictError, match="is pending"):
+        await purge_workflow(storage, "wf-q")
+    assert not old_blobs & _blobs(storage)
+    assert await storage.workflows.purge_marks() == {}
+    assert [row.workflow_id for row in (await storage.index.list()).rows] == ["wf-q"]
+    assert (await load(storage, diamond(), "wf-q")).incarnation == 2
