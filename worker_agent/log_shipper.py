@@ -1,11 +1,11 @@
 """Live logs: a running attempt's log reaches its append blob in bounded chunks.
 
-The append blob (``{workflow}/{task}/{attempt}/log.txt``) is created, empty, once the task has
-run for ``--live-s``. Then every ``--live-s`` the bytes the task wrote since the last append (at
-most ``CHUNK_BYTES``) are appended: at most one storage write per interval per attempt, and none
-when the task printed nothing. When the attempt ends, the rest is appended before the result is
-reported, so a finished attempt's log is complete. A task that ends before the first interval
-costs one write, as before live logs: its whole (bounded) log is put at once.
+The append blob (``{workflow}/{incarnation}/{task}/{attempt}/log.txt``) is created, empty, once the
+task has run for ``--live-s``. Then every ``--live-s`` the bytes the task wrote since the last
+append (at most ``CHUNK_BYTES``) are appended: at most one storage write per interval per attempt,
+and none when the task printed nothing. When the attempt ends, the rest is appended before the
+result is reported, so a finished attempt's log is complete. A task that ends before the first
+interval costs one write, as before live logs: its whole (bounded) log is put at once.
 
 The blob is bounded by ``--max-log-bytes``: while the task runs, its first half is shipped; when
 the attempt ends, a log that outgrew the limit gets the ``[... dagq: N bytes of log omitted ...]``
