@@ -17,6 +17,7 @@ import socket
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
 from importlib import metadata
 
 from shared.errors import MessageError
@@ -89,7 +90,9 @@ class Presence:
         if workflow_id_problem(message.workflow_id) or safe_name_problem(message.task):
             self._tasks[slot] = None
             return
-        self._tasks[slot] = WorkerTask(message.workflow_id, message.task, message.attempt)
+        self._tasks[slot] = WorkerTask(
+            message.workflow_id, message.task, message.attempt, incarnation=message.incarnation
+        )
 
     def freed(self, slot: int) -> None:
         """Slot ``slot`` is free again."""
@@ -114,7 +117,7 @@ class Presence:
         progress = self._progress.get(AttemptKey(task.workflow_id, task.task, task.attempt))
         if progress is None:
             return task
-        return WorkerTask(task.workflow_id, task.task, task.attempt, progress)
+        return replace(task, progress=progress)
 
     def record(self) -> WorkerRecord:
         """The record as of now."""

@@ -193,7 +193,10 @@ async def live_progress(
         (t.task, t.attempt): t.progress
         for record in records
         for t in record.tasks
-        if t.workflow_id == state.workflow_id and t.progress is not None and not t.progress.empty
+        if t.workflow_id == state.workflow_id
+        and t.incarnation in (None, state.incarnation)  # never a purged workflow's attempt
+        and t.progress is not None
+        and not t.progress.empty
     }
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import builtins
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from shared.json_values import parse_untrusted
-from shared.limits import MAX_GPUS, MAX_PROGRESS_CHARS, MAX_RECORD_TASKS
+from shared.limits import MAX_COUNTER, MAX_GPUS, MAX_PROGRESS_CHARS, MAX_RECORD_TASKS
 from shared.progress import TaskProgress
 
 
@@ -33,6 +33,9 @@ class WorkerTask:
     attempt: int
     progress: TaskProgress | None = None
     """What the task last reported through ``$DAGQ_PROGRESS`` (None: nothing yet)."""
+    incarnation: int | None = None
+    """The incarnation of the workflow id the attempt belongs to (its task message's; None from
+    older workers): the progress of a purged workflow's attempt is never its successor's."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,27 @@ def with_progress(tasks: builtins.list[WorkerTask], text: str) -> builtins.list[
         if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int):
             i = entry[0]
             if 0 <= i < len(out):
-                t = out[i]
-                out[i] = WorkerTask(
-                    t.workflow_id, t.task, t.attempt, TaskProgress.from_json(entry[1])
-                )
+                out[i] = replace(out[i], progress=TaskProgress.from_json(entry[1]))
+    return out
+
+
+def incarnations_text(tasks: builtins.list[WorkerTask]) -> str:
+    """The tasks' incarnations as compact JSON, in task order (``null`` where unknown)."""
+    return json.dumps([t.incarnation for t in tasks], separators=(",", ":"))
+
+
+def with_incarnations(tasks: builtins.list[WorkerTask], text: str) -> builtins.list[WorkerTask]:
+    """``tasks`` with the incarnations of ``incarnations_text`` put back (a value that is not a
+    counter is left out: an older record has none)."""
+    try:
+        values = parse_untrusted(text or "[]")
+    except ValueError:
+        return list(tasks)
+    values = values if isinstance(values, list) else []
+    out = list(tasks)
+    for i, value in enumerate(values[: len(out)]):
+        if type(value) is int and 1 <= value <= MAX_COUNTER:
+            out[i] = replace(out[i], incarnation=value)
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from shared import codec
@@ -123,6 +125,28 @@ async def test_progress_of_a_running_task_comes_from_its_workers_heartbeat(
     dumped = view.tasks["later"].model_dump(exclude_unset=True)
     assert "progress" not in dumped
     assert "metrics" not in dumped
+
+
+async def test_progress_of_a_purged_runs_worker_is_not_the_new_runs() -> None:
+    """A worker of the id's purged workflow still runs its ``a`` attempt 1 and reports
+    progress; the workflow submitted again under the id runs its own ``a`` attempt 1: only the
+    progress of its own incarnation shows (issue #30, item 2)."""
+    storage = memory_storage()
+    h = History(workflow(task("a")))
+    h.activate()
+    h.started("a", worker="w2")
+    h.st.incarnation, h.st.incarnation_blobs = 5, True  # (History's events carry none)
+    await store(storage, h)
+    tasks = [WorkerTask(WF_ID, "a", 1, TaskProgress(0.9), incarnation=4)]  # the purged run's
+    record = WorkerRecord(
+        worker_id="w1", host="h", queues=["cpu"], slots=1, busy_slots=1, tasks=tasks,
+        version="1", started_at=0.0, last_seen=0.0, interval_s=20.0,
+    )  # fmt: skip
+    await storage.registry.beat(record)
+    assert (await get_task(storage, WF_ID, "a", outputs_container=CONTAINER)).progress is None
+    mine = [WorkerTask(WF_ID, "a", 1, TaskProgress(0.2), incarnation=5)]
+    await storage.registry.beat(replace(record, worker_id="w2", tasks=mine))
+    assert (await get_task(storage, WF_ID, "a", outputs_container=CONTAINER)).progress == 0.2
 
 
 @pytest.mark.parametrize("raw", ["-1", "0", "x", "1.5", "٣", "99999999999"])

@@ -31,7 +31,7 @@ def record(worker_id: str = "vm-1-4242", **changes: object) -> WorkerRecord:
         queues=["gpu", "cpu"],
         slots=2,
         busy_slots=1,
-        tasks=[WorkerTask("wf-1", "train.lr=0.2", 3)],
+        tasks=[WorkerTask("wf-1", "train.lr=0.2", 3), WorkerTask("wf-2", "a", 1, incarnation=7)],
         version="0.1.0",
         started_at=1000.0,
         last_seen=1010.5,
@@ -46,7 +46,10 @@ async def test_a_beat_is_read_back_with_the_service_time(storage: Storage) -> No
     await storage.registry.beat(record())
     [got] = await storage.registry.workers()
     assert got == record()  # every field as written (server_seen is not compared)
-    assert got.tasks == [WorkerTask("wf-1", "train.lr=0.2", 3)]
+    assert got.tasks == [
+        WorkerTask("wf-1", "train.lr=0.2", 3),
+        WorkerTask("wf-2", "a", 1, incarnation=7),
+    ]
     assert got.server_seen is not None
     assert got.server_seen >= before - 5  # the service's clock, near ours
 

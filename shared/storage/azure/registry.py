@@ -42,7 +42,9 @@ from shared.storage.registry import (
     finite,
     gpus_from_text,
     gpus_text,
+    incarnations_text,
     progress_text,
+    with_incarnations,
     with_progress,
 )
 
@@ -81,6 +83,7 @@ def to_entity(record: WorkerRecord) -> dict[str, Any]:
         "IntervalS": float(record.interval_s),
         "BusyS": float(record.busy_s),
         "Progress": progress_text(record.tasks),
+        "Incarnations": incarnations_text(record.tasks[:MAX_RECORD_TASKS]),
         "Gpus": gpus_text(record.gpus),
         "LiveErrors": int(record.live_errors),
     }
@@ -102,8 +105,12 @@ def from_entity(entity: Any) -> WorkerRecord:
         queues=queues.split(",") if queues else [],
         slots=_count(entity, "Slots"),
         busy_slots=_count(entity, "Busy"),
-        tasks=with_progress(
-            [_task(entry) for entry in tasks[:MAX_RECORD_TASKS]], _text(entity, "Progress") or "[]"
+        tasks=with_incarnations(
+            with_progress(
+                [_task(entry) for entry in tasks[:MAX_RECORD_TASKS]],
+                _text(entity, "Progress") or "[]",
+            ),
+            _text(entity, "Incarnations") or "[]",
         ),
         gpus=gpus_from_text(_text(entity, "Gpus") or "[]"),
         version=_text(entity, "Version"),

@@ -15,7 +15,9 @@ from shared.storage.registry import (
     bounded_note,
     gpus_from_text,
     gpus_text,
+    incarnations_text,
     progress_text,
+    with_incarnations,
     with_progress,
 )
 
@@ -36,6 +38,7 @@ class MemoryRegistry:
             WorkerTask(t.workflow_id, t.task, t.attempt) for t in record.tasks[:MAX_RECORD_TASKS]
         ]
         tasks = with_progress(tasks, progress_text(record.tasks))
+        tasks = with_incarnations(tasks, incarnations_text(record.tasks[:MAX_RECORD_TASKS]))
         stored = replace(
             record,
             queues=list(record.queues),
