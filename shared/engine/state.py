@@ -153,11 +153,7 @@ class RuntimeState:
         self.incarnation: int | None = None
         """Which workflow of this id the state is (drawn at submit; None: a state written before
         incarnations existed). Task messages and events carry it; others are not applied."""
-        self.incarnation_blobs = False
-        """Whether the attempts' blobs are named under the incarnation (``{id}/{incarnation}/
-        {task}/{attempt}/``): every workflow submitted since state version 6. A state read from
-        version 5 or earlier keeps the flat layout ``{id}/{task}/{attempt}/`` for life, so a
-        workflow in flight across the upgrade keeps its logs and outputs."""
+        self.incarnation_blobs = False  # blobs under {id}/{incarnation}/ (v6 on; v5 keeps flat)
         self.updated_at = created_at
         self.finished_at: float | None = None
         self.cancel_requested = False
@@ -249,9 +245,7 @@ class RuntimeState:
         return self.tally[CODE[state]]
 
     @property
-    def blob_incarnation(self) -> int | None:
-        """The incarnation that names this workflow's attempt blobs (``shared.names``
-        ``attempt_prefix``); None: the flat layout of states from before version 6."""
+    def blob_incarnation(self) -> int | None:  # what names the attempt blobs (None: flat)
         return self.incarnation if self.incarnation_blobs else None
 
     @property
