@@ -305,7 +305,6 @@ async def test_finishing_an_interrupted_purge_spares_a_workflow_submitted_meanwh
 async def test_a_cache_the_app_may_not_reach_never_stops_a_bulk_purge(storage: Storage) -> None:
     # Before: the cache step's 403 (the app had no role on {prefix}-cache) raised out of
     # purge_many, so dagq purge --older-than stopped at its first step and purged nothing more.
-    from shared.names import ResourceNames
     from shared.storage.rbac.guard import guarded
     from shared.storage.rbac.model import deployed_model
 
