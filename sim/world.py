@@ -22,6 +22,7 @@ from pydantic import JsonValue
 from shared.coordinator import CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
+from shared.storage.tolerated import TOLERATED
 from sim import loop as vloop
 from sim.actors import chaos, functions_host, restarting, worker
 from sim.faults import FaultRates, Tooth
@@ -176,8 +177,25 @@ def simulate(seed: int, config: SimConfig | None = None,
         _quiet("dagq"),  # the trace says what happened
         deterministic_ids(random.Random(seed ^ 0x5EED)),
         planted(teeth),
+        _fresh_tolerated(),
     ):
         return vloop.run(_run(seed, config, teeth))
+
+
+@contextmanager
+def _fresh_tolerated() -> Iterator[None]:
+    """The process's record of tolerated storage failures (``shared.storage.tolerated``) starts
+    empty for each run and reads the virtual clock: it notes a kind at most once a minute, so a
+    record left by an earlier run in the same process, or the wall clock, would change what a
+    seed does (a replay would differ)."""
+    saved = TOLERATED._clock
+    TOLERATED.reset()
+    TOLERATED._clock = lambda: asyncio.get_running_loop().time()
+    try:
+        yield
+    finally:
+        TOLERATED._clock = saved
+        TOLERATED.reset()
 
 
 @contextmanager
