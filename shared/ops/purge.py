@@ -101,7 +101,8 @@ async def finish_purge(
     await storage.workflows.mark_purge(workflow_id, mark)
     await storage.index.delete(workflow_id, created_at)
     try:
-        await storage.workflows.delete(workflow_id, etag)
+        if etag is not None or await _definition_left(storage, workflow_id):
+            await storage.workflows.delete(workflow_id, etag)
     except StaleStateError:
         await _give_up(storage, workflow_id)
         raise ConflictError(
@@ -112,6 +113,18 @@ async def finish_purge(
     await storage.index.delete(workflow_id, created_at)
     await storage.workflows.unmark_purge(workflow_id)
     return deleted
+
+
+async def _definition_left(storage: Storage, workflow_id: str) -> bool:
+    """Whether a purge past its state delete must still delete the definition. A delete without
+    an ETag deletes whatever the id holds when it lands — a workflow submitted again meanwhile,
+    if it stalled (simulation seed 650) — so it goes out only when the definition is left (a step
+    3 cut between its two deletes; the window left open)."""
+    try:
+        await storage.workflows.read_definition(workflow_id)
+    except NotFoundError:
+        return False
+    return True
 
 
 async def _give_up(storage: Storage, workflow_id: str) -> None:

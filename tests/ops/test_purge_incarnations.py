@@ -169,3 +169,37 @@ async def test_a_refused_purge_finishes_the_marked_purge_of_the_ids_earlier_work
     assert await storage.workflows.purge_marks() == {}
     assert [row.workflow_id for row in (await storage.index.list()).rows] == ["wf-q"]
     assert (await load(storage, diamond(), "wf-q")).incarnation == 2
+
+
+async def test_finishing_a_purge_past_its_state_delete_never_deletes_a_later_workflow() -> None:
+    """A purge answered 503 after its step 3 (state and definition gone); tried again, it
+    finishes from the marker. Its delete used to go out without an ETag whatever: stalled, it
+    landed after the id was submitted again and deleted the running successor (simulation
+    seed 650). Now it deletes nothing of the workflows container when the definition is gone."""
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-s", incarnation=1)
+    await _run_to_end(storage, "wf-s", clock)
+    created = (await load(storage, diamond(), "wf-s")).created_at
+    await storage.workflows.mark_purge("wf-s", PurgeMark(created, 1, True))  # steps 1-3 done
+    await storage.index.delete("wf-s", created)
+    await storage.workflows.delete("wf-s")
+    delete = storage.workflows.delete
+    resubmitted: list[bool] = []
+
+    async def resubmit() -> None:
+        clock.advance(60)
+        await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-s", incarnation=2)
+        resubmitted.append(True)
+
+    async def stalled_past_a_resubmit(workflow_id: str, etag: str | None = None) -> None:
+        await resubmit()  # the id is submitted again while this delete is in flight
+        await delete(workflow_id, etag)
+
+    storage.workflows.delete = stalled_past_a_resubmit  # type: ignore[method-assign]
+    await purge_workflow(storage, "wf-s")
+    storage.workflows.delete = delete  # type: ignore[method-assign]
+    if not resubmitted:  # no delete was in flight: the id is submitted again after the purge
+        await resubmit()
+    assert (await load(storage, diamond(), "wf-s")).incarnation == 2
+    assert await storage.workflows.purge_marks() == {}
