@@ -101,7 +101,7 @@ async def finish_purge(
     await storage.workflows.mark_purge(workflow_id, mark)
     await storage.index.delete(workflow_id, created_at)
     try:
-        if etag is not None or await _definition_left(storage, workflow_id):
+        if etag is not None or await _only_a_definition_left(storage, workflow_id):
             await storage.workflows.delete(workflow_id, etag)
     except StaleStateError:
         await _give_up(storage, workflow_id)
@@ -115,16 +115,21 @@ async def finish_purge(
     return deleted
 
 
-async def _definition_left(storage: Storage, workflow_id: str) -> bool:
+async def _only_a_definition_left(storage: Storage, workflow_id: str) -> bool:
     """Whether a purge past its state delete must still delete the definition. A delete without
-    an ETag deletes whatever the id holds when it lands — a workflow submitted again meanwhile,
-    if it stalled (simulation seed 650) — so it goes out only when the definition is left (a step
-    3 cut between its two deletes; the window left open)."""
+    an ETag deletes whatever the id holds when it lands — a workflow submitted again meanwhile
+    (simulation seeds 650 and 2192) — so it goes out only when a definition is left and no state
+    is (a step 3 cut between its two deletes). Checked right before: the window left open is a
+    re-submit landing between this look and the delete."""
     try:
         await storage.workflows.read_definition(workflow_id)
     except NotFoundError:
         return False
-    return True
+    try:
+        await storage.workflows.state_properties(workflow_id)
+    except NotFoundError:
+        return True
+    return False  # the id holds another workflow now: it stays
 
 
 async def _give_up(storage: Storage, workflow_id: str) -> None:

@@ -203,3 +203,32 @@ async def test_finishing_a_purge_past_its_state_delete_never_deletes_a_later_wor
         await resubmit()
     assert (await load(storage, diamond(), "wf-s")).incarnation == 2
     assert await storage.workflows.purge_marks() == {}
+
+
+async def test_a_purge_past_its_state_delete_that_stalls_before_its_check_spares_a_later_one() -> (
+    None
+):
+    """The same, when the id is submitted again before the purge looks (its marker write stalled
+    past the re-submit: simulation seed 2192): the definition is there again, and so is the new
+    workflow's state, which the purge leaves alone."""
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-t", incarnation=1)
+    await _run_to_end(storage, "wf-t", clock)
+    created = (await load(storage, diamond(), "wf-t")).created_at
+    await storage.workflows.mark_purge("wf-t", PurgeMark(created, 1, True))  # steps 1-3 done
+    await storage.index.delete("wf-t", created)
+    await storage.workflows.delete("wf-t")
+    mark = storage.workflows.mark_purge
+
+    async def stalled_past_a_resubmit(workflow_id: str, purge: PurgeMark) -> None:
+        if workflow_id == "wf-t" and purge.incarnation == 1:
+            clock.advance(60)
+            await service.submit(
+                storage, diamond(), now=clock.now, workflow_id="wf-t", incarnation=2
+            )
+        await mark(workflow_id, purge)
+
+    storage.workflows.mark_purge = stalled_past_a_resubmit  # type: ignore[method-assign]
+    await purge_workflow(storage, "wf-t")
+    assert (await load(storage, diamond(), "wf-t")).incarnation == 2

@@ -54,6 +54,9 @@ REGRESSION_SEEDS = {
     1906: "a rerun's message, claimed then abandoned, was redelivered while the state still said"
     " failed and dropped as late with its claim kept; every re-send of the attempt was refused"
     " as a duplicate: the rerun wedged; tests/worker/test_finished_workflow.py",
+    650: "a purge tried again after its state delete issued a delete without an ETag that"
+    " stalled and deleted the workflow submitted under the id meanwhile;"
+    " tests/ops/test_purge_incarnations.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
