@@ -94,7 +94,7 @@ CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.NO_CLAIM: 10,
     Tooth.RETRY_UNBOUNDED: 10,
     # Rare: it takes blobs of two incarnations under one id when a purge lands (a re-submit
-    # before a stalled step 4, or a purged run's late claim); seeds 45, 56, 268 of 0..299.
+    # before a stalled step 4, or a purged run's late claim); seeds 45, 56, 141, 268 of 0..299.
     Tooth.PURGE_WHOLE_ID: 50,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""
