@@ -214,3 +214,6 @@ MAX_PURGE_PAGE = 1000
 
 SIGNATURE_CHARS = 88
 """Length of an encoded message signature (Ed25519: 64 bytes in URL-safe base64; shared.signing)."""
+
+MAX_JOB_MARKS = 1000
+"""Most recurring jobs' marks one read returns (a sweep per partition writes one)."""

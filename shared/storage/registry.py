@@ -195,14 +195,6 @@ class Registry(Protocol):
         """Every queue any worker ever polled -> when that was last noted."""
         ...
 
-    async def mark(self, job: str, at: float) -> None:
-        """Record that the recurring job ``job`` (``sweep``) ran at ``at``."""
-        ...
-
-    async def marks(self) -> dict[str, float]:
-        """Job name -> when it last ran."""
-        ...
-
     async def note_failure(self, note: FailureNote) -> None:
         """Create or replace the note of ``note.source``'s failures of ``note.kind``."""
         ...

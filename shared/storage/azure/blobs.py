@@ -24,11 +24,13 @@ from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient, StorageStreamDownloader
 
 from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
+from shared.limits import MAX_JOB_MARKS
 from shared.names import ResourceNames
 from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
     finite_time,
+    mark_time,
     purge_marker_created_at,
     purge_marker_json,
 )
@@ -224,6 +226,35 @@ class AzureWorkflowBlobs:
 
     async def unmark_purge(self, workflow_id: str) -> None:
         await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
+
+    async def mark_job(self, job: str, at: float) -> None:
+        name = ResourceNames.job_mark_blob(job)
+        try:
+            await self.container.upload_blob(
+                name, repr(float(at)).encode(), overwrite=True, content_settings=JSON
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+
+    async def job_marks(self) -> dict[str, float]:
+        prefix = ResourceNames.JOB_MARK_PREFIX
+        names: builtins.list[str] = []
+        async for blob in self.container.list_blobs(name_starts_with=prefix):
+            if len(names) >= MAX_JOB_MARKS:
+                break
+            names.append(blob.name)
+
+        async def at(name: str) -> float | None:
+            try:
+                downloader = await self.container.download_blob(name, offset=0, length=64)
+                return mark_time(await downloader.readall())
+            except ResourceNotFoundError:
+                return None
+
+        times = await asyncio.gather(*(at(name) for name in names))
+        return {
+            n.removeprefix(prefix): t for n, t in zip(names, times, strict=True) if t is not None
+        }
 
 
 def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:

@@ -32,7 +32,7 @@ from azure.data.tables.aio import TableClient
 from shared.errors import ConfigError
 from shared.json_values import json_problem, parse_untrusted
 from shared.limits import MAX_COUNTER, MAX_RECORD_TASKS, MAX_REGISTRY_ROWS, MAX_TIMESTAMP_S
-from shared.names import FAILURE_PARTITION, MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
+from shared.names import FAILURE_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.registry import (
     FailureNote,
@@ -196,14 +196,6 @@ class AzureRegistry:
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
         return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "NotedAt"))))
-
-    async def mark(self, job: str, at: float) -> None:
-        entity = {"PartitionKey": MARK_PARTITION, "RowKey": job, "At": float(at)}
-        await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
-
-    async def marks(self) -> dict[str, float]:
-        entities = await self._partition(MARK_PARTITION)
-        return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "At"))))
 
     async def note_failure(self, note: FailureNote) -> None:
         note = bounded_note(note)
