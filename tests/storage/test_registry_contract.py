@@ -171,3 +171,21 @@ async def test_an_unreadable_job_mark_is_skipped(storage: Storage) -> None:
     with pytest.raises(ValueError, match="invalid job name"):
         await storage.workflows.mark_job("../evil", 1.0)
     assert await storage.workflows.job_marks() == {"sweep": 5.0}
+
+
+async def test_a_forged_stale_row_is_forgotten_by_its_own_key(azure_storage: AzureStorage) -> None:
+    # Before: an over-long WorkerId made removing the stale row raise (GET /api/workers answered
+    # 503 for good), and a row whose key was not its id's was "removed" by the wrong key on
+    # every read.
+    from shared.ops.workers import list_workers
+
+    storage = azure_storage
+    table = storage.names.registry_table
+    for key, worker_id in (("forged-1", "w" * 1100), ("forged-2", "another-id")):
+        row = {"PartitionKey": "worker", "RowKey": key, "WorkerId": worker_id, "LastSeen": 1.0}
+        await _raw_entity(storage, table, row)
+    assert len(await storage.registry.workers()) == 2
+    later = time.time() + 7200  # both rows unrefreshed for longer than forget_after_s
+    view = await list_workers(storage, now=later, lost_after_s=90, forget_after_s=3600)
+    assert view.workers == []
+    assert await storage.registry.workers() == []

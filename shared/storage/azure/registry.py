@@ -111,6 +111,7 @@ def from_entity(entity: Any) -> WorkerRecord:
         last_seen=_time(entity, "LastSeen"),
         interval_s=_time(entity, "IntervalS"),
         busy_s=_time(entity, "BusyS"),
+        row_key=str(entity["RowKey"]),
         live_errors=_count(entity, "LiveErrors"),
         server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
     )
@@ -179,10 +180,11 @@ class AzureRegistry:
     async def beat(self, record: WorkerRecord) -> None:
         await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
 
-    async def remove(self, worker_id: str) -> None:
+    async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
+        key = row_key if row_key is not None else worker_row_key(worker_id)
         # delete_entity is a no-op for a missing entity (the SDK swallows the 404): belt and braces.
         with suppress(ResourceNotFoundError):
-            await self.table.delete_entity(WORKER_PARTITION, worker_row_key(worker_id))
+            await self.table.delete_entity(WORKER_PARTITION, key)
 
     async def workers(self) -> builtins.list[WorkerRecord]:
         entities = await self._partition(WORKER_PARTITION)

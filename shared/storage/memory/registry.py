@@ -44,8 +44,8 @@ class MemoryRegistry:
         )
         self.records[record.worker_id] = stored
 
-    async def remove(self, worker_id: str) -> None:
-        self.records.pop(worker_id, None)
+    async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
+        self.records.pop(worker_id if row_key is None else row_key, None)
 
     async def workers(self) -> builtins.list[WorkerRecord]:
         return [self.records[key] for key in sorted(self.records)[:MAX_REGISTRY_ROWS]]
