@@ -189,3 +189,24 @@ async def test_a_forged_stale_row_is_forgotten_by_its_own_key(azure_storage: Azu
     view = await list_workers(storage, now=later, lost_after_s=90, forget_after_s=3600)
     assert view.workers == []
     assert await storage.registry.workers() == []
+
+
+async def test_registry_reads_are_bounded_in_bytes(
+    azure_storage: AzureStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: every column of every row was read (forged 1 MiB rows meant gigabytes a day of
+    # GET /api/workers), with no bound but the row count.
+    from shared.storage.azure import registry as azure_registry
+
+    storage = azure_storage
+    table = storage.names.registry_table
+    junk = {"PartitionKey": "worker", "RowKey": "junk", "WorkerId": "junk", "Junk": "x" * 30_000}
+    await _raw_entity(storage, table, junk)
+    [entity] = await storage.registry._partition("worker")  # type: ignore[attr-defined]
+    assert "Junk" not in entity  # the service sent the known columns only
+    for i in range(5):
+        row = {"PartitionKey": "worker", "RowKey": f"w{i}", "WorkerId": f"w{i}", "Host": "h" * 400}
+        await _raw_entity(storage, table, row)
+    monkeypatch.setattr(azure_registry, "MAX_REGISTRY_READ_BYTES", 1000)
+    kept = await storage.registry._partition("worker")  # type: ignore[attr-defined]
+    assert 1 <= len(kept) <= 3

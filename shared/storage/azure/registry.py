@@ -31,7 +31,13 @@ from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
 from shared.json_values import json_problem, parse_untrusted
-from shared.limits import MAX_COUNTER, MAX_RECORD_TASKS, MAX_REGISTRY_ROWS, MAX_TIMESTAMP_S
+from shared.limits import (
+    MAX_COUNTER,
+    MAX_RECORD_TASKS,
+    MAX_REGISTRY_READ_BYTES,
+    MAX_REGISTRY_ROWS,
+    MAX_TIMESTAMP_S,
+)
 from shared.names import FAILURE_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.registry import (
@@ -160,6 +166,17 @@ def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtin
     return out
 
 
+COLUMNS = {
+    WORKER_PARTITION: [
+        "RowKey", "WorkerId", "Host", "Queues", "Slots", "Busy", "Tasks", "Progress", "Gpus",
+        "Version", "StartedAt", "LastSeen", "IntervalS", "BusyS", "LiveErrors", "Timestamp",
+    ],
+    QUEUE_PARTITION: ["RowKey", "NotedAt"],
+    FAILURE_PARTITION: ["RowKey", "Source", "Kind", "Count", "Detail", "At"],
+}  # fmt: skip
+"""The columns each partition's rows are read with (what ``to_entity`` and the others write)."""
+
+
 class AzureRegistry:
     """Registry over the registry table's client."""
 
@@ -167,9 +184,21 @@ class AzureRegistry:
         self.table = table
 
     async def _partition(self, partition: str) -> builtins.list[Any]:
+        """The partition's rows, their known columns only (``COLUMNS``: the service sends no
+        other), within ``MAX_REGISTRY_ROWS`` rows and ``MAX_REGISTRY_READ_BYTES`` of values."""
         query = f"PartitionKey eq {odata_string(partition)}"
+        pages = self.table.query_entities(
+            query, results_per_page=MAX_REGISTRY_ROWS, select=COLUMNS[partition]
+        )
         entities: builtins.list[Any] = []
-        async for entity in self.table.query_entities(query, results_per_page=MAX_REGISTRY_ROWS):
+        held = 0
+        async for entity in pages:
+            held += sum(len(str(value)) for value in entity.values())
+            if held > MAX_REGISTRY_READ_BYTES:
+                log.warning("registry partition %r holds more than %d bytes: read the first"
+                            " %d rows only", partition, MAX_REGISTRY_READ_BYTES,
+                            len(entities))  # fmt: skip
+                break
             entities.append(entity)
             if len(entities) >= MAX_REGISTRY_ROWS:
                 log.warning("registry partition %r has more than %d rows: read the first only",
