@@ -25,6 +25,7 @@ from azure.storage.blob.aio import ContainerClient, StorageStreamDownloader
 
 from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
 from shared.names import ResourceNames
+from shared.storage.azure.retry import repeated
 from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
@@ -32,6 +33,7 @@ from shared.storage.encoding import (
     purge_marker_json,
 )
 from shared.storage.ports import DeadLetter, StoredState
+from shared.storage.repeat import is_repeat
 
 BINARY = ContentSettings(content_type="application/octet-stream")
 JSON = ContentSettings(content_type="application/json")
@@ -90,10 +92,27 @@ async def create_blob_if_absent(
     except ResourceNotFoundError as error:
         raise_missing(error, container.container_name, f"blob {name!r}")
     except (ResourceExistsError, ResourceModifiedError) as error:
-        if _is_create_conflict(error):
-            return None
-        raise
+        if not _is_create_conflict(error):
+            raise
+        if is_repeat():  # perhaps our own earlier try, whose answer was lost
+            return await _etag_if_holding(container, name, data, metadata)
+        return None
     return str(result["etag"])
+
+
+async def _etag_if_holding(
+    container: ContainerClient, name: str, data: bytes, metadata: dict[str, str] | None
+) -> str | None:
+    """The blob's ETag if it holds exactly ``data`` (and ``metadata``, when given), else None."""
+    try:
+        downloader = await container.download_blob(name)
+        stored = await downloader.readall()
+    except ResourceNotFoundError:
+        return None
+    properties = downloader.properties
+    if stored != data or (metadata is not None and dict(properties.metadata or {}) != metadata):
+        return None
+    return str(properties.etag)
 
 
 class AzureWorkflowBlobs:
@@ -102,10 +121,12 @@ class AzureWorkflowBlobs:
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
 
+    @repeated
     async def create_definition(self, workflow_id: str, data: bytes) -> bool:
         name = ResourceNames.definition_blob(workflow_id)
         return await create_blob_if_absent(self.container, name, data) is not None
 
+    @repeated
     async def read_definition(self, workflow_id: str) -> bytes:
         name = ResourceNames.definition_blob(workflow_id)
         try:
@@ -114,6 +135,7 @@ class AzureWorkflowBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"definition of {workflow_id!r}")
 
+    @repeated
     async def create_state(self, workflow_id: str, data: bytes, metadata: dict[str, str]) -> str:
         name = ResourceNames.state_blob(workflow_id)
         etag = await create_blob_if_absent(self.container, name, data, metadata=metadata)
@@ -121,6 +143,7 @@ class AzureWorkflowBlobs:
             raise ConflictError(f"the state of workflow {workflow_id!r} exists already")
         return etag
 
+    @repeated
     async def read_state(self, workflow_id: str) -> StoredState:
         name = ResourceNames.state_blob(workflow_id)
         try:
@@ -132,6 +155,7 @@ class AzureWorkflowBlobs:
         properties = downloader.properties
         return StoredState(data, str(properties.etag), dict(properties.metadata or {}))
 
+    @repeated
     async def write_state(
         self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]
     ) -> str:
@@ -147,6 +171,10 @@ class AzureWorkflowBlobs:
                 content_settings=BINARY,
             )
         except ResourceModifiedError as error:
+            if is_repeat():  # perhaps our own earlier try, whose answer was lost
+                written = await _etag_if_holding(self.container, name, data, metadata)
+                if written is not None:
+                    return written
             # If-Match on a deleted blob is a 412 too: tell "vanished" apart (conflict path only).
             if not await blob.exists():
                 raise NotFoundError(
@@ -160,9 +188,11 @@ class AzureWorkflowBlobs:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
         return str(result["etag"])
 
+    @repeated
     async def state_metadata(self, workflow_id: str) -> dict[str, str]:
         return (await self.state_properties(workflow_id))[0]
 
+    @repeated
     async def state_properties(self, workflow_id: str) -> tuple[dict[str, str], str]:
         name = ResourceNames.state_blob(workflow_id)
         try:
@@ -171,6 +201,7 @@ class AzureWorkflowBlobs:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
         return dict(properties.metadata), str(properties.etag)
 
+    @repeated
     async def delete(self, workflow_id: str, etag: str | None = None) -> None:
         state = ResourceNames.state_blob(workflow_id)
         if etag is None:
@@ -192,6 +223,7 @@ class AzureWorkflowBlobs:
                     raise_missing(error, self.container.container_name, f"blob {state!r}")
         await delete_if_present(self.container, ResourceNames.definition_blob(workflow_id))
 
+    @repeated
     async def mark_purge(self, workflow_id: str, created_at: float) -> None:
         name = ResourceNames.purge_marker_blob(workflow_id)
         try:
@@ -201,6 +233,7 @@ class AzureWorkflowBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
+    @repeated
     async def purge_marks(self, limit: int = 1000) -> dict[str, float]:
         prefix = ResourceNames.PURGE_MARKER_PREFIX
         names: builtins.list[str] = []
@@ -219,6 +252,7 @@ class AzureWorkflowBlobs:
         found = await asyncio.gather(*(created_at(name) for name in names))
         return {n.removeprefix(prefix): at for n, at in zip(names, found, strict=True) if at >= 0}
 
+    @repeated
     async def unmark_purge(self, workflow_id: str) -> None:
         await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
 
@@ -236,6 +270,7 @@ class AzureOutputBlobs:
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
 
+    @repeated
     async def put(self, name: str, data: bytes, *, content_type: str = "application/json") -> None:
         try:
             await self.container.upload_blob(
@@ -244,11 +279,13 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
+    @repeated
     async def create_if_absent(self, name: str, data: bytes) -> bool:
         settings = ContentSettings("application/octet-stream")
         etag = await create_blob_if_absent(self.container, name, data, content_settings=settings)
         return etag is not None
 
+    @repeated
     async def get(self, name: str) -> bytes:
         try:
             downloader = await self.container.download_blob(name)
@@ -256,6 +293,7 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
 
+    @repeated
     async def append(
         self, name: str, data: bytes, *, at: int, content_type: str, create: bool = False
     ) -> None:
@@ -274,6 +312,7 @@ class AzureOutputBlobs:
             if size != at + len(data):  # not our own earlier try that landed
                 raise ConflictError(f"append blob {name!r} holds {size} bytes, not {at}") from None
 
+    @repeated
     async def read_range(self, name: str, start: int, max_bytes: int) -> tuple[bytes, int]:
         blob = self.container.get_blob_client(name)
         try:
@@ -285,6 +324,7 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
 
+    @repeated
     async def delete_prefix(self, prefix: str) -> int:
         names = [blob.name async for blob in self.container.list_blobs(name_starts_with=prefix)]
         slots = asyncio.Semaphore(DELETE_CONCURRENCY)
@@ -304,6 +344,7 @@ class AzureDeadLetters:
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
 
+    @repeated
     async def put(self, *, message_id: str, text: str, reason: str, received_at: float) -> str:
         name = ResourceNames.deadletter_blob(received_at, message_id)
         try:
@@ -318,6 +359,7 @@ class AzureDeadLetters:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
         return name
 
+    @repeated
     async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
         # Newest day first ({YYYY-MM-DD}/...), stopping once a day completes the page or the scan
         # budget is spent: 50,000 old letters cost nothing to show today's 20.

@@ -12,6 +12,7 @@ from azure.storage.blob.aio import ContainerClient
 
 from shared.names import ResourceNames
 from shared.storage.azure.blobs import delete_if_present, raise_missing
+from shared.storage.azure.retry import repeated
 
 _ENTRY = ContentSettings(content_type="application/octet-stream")
 
@@ -22,6 +23,7 @@ class AzureResultCache:
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
 
+    @repeated
     async def get(self, key: str) -> bytes | None:
         name = ResourceNames.cache_entry_blob(key)
         try:
@@ -32,6 +34,7 @@ class AzureResultCache:
                 raise_missing(error, self.container.container_name, f"blob {name!r}")
             return None
 
+    @repeated
     async def put(self, key: str, data: bytes, expires_at: float) -> None:
         name = ResourceNames.cache_entry_blob(key)
         try:
@@ -45,6 +48,7 @@ class AzureResultCache:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
+    @repeated
     async def expired(self, now: float, limit: int = 1000) -> builtins.list[str]:
         found: list[str] = []
         async for blob in self.container.list_blobs(include=["metadata"]):
@@ -58,5 +62,6 @@ class AzureResultCache:
                 found.append(ResourceNames.cache_key_of_blob(blob.name))
         return found
 
+    @repeated
     async def delete(self, key: str) -> None:
         await delete_if_present(self.container, ResourceNames.cache_entry_blob(key))

@@ -31,6 +31,7 @@ from shared.errors import ConfigError
 from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
 from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
+from shared.storage.azure.retry import repeated
 from shared.storage.registry import (
     WorkerRecord,
     WorkerTask,
@@ -135,31 +136,38 @@ class AzureRegistry:
                 break
         return entities
 
+    @repeated
     async def beat(self, record: WorkerRecord) -> None:
         await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
 
+    @repeated
     async def remove(self, worker_id: str) -> None:
         # delete_entity is a no-op for a missing entity (the SDK swallows the 404): belt and braces.
         with suppress(ResourceNotFoundError):
             await self.table.delete_entity(WORKER_PARTITION, worker_row_key(worker_id))
 
+    @repeated
     async def workers(self) -> builtins.list[WorkerRecord]:
         entities = await self._partition(WORKER_PARTITION)
         return sorted(_readable(entities, from_entity), key=lambda r: r.worker_id)
 
+    @repeated
     async def note_queues(self, queues: builtins.list[str], at: float) -> None:
         for queue in queues:
             entity = {"PartitionKey": QUEUE_PARTITION, "RowKey": queue, "NotedAt": float(at)}
             await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
         return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("NotedAt", 0.0)))))
 
+    @repeated
     async def mark(self, job: str, at: float) -> None:
         entity = {"PartitionKey": MARK_PARTITION, "RowKey": job, "At": float(at)}
         await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def marks(self) -> dict[str, float]:
         entities = await self._partition(MARK_PARTITION)
         return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("At", 0.0)))))
