@@ -159,3 +159,24 @@ def test_submit_detects_json_and_yaml_flow_style() -> None:
             client.submit(b"name: x\n")
     types = [r["headers"]["content-type"] for r in api.requests]
     assert types == ["application/json", "application/yaml", "application/yaml"]
+
+
+def test_a_submit_whose_answer_was_lost_is_sent_again_under_the_same_id() -> None:
+    """The API acted on the submit, the connection closed before its answer (issue #36): the
+    client sends it again under the id it chose, and the API's 200 for that id is the workflow
+    the first try created."""
+    from tests.support.flaky_proxy import FlakyProxy
+
+    with fake_api() as api:
+        api.on("POST", "/api/workflows", 201, {"id": "x", "status": "pending", "url": "u"})
+        api.on("POST", "/api/workflows", 200, {"id": "x", "status": "pending", "url": "u"})
+        port = int(api.url.rsplit(":", 1)[1])
+        with FlakyProxy("127.0.0.1", port, close_after=[1]) as proxy:
+            with Client(f"http://127.0.0.1:{proxy.port}") as client:
+                submitted = client.submit({"name": "x", "tasks": [{"name": "a"}]})
+            assert proxy.closed_after == 1
+    ids = [request["query"] for request in api.requests]
+    assert len(ids) == 2
+    assert ids[0] == ids[1]
+    assert "id=" in ids[0]
+    assert submitted.created is True
