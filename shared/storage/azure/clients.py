@@ -41,22 +41,23 @@ the servers' idle timeouts (Azurite's Node server: 5 s; Azure's front ends and l
 longer), so that a request never goes out on a connection the server is closing just then."""
 
 
-class _Transport(AioHttpTransport):
+class _Transport(AioHttpTransport):  # type: ignore[misc]  # the SDK exports it lazily (Any)
     """The SDK's aiohttp transport with dagq's connection pool: idle connections are dropped
     after ``KEEPALIVE_S``, and aiohttp does not silently send a PUT or DELETE again when a
     reused connection breaks (it would hide from the adapters that a conditional write was sent
     twice: ``shared.storage.azure.retry`` repeats it, knowing)."""
 
     async def open(self) -> None:
-        if self.session is None and self._session_owner:
-            self.session = aiohttp.ClientSession(
+        if self.session is None and self._session_owner:  # type: ignore[has-type]
+            session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(keepalive_timeout=KEEPALIVE_S),
                 trust_env=_use_env_settings(),
                 cookie_jar=aiohttp.DummyCookieJar(),
                 auto_decompress=False,
             )
-            if hasattr(self.session, "_retry_connection"):  # aiohttp >= 3.12
-                self.session._retry_connection = False
+            if hasattr(session, "_retry_connection"):  # aiohttp >= 3.12
+                session._retry_connection = False
+            self.session = session
         await super().open()
 
 

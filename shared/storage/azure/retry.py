@@ -12,7 +12,7 @@ still retry throttling and server errors (5xx) as before.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
@@ -33,8 +33,8 @@ def connection_lost(error: BaseException) -> bool:
 
 
 def repeated(
-    method: Callable[P, Awaitable[T]],
-) -> Callable[P, Awaitable[T]]:
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
     """``method`` (a port operation), repeated after a lost connection."""
     what = method.__qualname__
 
