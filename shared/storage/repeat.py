@@ -38,7 +38,6 @@ DELAYS_S = (0.0, 0.2, 0.4, 0.8)
 worker's transient-error backoff (``worker_agent.reporting``), about 1.4 s in all."""
 
 _repeat: ContextVar[bool] = ContextVar("dagq_storage_repeat", default=False)
-_inside: ContextVar[bool] = ContextVar("dagq_storage_repeating", default=False)
 
 
 def is_repeat() -> bool:
@@ -67,27 +66,21 @@ async def with_repeats(
 ) -> T:
     """``call()``, repeated after each exception for which ``lost`` is true (the connection was
     lost, the request may or may not have taken effect), at most ``len(delays_s)`` times; the
-    repeats run with ``is_repeat()`` true. A call made inside another (an operation built on
-    others) runs once: the outer operation is what repeats."""
-    if _inside.get():
-        return await call()
-    inside = _inside.set(True)
-    try:
-        for attempt in range(len(delays_s) + 1):
-            token = _repeat.set(_repeat.get() or attempt > 0)
-            try:
-                return await call()
-            except Exception as exc:
-                if not lost(exc) or attempt == len(delays_s):
-                    raise
-                delay = delays_s[attempt] * jitter()
-                log.info("%s: connection lost (%s: %s); try %d in %.2f s",
-                         what, type(exc).__name__, exc, attempt + 2, delay)  # fmt: skip
-            finally:
-                _repeat.reset(token)
-            await sleep(delay)
-    finally:
-        _inside.reset(inside)
+    repeats run with ``is_repeat()`` true. An operation built on others repeats its parts
+    (each part inside a repeat is a repeat too), and itself when a part gives up."""
+    for attempt in range(len(delays_s) + 1):
+        token = _repeat.set(_repeat.get() or attempt > 0)
+        try:
+            return await call()
+        except Exception as exc:
+            if not lost(exc) or attempt == len(delays_s):
+                raise
+            delay = delays_s[attempt] * jitter()
+            log.info("%s: connection lost (%s: %s); try %d in %.2f s",
+                     what, type(exc).__name__, exc, attempt + 2, delay)  # fmt: skip
+        finally:
+            _repeat.reset(token)
+        await sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -111,7 +104,7 @@ REPEATED: dict[str, str] = {
     "outputs.create_if_absent": "create-only (claims); a repeat that finds the same bytes "
     "created it, so a worker never drops its own claim as another's",
     "outputs.get": "a read",
-    "outputs.delete_prefix": "deletes",
+    "outputs.delete_prefix": "deletes (each repeated on its own; a repeat's 404 counts as deleted)",
     "outputs.append": "append at a position; a repeat whose block landed is recognised by "
     "the blob's size",
     "outputs.read_range": "a read",

@@ -45,14 +45,16 @@ DELETE_CONCURRENCY = 16
 """Blob deletes a purge keeps in flight at once."""
 
 
+@repeated
 async def delete_if_present(container: ContainerClient, name: str) -> bool:
-    """Delete a blob; False (no error) if it was not there."""
+    """Delete a blob; False (no error) if it was not there (on a repeat: True, the earlier try
+    deleted it, as far as anyone can tell)."""
     try:
         await container.delete_blob(name)
     except ResourceNotFoundError as error:
         if getattr(error, "error_code", None) == "ContainerNotFound":
             raise_missing(error, container.container_name, f"blob {name!r}")
-        return False
+        return is_repeat()
     return True
 
 
@@ -242,6 +244,7 @@ class AzureWorkflowBlobs:
                 break
             names.append(blob.name)
 
+        @repeated
         async def created_at(name: str) -> float:
             try:
                 downloader = await self.container.download_blob(name)
@@ -381,6 +384,7 @@ class AzureDeadLetters:
         recent = sorted(stamped)[-limit:]
         return builtins.list(await asyncio.gather(*(self._read(name) for _, name in recent)))
 
+    @repeated
     async def _read(self, name: str) -> DeadLetter:
         downloader = await self.container.download_blob(name)
         return dead_letter_from_json(name, await downloader.readall())
