@@ -14,7 +14,6 @@ from pydantic import BaseModel, ValidationError
 from shared.client.config import KEY_HEADER, ClientConfig
 from shared.client.entra import entra_auth
 from shared.errors import ApiError, ApiUnreachableError
-from shared.storage.repeat import DELAYS_S
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -24,6 +23,11 @@ _REASONS = {
     403: "Forbidden: the function key was not accepted",
 }
 
+
+DELAYS_S = (0.0, 0.2, 0.4, 0.8)
+"""Waits before each repeat of a request whose connection broke: at once (a fresh connection),
+then backing off; the storage adapters' schedule (``shared.storage.repeat``, which the client
+may not import: it stands alone)."""
 
 REPEATED_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT"})
 """Requests repeated after a lost connection unless the caller says otherwise: reads, and PUTs
