@@ -40,6 +40,17 @@ worker's transient-error backoff (``worker_agent.reporting``), about 1.4 s in al
 _repeat: ContextVar[bool] = ContextVar("dagq_storage_repeat", default=False)
 
 
+_call: ContextVar[dict[str, str] | None] = ContextVar("dagq_storage_call", default=None)
+
+
+def call_state() -> dict[str, str]:
+    """Values that last across the tries of the storage call running now (an operation built on
+    others shares its own): a lease acquire proposes the same lease id on every try. A fresh
+    dict outside ``with_repeats``."""
+    state = _call.get()
+    return {} if state is None else state
+
+
 def is_repeat() -> bool:
     """Whether the storage call running now is a repeat (an earlier try may have taken effect)."""
     return _repeat.get()
@@ -56,7 +67,7 @@ def repeating() -> Iterator[None]:
 
 
 async def with_repeats(
-    call: Callable[[], Awaitable[T]],
+    call_: Callable[[], Awaitable[T]],
     *,
     lost: Callable[[BaseException], bool],
     what: str,
@@ -64,14 +75,22 @@ async def with_repeats(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     jitter: Callable[[], float] = lambda: random.uniform(0.8, 1.2),  # noqa: S311 - not crypto
 ) -> T:
-    """``call()``, repeated after each exception for which ``lost`` is true (the connection was
+    """``call_()``, repeated after each exception for which ``lost`` is true (the connection was
     lost, the request may or may not have taken effect), at most ``len(delays_s)`` times; the
     repeats run with ``is_repeat()`` true. An operation built on others repeats its parts
     (each part inside a repeat is a repeat too), and itself when a part gives up."""
+    if _call.get() is None:
+        call = _call.set({})
+        try:
+            return await with_repeats(
+                call_, lost=lost, what=what, delays_s=delays_s, sleep=sleep, jitter=jitter
+            )
+        finally:
+            _call.reset(call)
     for attempt in range(len(delays_s) + 1):
         token = _repeat.set(_repeat.get() or attempt > 0)
         try:
-            return await call()
+            return await call_()
         except Exception as exc:
             if not lost(exc) or attempt == len(delays_s):
                 raise

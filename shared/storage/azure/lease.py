@@ -16,6 +16,7 @@ from azure.storage.blob.aio import BlobClient, BlobLeaseClient, ContainerClient
 from shared.names import ResourceNames
 from shared.storage.azure.blobs import create_blob_if_absent, raise_missing
 from shared.storage.azure.retry import repeated
+from shared.storage.repeat import call_state
 from shared.storage.rules import check_lease_duration
 
 
@@ -42,14 +43,13 @@ class AzureLease:
             content_settings=ContentSettings("application/octet-stream"),
         )
 
+    @repeated
     async def acquire(self, duration_s: int) -> str | None:
         check_lease_duration(duration_s)
         # One proposed lease id for every try: a repeat of an acquire that took effect renews
         # our own lease instead of finding it held (409).
-        return await self._acquire(duration_s, str(uuid.uuid4()))
-
-    @repeated
-    async def _acquire(self, duration_s: int, lease_id: str) -> str | None:
+        state = call_state()
+        lease_id = state["lease_id"] = state.get("lease_id") or str(uuid.uuid4())
         for _ in range(2):
             try:
                 lease = BlobLeaseClient(self.blob, lease_id)
