@@ -5,6 +5,7 @@
 #   make screenshots  the dashboard's screenshots in .run/screenshots/ (UPDATE=1: docs/screenshots/)
 #   make bench   benchmarks under bench/ (each prints one key=value line)
 #   make sim     the deterministic simulation over SEEDS seeds (default 500; SEEDS=10000 for long runs)
+#   make rbac-check  the end-to-end scenarios under infra/'s role assignments (docs/permissions.md)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -17,7 +18,7 @@ PYTEST_ARGS ?=
 # most of its time is spent waiting on subprocesses, Azurite and the browser. 0: one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint format bench sim clean constraints
+.PHONY: install test lint format bench sim clean constraints rbac-check
 
 SEEDS ?= 500
 
@@ -91,6 +92,18 @@ infra-check: $(STAMP) $(CHECKOV_STAMP) cloud-init
 	$(PY) -m tests.infra.offline_checks --checkov $(CHECKOV_VENV)/bin/checkov \
 	  --kubernetes-validate $(VENV)/bin/kubernetes-validate --cloud-init "$$(command -v cloud-init)"
 	$(VENV)/bin/lint-imports
+
+# Every storage call of the end-to-end scenarios, checked against infra/'s role assignments as Azure
+# would check it: fails on a refusal (a role the code needs is missing), on a role no call used
+# (least privilege) and on a call docs/permissions.md does not list (docs/storage.md "Permissions").
+# make test runs the same tests; RBAC_USAGE keeps the run's record for `devtools.permissions docs`.
+RBAC_USAGE ?= .run/rbac/usage.jsonl
+rbac-check: install
+	mkdir -p $(dir $(RBAC_USAGE)) && rm -f $(RBAC_USAGE)
+	$(PY) -m tests.infra.permission_model
+	DAGQ_RBAC_SCENARIO_USAGE=$(abspath $(RBAC_USAGE)) $(PY) -m tests.support.netns $(PY) -m pytest -q \
+	  tests/cli/test_rbac_scenarios.py tests/infra/test_permission_model.py tests/storage/test_rbac_guard.py
+	$(PY) -m devtools.permissions check $(RBAC_USAGE)
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

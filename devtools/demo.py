@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from devtools.azurite import Azurite, AzuriteError
 from devtools.stackenv import read_env, source_line, write_env
+from shared.signing import new_key_pair
 
 if TYPE_CHECKING:
     from shared.client import Client
@@ -95,15 +96,18 @@ class DemoStack:
             "DAGQ_STORAGE": self.azurite.connection_string,
             "DAGQ_PREFIX": PREFIX,
             "DAGQ_SWEEP_SCHEDULE": "*/2 * * * * *",
+            "DAGQ_RBAC_ENFORCE": "1",  # as Azure would (docs/storage.md "Permissions")
             "PYTHONUNBUFFERED": "1",
         }
+        # This demo's own key pair: the app signs, the workers verify (shared.signing).
+        signing_key, self.env["DAGQ_VERIFY_KEYS"] = new_key_pair()
         port = _free_port()
         log(f"starting the Functions app (local host) on port {port} ...")
         self._spawn(
             "host",
             [sys.executable, "-m", "devtools.localhost", "--builtin", "--port", str(port),
              "--settings", str(self.run_dir / "no-local-settings.json"), "--grace-s", "3"],
-            self.env,
+            {**self.env, "DAGQ_SIGNING_KEY": signing_key},
         )  # fmt: skip
         self.api_url = f"http://127.0.0.1:{port}"
         self._wait_healthy()

@@ -37,6 +37,7 @@ from pathlib import Path
 from devtools.azurite import _LISTENING, azurite_binary
 from devtools.stackenv import source_line, write_env
 from shared.settings import azurite_connection_string
+from shared.signing import new_key_pair
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_DIR = Path(os.environ.get("DAGQ_RUN_DIR") or REPO_ROOT / ".run").resolve()
@@ -251,10 +252,17 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances
             DAGQ_STORAGE=conn,
             DAGQ_PREFIX=prefix,
             DAGQ_SWEEP_SCHEDULE=os.environ.get("DAGQ_SWEEP_SCHEDULE", "*/2 * * * * *"),
+            # Azurite grants everyone everything: the app and the workers refuse what infra/'s
+            # roles would refuse on Azure (docs/storage.md "Permissions").
+            DAGQ_RBAC_ENFORCE=os.environ.get("DAGQ_RBAC_ENFORCE", "1"),
             AzureWebJobsStorage=conn,
             FUNCTIONS_WORKER_RUNTIME="python",
             PYTHONUNBUFFERED="1",
         )
+        # A key pair of this stack's own: the app signs task messages and control events, the
+        # workers run only what it signed (shared.signing); only the app gets the private key.
+        signing_key, env["DAGQ_VERIFY_KEYS"] = new_key_pair()
+        env.pop("DAGQ_SIGNING_KEY", None)
         port = api_port if api_port and not any_ports and port_free(api_port) else free_port()
         host = spawn(
             "host",
@@ -268,7 +276,7 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances
                 str(instances),
             ],
             "devtools.localhost",
-            env,
+            {**env, "DAGQ_SIGNING_KEY": signing_key},
         )
         started.append(host)
         api_url = f"http://127.0.0.1:{port}/api"

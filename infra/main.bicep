@@ -287,6 +287,7 @@ module identity 'modules/identity.bicep' = {
     workflowsContainerName: storage.outputs.workflowsContainerName
     outputsContainerName: storage.outputs.outputsContainerName
     deadletterContainerName: storage.outputs.deadletterContainerName
+    cacheContainerName: storage.outputs.cacheContainerName
     deploymentContainerName: names.deploymentContainer
     registryTableName: storage.outputs.registryTableName
     taskQueueNames: storage.outputs.taskQueueNames

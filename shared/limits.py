@@ -202,3 +202,6 @@ MAX_CANCEL_REASON_CHARS = 500
 
 MAX_PURGE_PAGE = 1000
 """Most workflows one ``POST /purge`` selects."""
+
+SIGNATURE_CHARS = 88
+"""Length of an encoded message signature (Ed25519: 64 bytes in URL-safe base64; shared.signing)."""

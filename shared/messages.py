@@ -38,6 +38,7 @@ from shared.limits import (
     MAX_OUTPUT_SIZE,
     MAX_PARTITIONS,
     MESSAGE_BUDGET_BYTES,
+    SIGNATURE_CHARS,
 )
 from shared.message_fields import (
     Attempt,
@@ -60,6 +61,14 @@ is the coordinator's limit; the worker inlines up to its default)."""
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SignedMessage(_Message):
+    """A message only the app may send: it carries the app's signature (``shared.signing``)."""
+
+    sig: str | None = Field(default=None, max_length=SIGNATURE_CHARS)
+    """The app's Ed25519 signature of the rest of the message (None: sent unsigned, by a
+    deployment without ``DAGQ_SIGNING_KEY``, which its workers accept only without keys too)."""
 
 
 class OutputRef(_Message):
@@ -91,7 +100,7 @@ class ReportFields(TypedDict):
     incarnation: int | None
 
 
-class TaskMessage(_Message):
+class TaskMessage(SignedMessage):
     """One attempt of one task, sent to the task queue of its hardware class."""
 
     v: Literal[1] = 1
@@ -150,14 +159,14 @@ class TaskMessage(_Message):
 # -- events ----------------------------------------------------------------------------------
 
 
-class ActivateEvent(_Message):
+class ActivateEvent(SignedMessage):
     """Sent by the API after creating a workflow: dispatch its root tasks."""
 
     kind: Literal["activate"] = "activate"
     workflow_id: WorkflowId
 
 
-class CancelEvent(_Message):
+class CancelEvent(SignedMessage):
     """Sent by the API on cancel (the durable flag in the index backs it up if it is lost).
 
     ``incarnation``: the workflow the API read (None from the cancel-poll sweep, which acts on
@@ -169,7 +178,7 @@ class CancelEvent(_Message):
     reason: str | None = Field(default=None, max_length=MAX_EVENT_REASON_CHARS)
 
 
-class RetryEvent(_Message):
+class RetryEvent(SignedMessage):
     """Sent by the API to rerun a finished workflow from its failures.
 
     ``run`` is the run number the API saw finished; a duplicate or stale retry (the state has moved

@@ -37,6 +37,8 @@ QUEUE_PARTITION = "queue"
 """Registry-table partition of the queues any worker ever polled: one row per queue."""
 MARK_PARTITION = "mark"
 """Registry-table partition of the recurring jobs' last-run marks (``sweep``)."""
+FAILURE_PARTITION = "failure"
+"""Registry-table partition of tolerated storage failures (``shared.storage.tolerated``)."""
 
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
 

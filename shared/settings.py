@@ -73,6 +73,35 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_STORAGE__clientId", "AZURE_CLIENT_ID"),
         description="Client id of a user-assigned managed identity.",
     )
+    signing_key: str | None = Field(
+        default=None,
+        repr=False,
+        validation_alias=AliasChoices("DAGQ_SIGNING_KEY"),
+        description="The app's private Ed25519 key (32 bytes, URL-safe base64: python -m"
+        " shared.signing makes a pair): the app signs every task message and control event"
+        " with it. The app only: never give it to workers.",
+    )
+    verify_keys: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_VERIFY_KEYS"),
+        description="The app's public key(s), comma-separated (two while a key is rotated):"
+        " workers run only task messages, and the coordinator applies only control events,"
+        " signed with one of them. Unset (with no DAGQ_SIGNING_KEY): nothing is verified.",
+    )
+    rbac_enforce: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("DAGQ_RBAC_ENFORCE"),
+        description="Check every storage call against infra/'s role assignments for the calling"
+        " component's identity and refuse what Azure would refuse (a 403"
+        " AuthorizationPermissionMismatch): for Azurite, which enforces no roles. The test suite"
+        " and the local stacks turn it on; on Azure, Azure enforces them.",
+    )
+    rbac_usage: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_RBAC_USAGE"),
+        description="With DAGQ_RBAC_ENFORCE: a file every process appends the permissions it"
+        " used to (make rbac-check).",
+    )
     prefix: str = Field(
         default=DEFAULT_PREFIX,
         validation_alias=AliasChoices("DAGQ_PREFIX"),

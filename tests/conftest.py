@@ -14,8 +14,9 @@ import pytest
 from devtools.azurite import Azurite
 from shared.settings import Settings
 
-# Nothing the suite runs may contact an address other than loopback: see tests/support/netguard.py.
-pytest_plugins = ["tests.support.netguard"]
+# Nothing the suite runs may contact an address other than loopback (tests/support/netguard.py),
+# nor make a storage call its identity's roles in infra/ do not allow (tests/support/rbac.py).
+pytest_plugins = ["tests.support.netguard", "tests.support.rbac"]
 
 
 @pytest.fixture(scope="session")

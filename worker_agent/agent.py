@@ -135,6 +135,11 @@ class Agent:
             self.settings.work_dir,
         )
         (self.log.info if self.isolated else self.log.warning)(self.isolation)
+        if self.settings.verify_keys is None:
+            self.log.warning(
+                "task messages are not verified: anyone who can write to the task queues can run"
+                " commands here; set DAGQ_VERIFY_KEYS to the app's public key (docs/security.md)"
+            )
         slots = [
             asyncio.create_task(self._slot(index, devices), name=f"slot {index}")
             for index, devices in enumerate(self.devices)

@@ -35,6 +35,7 @@ from shared.messages import (
     decode_task_message,
 )
 from shared.names import ResourceNames, safe_name_problem, workflow_id_problem
+from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
 from worker_agent.files import (
@@ -117,12 +118,16 @@ class AttemptRunner:
 
     # -- steps ---------------------------------------------------------------------------------
 
-    @staticmethod
-    def _decode(received: ReceivedMessage) -> TaskMessage:
+    def _decode(self, received: ReceivedMessage) -> TaskMessage:
+        """The message, if well-formed and (with verify keys) signed by the app: checked before
+        the claim, so a forged message never takes an attempt's claim either."""
         message = decode_task_message(received.text)
         problem = workflow_id_problem(message.workflow_id) or safe_name_problem(message.task)
         if problem:
             raise MessageError(f"malformed task message: {problem}")
+        verifier = verifier_of(self.settings.verify_keys)
+        if verifier is not None:
+            verifier.check(message)
         return message
 
     async def _attempt(

@@ -123,7 +123,7 @@ async def serve(settings: Settings, worker: WorkerSettings, devices: list[str | 
     from worker_agent.task_user import shield_agent
 
     shielded = shield_agent()  # our tasks may run as our own user: hide /proc/<us> from them
-    async with open_storage(settings) as storage:
+    async with open_storage(settings, "worker") as storage:
         agent = Agent(worker, storage, settings.names, devices, shielded=shielded)
         return await agent.run(handle_signals=True)
 

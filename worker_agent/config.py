@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.errors import ConfigError
@@ -187,6 +187,13 @@ class WorkerSettings(BaseSettings):
         "so Azure proceeds at once (the last agent sharing --work-dir acknowledges). Turn it "
         "off where agents on one machine share no work dir (AKS pods): one pod's "
         "acknowledgement would end the node under the others.",
+    )
+    verify_keys: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_VERIFY_KEYS", "verify_keys"),
+        description="The app's public key(s), comma-separated (DAGQ_VERIFY_KEYS, as the app's): "
+        "a task message runs only if one of them signed it; any other is dead-lettered before it "
+        "is claimed. Unset: messages are not verified (a warning at start).",
     )
     metadata_url: str = Field(
         default=DEFAULT_METADATA_URL,

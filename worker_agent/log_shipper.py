@@ -25,6 +25,7 @@ from collections.abc import Callable
 from shared.errors import ConflictError
 from shared.limits import LOG_CHUNK_BYTES as CHUNK_BYTES
 from shared.storage.ports import OutputBlobs
+from shared.storage.tolerated import TOLERATED, Kind
 from worker_agent.logfile import TRUNCATED, LogFile
 from worker_agent.reporting import retry_transient
 
@@ -79,8 +80,8 @@ class LogShipper:
             await self._write(self._pending)
         except ConflictError as exc:
             self._stop(exc)
-        except Exception as exc:  # transient: the next tick tries the same bytes again
-            self._logger.debug("live log append failed: %s", exc)
+        except Exception as exc:  # the next tick tries the same bytes again
+            TOLERATED.count(Kind.LOG_APPEND, exc, self.name)
 
     async def run(self, interval_s: float) -> None:
         """Tick every ``interval_s`` until cancelled."""

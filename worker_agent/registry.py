@@ -25,6 +25,7 @@ from shared.names import safe_name_problem, workflow_id_problem
 from shared.progress import TaskProgress
 from shared.storage.ports import ReceivedMessage
 from shared.storage.registry import GpuUse, Registry, WorkerRecord, WorkerTask
+from shared.storage.tolerated import TOLERATED, Kind
 from worker_agent.gpu_use import GpuSampler
 from worker_agent.live import AttemptKey
 
@@ -56,6 +57,7 @@ class Presence:
     ) -> None:
         self.registry = registry
         self.worker_id = worker_id
+        TOLERATED.source = f"worker {worker_id}"  # this process's failures are this worker's
         self.queues = list(queues)
         self.slots = slots
         self.interval_s = interval_s
@@ -144,8 +146,9 @@ class Presence:
                     await self.registry.note_queues(self.queues, self.clock())
                     noted = True
                 await self.registry.beat(self.record())
+                await TOLERATED.publish(self.registry)
             except Exception as exc:  # advisory: the next beat tries again
-                log.warning("worker registry heartbeat failed: %s", exc)
+                TOLERATED.count(Kind.REGISTRY_BEAT, exc)
             await self._next_beat()
 
     async def _next_beat(self) -> None:

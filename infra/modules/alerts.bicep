@@ -95,6 +95,14 @@ var rules = [
     description: 'An agent started 3 times or more in 30 minutes (systemd restarts it on failure): a configuration error, a missing GPU driver, or a storage role.'
     query: 'AppTraces | where Message startswith "worker started" | summarize starts = count() by AppRoleInstance | where starts >= 3'
   }
+  {
+    name: 'tolerated-storage-failures'
+    severity: 2
+    window: 'PT1H'
+    title: 'dagq: storage calls fail and dagq runs on without them'
+    description: 'A cache look-up or record, an index projection, a registry heartbeat or a live-log append failed (a 403: a role missing in infra/modules/identity.bicep). Runs stay correct; dagq doctor names what failed and the fix.'
+    query: 'AppTraces | where Message startswith "tolerated storage failure" | summarize failures = count() by AppRoleName, AppRoleInstance'
+  }
 ]
 
 resource alerts 'Microsoft.Insights/scheduledQueryRules@2022-06-15' = [

@@ -10,6 +10,7 @@ param storageAccountName string
 param workflowsContainerName string
 param outputsContainerName string
 param deadletterContainerName string
+param cacheContainerName string
 param deploymentContainerName string
 param registryTableName string
 
@@ -103,6 +104,11 @@ resource outputsContainer 'Microsoft.Storage/storageAccounts/blobServices/contai
 resource deadletterContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
   parent: blobService
   name: deadletterContainerName
+}
+
+resource cacheContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: cacheContainerName
 }
 
 resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
@@ -208,6 +214,17 @@ resource appOutputsContributor 'Microsoft.Authorization/roleAssignments@2022-04-
 resource appDeadletterContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(deadletterContainer.id, appIdentity.id, roleIds.storageBlobDataContributor)
   scope: deadletterContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
+    principalId: appIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// The result cache: look-ups and records of cached tasks' results, and the sweep of expired ones.
+resource appCacheContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(cacheContainer.id, appIdentity.id, roleIds.storageBlobDataContributor)
+  scope: cacheContainer
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleIds.storageBlobDataContributor)
     principalId: appIdentity.properties.principalId

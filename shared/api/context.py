@@ -48,7 +48,7 @@ class AppContext:
 
                 stack = AsyncExitStack()
                 try:
-                    storage = await stack.enter_async_context(open_storage(self.settings))
+                    storage = await stack.enter_async_context(open_storage(self.settings, "app"))
                     await ensure_resources(storage, self.settings.partitions)
                 except BaseException:
                     await stack.aclose()

@@ -34,6 +34,7 @@ from shared.api.request import (
 from shared.errors import DagqError
 from shared.limits import MAX_CANCEL_REASON_CHARS
 from shared.names import check_task_name, check_workflow_id
+from shared.signing import signer_of
 
 log = logging.getLogger("dagq.api")
 
@@ -120,7 +121,7 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     storage = await CONTEXT.storage()
     result = await service.submit(
         storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded,
-        partitions=settings.partitions,
+        partitions=settings.partitions, signer=signer_of(settings.signing_key),
     )  # fmt: skip
     url = workflow_url(req, result.workflow_id)
     body = Submitted(id=result.workflow_id, status=result.status, url=url)
@@ -183,7 +184,8 @@ async def _cancel(req: func.HttpRequest) -> func.HttpResponse:
     if reason is not None:
         reason = "".join(c for c in reason if c.isprintable())[:MAX_CANCEL_REASON_CHARS]
     storage = await CONTEXT.storage()
-    result = await service.cancel(storage, workflow_id, reason=reason)
+    signer = signer_of(CONTEXT.settings.signing_key)
+    result = await service.cancel(storage, workflow_id, reason=reason, signer=signer)
     # ``detail`` is sent only when there was nothing to cancel.
     detail = (
         {}
@@ -207,7 +209,9 @@ async def _retry(req: func.HttpRequest) -> func.HttpResponse:
     workflow_id = route_param(req, "id")
     check_workflow_id(workflow_id)
     storage = await CONTEXT.storage()
-    result = await service.retry(storage, workflow_id)
+    result = await service.retry(
+        storage, workflow_id, signer=signer_of(CONTEXT.settings.signing_key)
+    )
     body = RetryAccepted(
         id=workflow_id, status=result.status, run=result.run + 1, url=workflow_url(req, workflow_id)
     )

@@ -15,15 +15,18 @@ import dataclasses
 import secrets
 import string
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from shared.deployment import partition_from_metadata, partition_metadata, partition_of
 from shared.errors import ConflictError, IncompleteSubmitError, NotFoundError
 from shared.limits import MAX_COUNTER
-from shared.messages import ActivateEvent, CancelEvent, RetryEvent, encode
+from shared.messages import ActivateEvent, CancelEvent, RetryEvent, SignedMessage, encode
 from shared.names import check_workflow_id, new_workflow_id
+from shared.signing import Signer
 from shared.states import WorkflowStatus
 from shared.storage.workflow_reads import read_workflow
+
+M = TypeVar("M", bound=SignedMessage)
 
 if TYPE_CHECKING:
     from shared.definition.workflow import CompiledWorkflow
@@ -104,6 +107,7 @@ async def submit(
     encoded: bytes | None = None,
     partitions: int = 1,
     incarnation: int | None = None,
+    signer: Signer | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -149,7 +153,7 @@ async def submit(
             await _repair_row(storage, wf, state, partition)
         if state.status is WorkflowStatus.PENDING:
             events = storage.for_partition(partition).event_queue
-            await events.send(encode(ActivateEvent(workflow_id=workflow_id)))
+            await events.send(encode(_signed(ActivateEvent(workflow_id=workflow_id), signer)))
     except Exception as exc:
         raise IncompleteSubmitError(workflow_id, exc) from exc
     return Submission(workflow_id=workflow_id, status=state.status, created=created)
@@ -215,7 +219,14 @@ def _index_row(wf: CompiledWorkflow, state: RuntimeState, partition: int) -> Ind
 # -- control -------------------------------------------------------------------------------------
 
 
-async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = None) -> ControlResult:
+def _signed(event: M, signer: Signer | None) -> M:
+    """A control event signed with the app's key (``shared.signing``), when it has one."""
+    return signer.sign(event) if signer is not None else event
+
+
+async def cancel(
+    storage: Storage, workflow_id: str, *, reason: str | None = None, signer: Signer | None = None
+) -> ControlResult:
     """Set the durable cancel flag, then send the cancel event. Idempotent; a finished workflow is
     left as it is."""
     wf, state = await read_workflow(storage, workflow_id)
@@ -232,11 +243,13 @@ async def cancel(storage: Storage, workflow_id: str, *, reason: str | None = Non
     cancel_event = CancelEvent(
         workflow_id=workflow_id, reason=reason, incarnation=state.incarnation
     )
-    await events.send(encode(cancel_event))
+    await events.send(encode(_signed(cancel_event, signer)))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)
 
 
-async def retry(storage: Storage, workflow_id: str) -> ControlResult:
+async def retry(
+    storage: Storage, workflow_id: str, *, signer: Signer | None = None
+) -> ControlResult:
     """Rerun a failed or cancelled workflow from its failures. ConflictError otherwise."""
     wf, state = await read_workflow(storage, workflow_id)
     if not state.status.is_terminal:
@@ -254,5 +267,5 @@ async def retry(storage: Storage, workflow_id: str) -> ControlResult:
         await storage.index.clear_cancel(workflow_id, state.created_at)
     events = storage.for_partition(partition).event_queue
     retry_event = RetryEvent(workflow_id=workflow_id, run=state.run, incarnation=state.incarnation)
-    await events.send(encode(retry_event))
+    await events.send(encode(_signed(retry_event, signer)))
     return ControlResult(workflow_id, state.status, sent=True, run=state.run)

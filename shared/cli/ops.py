@@ -7,6 +7,7 @@ so these need only its URL and key.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from shared.cli.connect import api_options, open_client, report_errors
 from shared.durations import parse_duration, spell_duration
@@ -196,13 +197,14 @@ def _purge_ids(args: argparse.Namespace) -> int:
 def _purge_older(args: argparse.Namespace) -> int:
     from shared.cli import render
 
-    items, resumed = [], []
+    items, resumed, problems = [], [], []
     with open_client(args) as client:
         for report in client.iter_purge(
             args.older_than, statuses=args.status or (), dry_run=args.dry_run
         ):
             items += report.workflows
             resumed += [i for i in report.resumed if i not in resumed]
+            problems += [report.cache_problem] if report.cache_problem else []
             if not args.json:
                 for item in report.workflows:
                     verb = "would purge" if args.dry_run else "purged"
@@ -213,9 +215,12 @@ def _purge_older(args: argparse.Namespace) -> int:
             "older_than_s": args.older_than,
             "workflows": [item.model_dump(mode="json") for item in items],
             "resumed": resumed,
+            "problems": problems,
         }
         print(render.dumps(body))
         return 0
+    for problem in problems:
+        print(f"dagq purge: {problem}", file=sys.stderr)
     if resumed:
         verb = "found" if args.dry_run else "finished"
         print(f"{verb} {len(resumed)} interrupted purge(s): {', '.join(resumed)}")

@@ -89,7 +89,7 @@ async def _main(args: argparse.Namespace) -> int:
     options = CoordinatorOptions.from_settings(settings)
     if args.budget is not None:
         options = CoordinatorOptions.from_settings(settings, pass_budget_s=args.budget)
-    async with open_storage(settings) as storage:
+    async with open_storage(settings, "app") as storage:
         if args.ensure_resources:
             await ensure_resources(storage, settings.partitions)
         coordinators = PartitionSet(storage, settings.names, options, partitions)

@@ -18,6 +18,7 @@ from shared.engine.commands import Dispatch
 from shared.errors import MessageError
 from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
+from shared.signing import Signer
 from shared.storage.ports import Storage
 
 log = logging.getLogger("dagq.coordinator")
@@ -81,10 +82,21 @@ class DispatchOutcome:
 class Dispatcher:
     """Sends task messages with bounded concurrency shared by every workflow of a pass."""
 
-    def __init__(self, storage: Storage, names: ResourceNames, concurrency: int = 32) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        names: ResourceNames,
+        concurrency: int = 32,
+        signer: Signer | None = None,
+    ) -> None:
         self._storage = storage
         self._names = names
         self._slots = asyncio.Semaphore(concurrency)
+        self._signer = signer
+
+    def _signed(self, message: TaskMessage) -> TaskMessage:
+        """``message`` signed with the app's key (``shared.signing``), when it has one."""
+        return self._signer.sign(message) if self._signer is not None else message
 
     async def empty_queues(self, queues: Iterable[str]) -> frozenset[str]:
         """Which of these (definition) queues hold no message at all, visible or not: a queued
@@ -135,7 +147,7 @@ class Dispatcher:
     ) -> bool:
         message = build_message(workflow_id, wf, command, partition=self._storage.partition)
         try:
-            text = encode(message)
+            text = encode(self._signed(message))
         except MessageError:
             text = ""
         async with self._slots:
@@ -155,7 +167,7 @@ class Dispatcher:
             message = build_message(
                 workflow_id, wf, command, upstream_blob=blob, partition=self._storage.partition
             )
-            text = encode(message)
+            text = encode(self._signed(message))
         except MessageError as exc:
             outcome.unsendable.append((command, f"task message too large to send: {exc}"))
             return ""

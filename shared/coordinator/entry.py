@@ -31,6 +31,7 @@ from shared.errors import LeaseError
 from shared.messages import wrap_redelivery
 from shared.names import ResourceNames
 from shared.settings import Settings
+from shared.signing import signer_of
 from shared.storage.ports import Storage
 
 log = logging.getLogger("dagq.coordinator")
@@ -77,7 +78,7 @@ class Coordinator:
             storage,
             opts,
             cache,
-            Dispatcher(storage, self.names, opts.send_concurrency),
+            Dispatcher(storage, self.names, opts.send_concurrency, signer_of(opts.signing_key)),
             Leadership(storage.lease, opts, on_lost=cache.clear),
             Projector(storage.index, opts.project_every_s),
             Acknowledger(storage.deadletters, clock, opts),

@@ -15,7 +15,8 @@ from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.stats import PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.errors import MessageError
-from shared.messages import decode_event
+from shared.messages import SignedMessage, decode_event
+from shared.signing import Verifier, verifier_of
 from shared.storage.ports import Queue
 
 log = logging.getLogger("dagq.coordinator")
@@ -51,19 +52,23 @@ class Receiver:
 
 
 def sort_out(
-    envelopes: Sequence[Envelope],
+    envelopes: Sequence[Envelope], verifier: Verifier | None = None
 ) -> tuple[dict[str, list[Envelope]], list[tuple[Envelope, str]]]:
-    """Decode every envelope and group them by workflow; return the groups and the envelopes to
-    dead-letter with their reasons."""
+    """Decode every envelope (a control event must be signed by the app when ``verifier`` is
+    given: ``shared.signing``) and group them by workflow; return the groups and the envelopes
+    to dead-letter with their reasons."""
     groups: dict[str, list[Envelope]] = {}
     dead: list[tuple[Envelope, str]] = []
     for env in envelopes:
         if env.event is None:
             try:
-                env.event = decode_event(env.text)
+                event = decode_event(env.text)
+                if verifier is not None and isinstance(event, SignedMessage):
+                    verifier.check(event)
             except MessageError as exc:
                 dead.append((env, str(exc)))
                 continue
+            env.event = event
         groups.setdefault(env.event.workflow_id, []).append(env)
     return groups, dead
 
@@ -72,6 +77,7 @@ async def take_in(
     envelopes: Sequence[Envelope], updater: WorkflowUpdater, stats: PassStats, sent: set[SentKey]
 ) -> list[Envelope]:
     """Decode, group and update each workflow; return the envelopes that may be acknowledged."""
-    groups, dead = sort_out(envelopes)
+    opts = updater.options
+    groups, dead = sort_out(envelopes, verifier_of(opts.verify_keys, opts.signing_key))
     done = await updater.acks.dead_letter(dead, stats)
     return done + await updater.update_all(groups, stats, sent)

@@ -4,7 +4,7 @@ benchmarks override."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from shared.settings import Settings
@@ -73,6 +73,11 @@ class CoordinatorOptions:
     """Functions instances: a trigger that finds the lease held elsewhere waits this long for it
     (longer than ``keep_lease_idle_s``, so an idle holder's lease comes free in time) before the
     event is handed back to the queue (a bounce)."""
+    signing_key: str | None = field(default=_setting("signing_key"), repr=False)
+    """The app's signing key (``DAGQ_SIGNING_KEY``): task messages are signed with it."""
+    verify_keys: str | None = _setting("verify_keys")
+    """Keys a control event's signature is checked against (``DAGQ_VERIFY_KEYS``, plus the
+    signing key's own): with neither, control events are applied unsigned."""
     sweep_overdue_s: float = 10.0
     """The lease holder runs its partition's sweeps itself when none ran for this long, so they
     never starve while the timer's instance cannot get the lease."""

@@ -20,6 +20,7 @@ from shared.coordinator.intake import Receiver, take_in
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.sweeps import run_sweeps
 from shared.coordinator.update import WorkflowUpdater
+from shared.storage.tolerated import TOLERATED
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -81,7 +82,15 @@ class PassRunner:
                     await renewer
                 await self._end_lease(stats)
             stats.latency_s = time.monotonic() - started
-            if stats.events_received or stats.sweep or stats.lease is not LeaseState.HELD:
+            stats.tolerated = TOLERATED.take()
+            if stats.tolerated:
+                await TOLERATED.publish(self.updater.storage.registry)
+            if (
+                stats.events_received
+                or stats.sweep
+                or stats.tolerated
+                or stats.lease is not LeaseState.HELD
+            ):
                 stats.log()
             else:
                 log.debug("idle pass: %s", stats.record())

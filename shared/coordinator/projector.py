@@ -18,6 +18,7 @@ from shared.coordinator.stats import PassStats
 from shared.limits import INDEX_BATCH
 from shared.states import WorkflowStatus
 from shared.storage.ports import Index, IndexRow
+from shared.storage.tolerated import TOLERATED, Kind
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -53,7 +54,7 @@ class Projector:
         try:
             await self._index.project(row)
         except Exception as exc:  # derived data: the next flush or sweep writes it again
-            log.warning("workflow %s: index projection failed: %r", row.workflow_id, exc)
+            TOLERATED.count(Kind.PROJECTION, exc, f"workflow {row.workflow_id}")
             self._pending[row.workflow_id] = row
             return
         stats.projections += 1
@@ -82,7 +83,7 @@ class Projector:
         try:
             await self._index.project_many(rows)
         except Exception as exc:  # derived data: kept for the next flush (or the sweep)
-            log.warning("index projection of %d rows failed: %r", len(rows), exc)
+            TOLERATED.count(Kind.PROJECTION, exc, f"{len(rows)} rows")
             for row in rows:
                 self._pending.setdefault(row.workflow_id, row)
                 self._due.add(row.workflow_id)

@@ -3,7 +3,8 @@ record a cached task's successful result after the flush that applied it.
 
 A look-up costs one GET of the entry, plus one PUT when the output was a blob (it becomes this
 attempt's own output blob, so everything downstream reads it as if the task had run). Tasks
-without ``cache`` cost nothing. Any storage trouble or a damaged entry is a miss: the task runs.
+without ``cache`` cost nothing. Any storage trouble or a damaged entry is a miss: the task runs
+(a storage failure is counted and shown: ``shared.storage.tolerated``).
 Recording is best effort (a lost entry is a later miss, never a wrong result); only completed
 attempts that really ran are recorded, never failures, never results themselves reused.
 """
@@ -25,6 +26,7 @@ from shared.errors import CodecError
 from shared.messages import OutputRef, TaskCompletedEvent
 from shared.names import ResourceNames
 from shared.storage.ports import Storage
+from shared.storage.tolerated import TOLERATED, Kind
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -76,7 +78,7 @@ class ResultCacheSteps:
             log.warning("cache entry %s is unusable, the task runs: %s", key, exc)
             return None
         except Exception as exc:  # storage trouble is a miss: running is always correct
-            log.warning("cache look-up of %s failed, the task runs: %r", key, exc)
+            TOLERATED.count(Kind.CACHE_LOOKUP, exc, f"key {key}: the task runs")
             return None
         completion = TaskCompletedEvent(
             workflow_id=workflow_id,
@@ -137,7 +139,7 @@ class ResultCacheSteps:
             )
             await self._storage.cache.put(key, encode_entry(entry, payload), entry.expires_at)
         except Exception as exc:  # best effort: a lost entry is a later miss
-            log.warning("recording cache entry %s failed: %r", key, exc)
+            TOLERATED.count(Kind.CACHE_RECORD, exc, f"key {key}")
             return False
         return True
 

@@ -66,6 +66,9 @@ class PassStats:
     """State writes that lost the ETag compare-and-swap (each is re-read and re-applied)."""
     workflows_finished: int = 0
     projections: int = 0
+    tolerated: dict[str, int] = field(default_factory=dict)
+    """Storage failures the coordinator tolerated (a cache look-up or record, an index
+    projection), by kind: counted since the previous pass (``shared.storage.tolerated``)."""
     sweep: dict[str, int] = field(default_factory=dict)
     """Per sweep: workflows it acted on (cancel_poll, activate_repair, engine, poison)."""
     receives: int = 0

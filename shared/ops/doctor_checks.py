@@ -279,6 +279,49 @@ def stuck_pending(facts: Facts) -> list[DoctorFinding]:
     ]
 
 
+def _failed_resource(facts: Facts, kind: str) -> str:
+    """What a tolerated failure of ``kind`` failed to reach (``shared.storage.tolerated.Kind``)."""
+    names = facts.names
+    return {
+        "cache look-up": f"read {names.cache_container}",
+        "cache record": f"write {names.cache_container}",
+        "index projection": f"write the index table {names.index_table}",
+        "registry heartbeat": f"write the registry table {names.registry_table}",
+        "log append": f"write logs in {names.outputs_container}",
+        "cache expiry": f"delete expired entries in {names.cache_container}",
+    }.get(kind, f"complete a {kind}")
+
+
+def tolerated_failures(facts: Facts) -> list[DoctorFinding]:
+    """Storage calls that failed and were tolerated (the run went on), recently: a permission
+    missing on Azure shows here, not only in a log."""
+    findings = []
+    for note in facts.failures:
+        ago = facts.now - note.at
+        if ago > facts.limits.dead_letter_window_s:
+            continue
+        denied = note.detail.startswith("403")
+        fix = (
+            "grant the identity its role there (infra/modules/identity.bicep; docs/permissions.md"
+            " lists every role and the calls that need it), then azd provision"
+            if denied
+            else "see the logs' 'tolerated storage failure' lines for each failure; it is"
+            " retried, and running stays correct meanwhile"
+        )
+        findings.append(
+            DoctorFinding(
+                check="tolerated_failure",
+                severity="error" if denied else "warning",
+                subject=note.source,
+                title=f"{note.source} cannot {_failed_resource(facts, note.kind)}: {note.detail}",
+                detail=f"{note.count} {note.kind} failure(s) so far, the latest noted"
+                f" {max(ago, 0):.0f} s ago; dagq ran on without it (a {note.kind} is best effort)",
+                fix=fix,
+            )
+        )
+    return findings
+
+
 def partial_view(facts: Facts) -> list[DoctorFinding]:
     """What the run's budgets left unexamined: the other checks saw only the rest."""
     return [
@@ -306,6 +349,7 @@ CHECKS: tuple[Check, ...] = (
     clock_skew,
     unknown_queues,
     lost_workers,
+    tolerated_failures,
     partial_view,
 )
 """Every check, in the order findings are listed."""

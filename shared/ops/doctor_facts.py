@@ -22,7 +22,7 @@ from shared.states import WorkflowStatus
 if TYPE_CHECKING:
     from shared.settings import Settings
     from shared.storage.ports import DeadLetter, IndexRow, Storage
-    from shared.storage.registry import WorkerRecord
+    from shared.storage.registry import FailureNote, WorkerRecord
 
 MAX_ACTIVE_READ = 5000
 """Rows of active workflows one doctor run reads from the index."""
@@ -107,6 +107,8 @@ class Facts:
     queued: list[QueuedTask] = field(default_factory=list)
     partitions: list[PartitionFacts] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    failures: list[FailureNote] = field(default_factory=list)
+    """Storage failures the app's components or workers tolerated (``shared.storage.tolerated``)."""
     active_total: int = 0
     """Active workflows in the index (``workflows`` holds at most MAX_EXAMINED of them)."""
     workflow_id: str | None = None
@@ -150,12 +152,13 @@ async def gather(
     workflows = [wf for wf, _ in examined]
     queued = [task for _, tasks in examined for task in tasks][:MAX_QUEUED]
     queues = {q for wf in workflows for q in wf.queues}
-    workers, known, partitions, letters, depths = await asyncio.gather(
+    workers, known, partitions, letters, depths, failures = await asyncio.gather(
         storage.registry.workers(),
         storage.registry.queues(),
         _partitions(storage, settings.partitions),
         storage.deadletters.list(RECENT_DEAD_LETTERS),
         _depths(storage, settings.names, queues),
+        storage.registry.failures(),
     )
     return Facts(
         now=now,
@@ -168,6 +171,7 @@ async def gather(
         queued=queued,
         partitions=partitions,
         dead_letters=letters,
+        failures=failures,
         active_total=active_total,
         workflow_id=workflow_id,
         partial=partial,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
+from shared.storage.tolerated import TOLERATED, Kind, describe
 from shared.storage.workflow_reads import cached_definition, forget_definition
 from shared.views import PurgedItem, PurgedView, PurgeReport
 
@@ -195,9 +196,9 @@ async def purge_many(
     page = await storage.index.created_before(cutoff, limit=limit, continuation=continuation)
     chosen = [row for row in page.rows if is_candidate(row, cutoff, statuses)]
     purged = chosen if dry_run else await _purge_rows(storage, chosen)
-    expired = await storage.cache.expired(now, limit) if continuation is None else []
-    if not dry_run:
-        await asyncio.gather(*(storage.cache.delete(key) for key in expired))
+    expired, cache_problem = (
+        await _expire_cache(storage, now, limit, dry_run) if continuation is None else ([], None)
+    )
     return PurgeReport(
         dry_run=dry_run,
         older_than_s=older_than_s,
@@ -206,7 +207,24 @@ async def purge_many(
         resumed=sorted(marks),
         next=page.next,
         cache_entries_expired=len(expired),
+        cache_problem=cache_problem,
     )
+
+
+async def _expire_cache(
+    storage: Storage, now: float, limit: int, dry_run: bool
+) -> tuple[list[str], str | None]:
+    """The expired cache entries (deleted unless ``dry_run``), and what went wrong if that failed:
+    best effort, so that a cache the app cannot reach never stops a purge of workflows (counted
+    and shown by dagq doctor: ``shared.storage.tolerated``)."""
+    try:
+        expired = await storage.cache.expired(now, limit)
+        if not dry_run:
+            await asyncio.gather(*(storage.cache.delete(key) for key in expired))
+    except Exception as exc:
+        TOLERATED.count(Kind.CACHE_EXPIRY, exc)
+        return [], f"expired cache entries were not removed: {describe(exc)} (see dagq doctor)"
+    return expired, None
 
 
 async def _purge_rows(storage: Storage, rows: list[IndexRow]) -> list[IndexRow]:

@@ -135,6 +135,38 @@ class WorkerRecord:
     """The storage service's time of the latest heartbeat (read back, never written)."""
 
 
+@dataclass(frozen=True)
+class FailureNote:
+    """A storage failure a component tolerated, kept where ``dagq doctor`` reads it
+    (``shared.storage.tolerated``)."""
+
+    source: str
+    """Who failed: ``app``, or ``worker <id>``."""
+    kind: str
+    """What failed (``shared.storage.tolerated.Kind``: ``cache record``...)."""
+    count: int
+    """Failures of this kind in that process so far."""
+    detail: str
+    """The latest one in a few words (``403 AuthorizationPermissionMismatch``)."""
+    at: float
+    """When the note was written (the writer's clock)."""
+
+
+MAX_NOTE_TEXT = 200
+"""Longest source, kind or detail a failure note keeps."""
+
+
+def bounded_note(note: FailureNote) -> FailureNote:
+    """``note`` as stored: its texts cut to ``MAX_NOTE_TEXT``, its count non-negative."""
+    return FailureNote(
+        note.source[:MAX_NOTE_TEXT],
+        note.kind[:MAX_NOTE_TEXT],
+        max(0, int(note.count)),
+        note.detail[:MAX_NOTE_TEXT],
+        _finite(note.at, 1e12),
+    )
+
+
 class Registry(Protocol):
     """Worker heartbeats, queues ever polled, and when recurring jobs last ran."""
 
@@ -164,4 +196,12 @@ class Registry(Protocol):
 
     async def marks(self) -> dict[str, float]:
         """Job name -> when it last ran."""
+        ...
+
+    async def note_failure(self, note: FailureNote) -> None:
+        """Create or replace the note of ``note.source``'s failures of ``note.kind``."""
+        ...
+
+    async def failures(self) -> builtins.list[FailureNote]:
+        """Every failure note (bounded like every registry read)."""
         ...

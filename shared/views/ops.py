@@ -86,6 +86,9 @@ class PurgeReport(View):
     """Pass back as ``next`` to go on; None when the scan is done."""
     cache_entries_expired: int = 0
     """Result cache entries past their ttl deleted by the first step (in a dry run: found)."""
+    cache_problem: str | None = None
+    """Why the first step could not remove expired cache entries (they wait for a later purge;
+    the workflows were purged all the same), or None."""
 
 
 class DoctorFinding(View):

@@ -20,6 +20,7 @@ import pytest
 
 from devtools.azurite import Azurite
 from shared.cli import main
+from tests.support import signing
 from tests.support.api_host import REPO_ROOT, HostProcess, start_host
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -61,7 +62,7 @@ def start_workers(env: dict[str, str], logs: Path) -> list[subprocess.Popen[byte
     workers = []
     for queue, extra in (("cpu", ["--concurrency", "2"]), ("gpu", ["--gpus", "0,1"])):
         worker_env = {
-            **os.environ, **env, **FAST_WORKER,
+            **os.environ, **signing.worker_env(), **env, **FAST_WORKER,
             "DAGQ_WORKER_WORK_DIR": str(logs / f"work-{queue}"),
             "DAGQ_EXAMPLES_DIR": str(EXAMPLES),
         }  # fmt: skip

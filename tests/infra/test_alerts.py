@@ -33,6 +33,7 @@ def test_every_condition_that_needs_a_person_has_an_alert() -> None:
         "work-waiting",
         "workers-lost",
         "workers-crash-looping",
+        "tolerated-storage-failures",
     }
 
 
@@ -56,6 +57,8 @@ def test_queries_use_the_names_the_code_uses() -> None:
     assert ">= 500" in rules["function-failures"]["query"]
     # The crash-loop alert counts the line the agent logs at each start.
     assert '"worker started"' in rules["workers-crash-looping"]["query"]
+    # The tolerated-failures alert matches the line shared/storage/tolerated.py logs.
+    assert '"tolerated storage failure"' in rules["tolerated-storage-failures"]["query"]
 
 
 def test_work_waiting_allows_for_a_gpu_vm_to_boot() -> None:

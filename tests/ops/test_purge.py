@@ -299,3 +299,23 @@ async def test_finishing_an_interrupted_purge_spares_a_workflow_submitted_meanwh
     assert state.created_at == clock.now + 60
     assert "wf-x" in await listed(storage)
     assert "wf-x" not in await marks()
+
+
+async def test_a_cache_the_app_may_not_reach_never_stops_a_bulk_purge(storage: Storage) -> None:
+    # Before: the cache step's 403 (the app had no role on {prefix}-cache) raised out of
+    # purge_many, so dagq purge --older-than stopped at its first step and purged nothing more.
+    from shared.names import ResourceNames
+    from shared.storage.rbac.guard import guarded
+    from shared.storage.rbac.model import deployed_model
+
+    clock = FakeClock()
+    await finished_workflow(storage, "wf-old", clock, outputs=1)
+    clock.advance(40 * DAY)
+    model = deployed_model().without("appCacheContributor")
+    names: ResourceNames = storage.names  # type: ignore[attr-defined]  # both backends have it
+    app = guarded(storage, "app", names, model=model)
+    report = await purge_many(app, now=clock.now, older_than_s=30 * DAY)
+    assert [item.id for item in report.workflows] == ["wf-old"]
+    assert await gone(storage, "wf-old")
+    assert report.cache_problem is not None
+    assert "403 AuthorizationPermissionMismatch" in report.cache_problem

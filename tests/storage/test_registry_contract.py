@@ -136,3 +136,24 @@ async def test_an_unreadable_row_is_skipped_not_fatal(azure_storage: AzureStorag
     assert [r.workflow_id for r in (await storage.index.list()).rows] == ["wf-1"]
     assert [w.worker_id for w in await storage.registry.workers()] == ["vm-1-4242"]
     assert await storage.registry.marks() == {}
+
+
+async def test_failure_notes_are_kept_one_per_source_and_kind(storage: Storage) -> None:
+    from shared.storage.registry import FailureNote
+
+    await storage.registry.note_failure(FailureNote("app", "cache record", 1, "403 X", 10.0))
+    await storage.registry.note_failure(FailureNote("app", "cache record", 7, "403 Y", 20.0))
+    await storage.registry.note_failure(FailureNote("worker w|1", "log append", 2, "x" * 999, 5))
+    notes = sorted(await storage.registry.failures(), key=lambda n: n.source)
+    assert [(n.source, n.kind, n.count, n.at) for n in notes] == [
+        ("app", "cache record", 7, 20.0),
+        ("worker w|1", "log append", 2, 5.0),
+    ]
+    assert notes[0].detail == "403 Y"
+    assert len(notes[1].detail) == 200  # bounded
+
+
+async def test_an_unreadable_failure_note_is_skipped(azure_storage: AzureStorage) -> None:
+    forged = {"PartitionKey": "failure", "RowKey": "x", "Source": "w", "Kind": "k", "Count": 1e999}
+    await _raw_entity(azure_storage, azure_storage.names.registry_table, forged)
+    assert await azure_storage.registry.failures() == []

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.signing import app_env
+
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 FAST_SWEEPS = "*/1 * * * * *"
 
@@ -56,7 +58,7 @@ def start_host(
     timeout_s: float = 60.0,
 ) -> HostProcess:
     """Start ``python -m devtools.localhost --builtin --port 0`` and wait until it listens."""
-    full_env = {**os.environ, "DAGQ_SWEEP_SCHEDULE": FAST_SWEEPS, **env}
+    full_env = {**os.environ, "DAGQ_SWEEP_SCHEDULE": FAST_SWEEPS, **app_env(), **env}
     log_file = log_path.open("w")
     process = subprocess.Popen(
         [

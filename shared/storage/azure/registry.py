@@ -10,6 +10,8 @@ or broken row costs that row only.
   entity is read back as ``server_seen``.
 - ``queue`` / RowKey = the queue name: ``NotedAt``.
 - ``mark`` / RowKey = the job name: ``At``.
+- ``failure`` / RowKey = source and kind, percent-quoted and joined by ``|``: ``Source``,
+  ``Kind``, ``Count``, ``Detail``, ``At`` (``shared.storage.tolerated``).
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
 from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
-from shared.names import MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
+from shared.names import FAILURE_PARTITION, MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.azure.retry import repeated
 from shared.storage.registry import (
+    FailureNote,
     WorkerRecord,
     WorkerTask,
+    bounded_note,
     gpus_from_text,
     gpus_text,
     progress_text,
@@ -113,7 +117,7 @@ def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtin
     for entity in entities:
         try:
             out.append(read(entity))
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
             log.warning("registry row %r cannot be read, skipped: %r",
                         str(entity.get("RowKey"))[:100], exc)  # fmt: skip
     return out
@@ -171,3 +175,32 @@ class AzureRegistry:
     async def marks(self) -> dict[str, float]:
         entities = await self._partition(MARK_PARTITION)
         return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("At", 0.0)))))
+
+    async def note_failure(self, note: FailureNote) -> None:
+        note = bounded_note(note)
+        entity = {
+            "PartitionKey": FAILURE_PARTITION,
+            "RowKey": quote(note.source, safe="") + "|" + quote(note.kind, safe=""),
+            "Source": note.source,
+            "Kind": note.kind,
+            "Count": note.count,
+            "Detail": note.detail,
+            "At": note.at,
+        }
+        await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
+
+    async def failures(self) -> builtins.list[FailureNote]:
+        entities = await self._partition(FAILURE_PARTITION)
+        return _readable(entities, _note_from_entity)
+
+
+def _note_from_entity(entity: Any) -> FailureNote:
+    return bounded_note(
+        FailureNote(
+            str(entity["Source"]),
+            str(entity["Kind"]),
+            int(entity.get("Count", 0)),
+            str(entity.get("Detail", "")),
+            float(entity.get("At", 0.0)),
+        )
+    )

@@ -9,8 +9,10 @@ from dataclasses import replace
 from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
 from shared.storage.memory.clock import Clock
 from shared.storage.registry import (
+    FailureNote,
     WorkerRecord,
     WorkerTask,
+    bounded_note,
     gpus_from_text,
     gpus_text,
     progress_text,
@@ -26,6 +28,7 @@ class MemoryRegistry:
         self.records: dict[str, WorkerRecord] = {}
         self.queue_notes: dict[str, float] = {}
         self.job_marks: dict[str, float] = {}
+        self.failure_notes: dict[tuple[str, str], FailureNote] = {}
 
     async def beat(self, record: WorkerRecord) -> None:
         # Through the Azure adapter's encodings, so that the same bounds apply.
@@ -60,3 +63,10 @@ class MemoryRegistry:
 
     async def marks(self) -> dict[str, float]:
         return dict(self.job_marks)
+
+    async def note_failure(self, note: FailureNote) -> None:
+        self.failure_notes[(note.source, note.kind)] = bounded_note(note)
+
+    async def failures(self) -> builtins.list[FailureNote]:
+        keys = sorted(self.failure_notes)[:MAX_REGISTRY_ROWS]
+        return [self.failure_notes[key] for key in keys]
