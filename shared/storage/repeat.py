@@ -170,5 +170,7 @@ REPEATED: dict[str, str] = {
     "registry.queues": "a read",
     "registry.mark": "an upsert of the same row",
     "registry.marks": "a read",
+    "registry.note_failure": "an upsert of the same note",
+    "registry.failures": "a read",
 }
 """Every port operation -> why repeating it after a lost connection is safe."""

@@ -176,6 +176,7 @@ class AzureRegistry:
         entities = await self._partition(MARK_PARTITION)
         return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("At", 0.0)))))
 
+    @repeated
     async def note_failure(self, note: FailureNote) -> None:
         note = bounded_note(note)
         entity = {
@@ -189,6 +190,7 @@ class AzureRegistry:
         }
         await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def failures(self) -> builtins.list[FailureNote]:
         entities = await self._partition(FAILURE_PARTITION)
         return _readable(entities, _note_from_entity)
