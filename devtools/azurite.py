@@ -7,9 +7,11 @@ Used by the test session, the benchmarks and ``make up``. Flags follow ../shared
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -18,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.settings import azurite_connection_string
+from shared.settings import AZURITE_ACCOUNT, azurite_connection_string
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _LISTENING = re.compile(
@@ -28,6 +30,18 @@ _LISTENING = re.compile(
 
 class AzuriteError(RuntimeError):
     """Azurite could not be found or did not start."""
+
+
+def new_account_key() -> str:
+    """A random account key (64 bytes, base64, like Azure's). Every Azurite dagq starts has one of
+    its own instead of the published development key: a web page reaching 127.0.0.1 (a DNS
+    rebinding attack on the local stack) cannot sign a request it would accept."""
+    return base64.b64encode(secrets.token_bytes(64)).decode("ascii")
+
+
+def account_env(key: str) -> dict[str, str]:
+    """The environment that makes Azurite accept ``key`` for its one account (and no other key)."""
+    return {"AZURITE_ACCOUNTS": f"{AZURITE_ACCOUNT}:{key}"}
 
 
 def azurite_binary() -> str:
@@ -49,6 +63,8 @@ class Azurite:
     """Blob, queue and table ports; 0 picks free ones."""
     process: subprocess.Popen[str] | None = field(default=None, repr=False)
     bound: dict[str, int] = field(default_factory=dict)
+    key: str = field(default_factory=new_account_key, repr=False)
+    """The account key this Azurite accepts (its own: ``new_account_key``)."""
     _log: list[str] = field(default_factory=list, repr=False)
 
     def start(self, timeout_s: float = 30.0) -> Azurite:
@@ -67,7 +83,7 @@ class Azurite:
             cwd = str(self.location)
         self.process = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-            start_new_session=True,
+            start_new_session=True, env={**os.environ, **account_env(self.key)},
         )  # fmt: skip
         deadline = time.monotonic() + timeout_s
         assert self.process.stdout is not None
@@ -96,8 +112,9 @@ class Azurite:
     @property
     def connection_string(self) -> str:
         return azurite_connection_string(
-            blob=self.bound["blob"], queue=self.bound["queue"], table=self.bound["table"]
-        )
+            blob=self.bound["blob"], queue=self.bound["queue"], table=self.bound["table"],
+            key=self.key,
+        )  # fmt: skip
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

@@ -34,8 +34,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from devtools.azurite import _LISTENING, azurite_binary
-from devtools.stackenv import source_line, write_env
+from devtools.azurite import _LISTENING, account_env, azurite_binary, new_account_key
+from devtools.stackenv import source_line, write_env, write_private
 from shared.settings import azurite_connection_string
 from shared.signing import new_key_pair
 
@@ -73,7 +73,7 @@ class Stack:
     """DAGQ_PARTITIONS of the stack (from the environment of ``up``)."""
 
     def save(self) -> None:
-        STATE_FILE.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        write_private(STATE_FILE, json.dumps(asdict(self), indent=2) + "\n")
         write_env(
             ENV_FILE,
             {
@@ -191,7 +191,8 @@ def start_azurite(
         "--blobPort", str(ports[0]), "--queuePort", str(ports[1]), "--tablePort", str(ports[2]),
         "--location", str(location),
     ]  # fmt: skip
-    proc = spawn("azurite", command, "azurite", env)
+    key = new_account_key()  # this stack's own: never the published development key
+    proc = spawn("azurite", command, "azurite", {**env, **account_env(key)})
     bound: dict[str, int] = {}
     deadline = time.monotonic() + timeout_s
     while len(bound) < 3:
@@ -203,7 +204,9 @@ def start_azurite(
             for match in _LISTENING.finditer(log.read()):
                 bound[match.group(1).lower()] = int(match.group(2))
         time.sleep(0.1)
-    conn = azurite_connection_string(blob=bound["blob"], queue=bound["queue"], table=bound["table"])
+    conn = azurite_connection_string(
+        blob=bound["blob"], queue=bound["queue"], table=bound["table"], key=key
+    )
     return proc, conn
 
 

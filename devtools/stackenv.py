@@ -2,8 +2,9 @@
 
 ``make up`` writes ``.run/stack.env`` and ``make demo KEEP=1`` writes ``.run/demo/stack.env``, both
 here: ``export NAME='value'`` lines, so one line in a shell (``. .run/demo/stack.env``) gives the
-``dagq`` CLI (``DAGQ_API_URL``) and a worker (``DAGQ_STORAGE``, ``DAGQ_PREFIX``) that stack. The
-only secret in it is Azurite's well-known development key.
+``dagq`` CLI (``DAGQ_API_URL``) and a worker (``DAGQ_STORAGE``, ``DAGQ_PREFIX``) that stack. It
+holds the stack's own Azurite key (``devtools.azurite.new_account_key``), so it is written for its
+owner only (0600), like ``stack.json``.
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ from pathlib import Path
 def write_env(path: Path, values: Mapping[str, str]) -> None:
     """Write ``values`` as ``export NAME=value`` lines (shell-quoted: a connection string holds
     ``;``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = (f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
-    path.write_text("".join(lines))
+    write_private(path, "".join(lines))
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable and writable by its owner only (0600) from the start:
+    it holds a stack's storage key."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # an older file kept its mode through O_TRUNC
+        handle.write(text)
 
 
 def read_env(path: Path) -> dict[str, str]:

@@ -34,6 +34,13 @@ param principalType string = 'User'
 @maxLength(20)
 param prefix string = 'dagq'
 
+@description('The app\'s private Ed25519 key that signs task messages and control events (DAGQ_SIGNING_KEY; python -m shared.signing makes a pair; azure.yaml\'s preprovision hook makes one per environment). Empty: nothing is signed, and workers run unsigned messages.')
+@secure()
+param messageSigningKey string = ''
+
+@description('The app\'s public key(s), comma-separated (DAGQ_VERIFY_KEYS): workers verify task messages with them. Two during a rotation (docs/operations.md).')
+param messageVerifyKeys string = ''
+
 @description('Coordinator partitions (DAGQ_PARTITIONS): each has its own event queue, poison queue, lease and queue trigger. Raise it to scale out; lowering it strands workflows of the removed partitions (docs/capacity.md).')
 @minValue(1)
 @maxValue(64)
@@ -45,8 +52,8 @@ param taskQueues array = [
   'gpu'
 ]
 
-@description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE). Every run bills a little: see "Idle cost" in infra/README.md.')
-param sweepSchedule string = '*/5 * * * * *'
+@description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE); the default is shared/settings.py\'s. Flex Consumption bills every run at least 1 s: see "Idle cost" in infra/README.md.')
+param sweepSchedule string = '*/30 * * * * *'
 
 @description('Allow account-key and SAS access to the storage account. Off: Entra ID only.')
 param allowSharedKeyAccess bool = false
@@ -116,6 +123,9 @@ param gpuVmSku string = 'Standard_NC4as_T4_v3'
 @maxValue(1000)
 param gpuMinCapacity int = 0
 
+@description('The GPU pool exists already: provisioning then leaves its VM count alone (otherwise each provision resets it to gpuMinCapacity and deletes the VMs beyond, busy or not). azd sets DAGQ_GPU_POOL_EXISTS after the provision that creates the pool (azure.yaml, postprovision); with az, pass true once the pool is there.')
+param gpuPoolExists bool = false
+
 @description('Most GPU VMs autoscale starts when tasks wait.')
 @minValue(1)
 @maxValue(1000)
@@ -136,9 +146,9 @@ param gpuSetupScriptBase64 string = ''
 ])
 param gpuPriority string = 'Spot'
 
+@description('Spot eviction policy: Delete only (a deallocated VM still counts toward capacity, so autoscale would not replace it).')
 @allowed([
   'Delete'
-  'Deallocate'
 ])
 param gpuEvictionPolicy string = 'Delete'
 
@@ -184,6 +194,21 @@ var gpuPoolNeedsQueues = 'every queue in gpuQueues (${join(gpuQueues, ', ')}) mu
 var gpuQueuesKnown = length(intersection(gpuQueues, taskQueues)) == length(gpuQueues)
 var gpuPoolProblem = deployGpuPool ? (empty(workerPackage) ? gpuPoolNeedsPackage : (empty(gpuAdminSshPublicKey) ? gpuPoolNeedsKey : (gpuQueuesKnown ? '' : gpuPoolNeedsQueues))) : ''
 
+// A storage account the app or the pool cannot reach is refused the same way. The Function App
+// reaches a closed account only from its VNet (appSubnetId: with Deny the subnet is allowed below
+// and needs the Microsoft.Storage service endpoint; with Disabled it must reach the private
+// endpoints). The pool's own VNet is allowed with Deny, but has no route to private endpoints.
+var storageClosed = (storageNetworkDefaultAction == 'Deny') || (storagePublicNetworkAccess == 'Disabled')
+var storageNeedsAppSubnet = 'storageNetworkDefaultAction=Deny or storagePublicNetworkAccess=Disabled needs appSubnetId: the Function App reaches a closed storage account only through its VNet integration (a subnet delegated to Microsoft.App/environments; with Deny it also needs the Microsoft.Storage service endpoint, and is then allowed in the account\'s network rules)'
+var storageNeedsEndpoints = 'storagePublicNetworkAccess=Disabled needs storagePrivateEndpointSubnetId (and storagePrivateDnsZoneIds): without private endpoints nothing can reach the account'
+var storagePrivateWithPool = 'deployGpuPool=true cannot be combined with storagePublicNetworkAccess=Disabled: the pool\'s own VNet has no route to the private endpoints (no peering, no private DNS). Use storageNetworkDefaultAction=Deny instead (the pool\'s subnet is allowed through its service endpoint), or run workers inside the private network (AKS, infra/README.md)'
+var storagePrivate = storagePublicNetworkAccess == 'Disabled'
+var storageNetworkProblem = (storageClosed && empty(appSubnetId)) ? storageNeedsAppSubnet : ((storagePrivate && empty(storagePrivateEndpointSubnetId)) ? storageNeedsEndpoints : ((storagePrivate && deployGpuPool) ? storagePrivateWithPool : ''))
+
+// With Deny, the account's network rules allow the given subnets, the app's and the pool's.
+var storageDeny = storageNetworkDefaultAction == 'Deny'
+var storageSubnetRules = storageDeny ? concat(storageAllowedSubnetIds, empty(appSubnetId) ? [] : [appSubnetId], deployGpuPool ? [gpuNetwork.outputs.subnetId] : []) : storageAllowedSubnetIds
+
 var tags = {
   'azd-env-name': environmentName
   app: 'dagq'
@@ -208,6 +233,17 @@ resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   tags: tags
 }
 
+// The pool's network comes before the storage account, whose network rules may allow its subnet.
+module gpuNetwork 'modules/gpu-network.bicep' = if (deployGpuPool) {
+  name: 'gpu-network'
+  scope: rg
+  params: {
+    location: location
+    name: names.gpuPool
+    tags: tags
+  }
+}
+
 module storage 'modules/storage.bicep' = {
   name: 'storage'
   scope: rg
@@ -220,9 +256,9 @@ module storage 'modules/storage.bicep' = {
     allowSharedKeyAccess: allowSharedKeyAccess
     deploymentContainerName: names.deploymentContainer
     publicNetworkAccess: storagePublicNetworkAccess
-    networkDefaultAction: storageNetworkDefaultAction
+    networkDefaultAction: empty(storageNetworkProblem) ? storageNetworkDefaultAction : fail(storageNetworkProblem)
     allowedIpRanges: storageAllowedIpRanges
-    allowedSubnetIds: storageAllowedSubnetIds
+    allowedSubnetIds: storageSubnetRules
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
     tags: tags
   }
@@ -319,6 +355,9 @@ module functionApp 'modules/functionapp.bicep' = {
     eventQueueName: storage.outputs.eventQueueName
     partitions: partitions
     sweepSchedule: sweepSchedule
+    signingKey: messageSigningKey
+    verifyKeys: messageVerifyKeys
+    gpuVmSku: deployGpuPool ? gpuVmSku : ''
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
     maximumInstanceCount: maximumInstanceCount
@@ -336,6 +375,7 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     name: names.gpuPool
     tags: tags
     vmSku: gpuVmSku
+    poolExists: gpuPoolExists
     minCapacity: gpuMinCapacity
     maxCapacity: gpuMaxCapacity
     imageId: gpuImageId
@@ -347,8 +387,11 @@ module gpuPool 'modules/gpu-vmss.bicep' = if (deployGpuPool) {
     adminSshPublicKey: empty(gpuPoolProblem) ? gpuAdminSshPublicKey : fail(gpuPoolProblem)
     workerIdentityId: identity.outputs.workerIdentityId
     workerIdentityClientId: identity.outputs.workerIdentityClientId
+    subnetId: gpuNetwork.outputs.subnetId
+    nsgId: gpuNetwork.outputs.nsgId
     storageAccountName: storage.outputs.name
     prefix: prefix
+    verifyKeys: messageVerifyKeys
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     workerPackage: empty(gpuPoolProblem) ? workerPackage : fail(gpuPoolProblem)
     queues: gpuQueues
@@ -364,6 +407,8 @@ output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name
 output DAGQ_API_URL string = functionApp.outputs.url
 output DAGQ_STORAGE_ACCOUNT string = storage.outputs.name
 output DAGQ_PREFIX string = prefix
+// Workers elsewhere (AKS, a laptop) verify task messages with it (infra/aks/*.yaml).
+output DAGQ_VERIFY_KEYS string = messageVerifyKeys
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsName
 // The App Insights connection string is not an output (deployment outputs are readable by anyone
 // with read access to the deployment); read it with az (infra/README.md, "Workers on AKS").

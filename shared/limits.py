@@ -56,6 +56,15 @@ MAX_CACHE_TTL_S = 365 * 86400.0
 """Longest ``cache.ttl``: how long a result cache entry may be reused (the storage lifecycle
 backstop deletes entries a day after it)."""
 
+CACHE_SCAN = 5000
+"""Most cache entries one expiry scan lists (a bulk purge's first step): the container may hold
+far more, so each scan starts at another of the 256 key prefixes (``CACHE_SCAN_ROTATE_S``) and
+successive purges reach every entry."""
+
+CACHE_SCAN_ROTATE_S = 3600.0
+"""An expiry scan starts at the key prefix ``int(now / this) % 256``: the start moves on every
+hour, so purges at any rhythm walk the whole container over time."""
+
 MAX_REFRESH_TASKS = 100
 """Most task names one submit's ``?refresh=`` lists."""
 

@@ -137,6 +137,12 @@ class ResourceNames:
         return f"{key[:2]}/{key}"
 
     @staticmethod
+    def cache_prefixes(start: int = 0) -> list[str]:
+        """The 256 name prefixes of entry blobs (``00/`` ... ``ff/``), from ``start`` on and
+        wrapping around: the order an expiry scan walks the cache container in."""
+        return [f"{(start + i) % 256:02x}/" for i in range(256)]
+
+    @staticmethod
     def cache_key_of_blob(name: str) -> str:
         """The key of an entry blob (``cache_entry_blob``'s inverse)."""
         return name.rpartition("/")[2]

@@ -8,7 +8,8 @@ posted per update and nothing of it enters the state blob.
 
 Everything here is untrusted input from the task, bounded before use:
 
-- ``progress`` is a finite number in [0, 1] (anything else on a line is ignored);
+- ``progress`` is a finite number in [0, 1] (anything else on a line is ignored; an integer too
+  large for a float is not a number);
 - every other key is a metric: its name must be a plain key (``METRIC_NAME``: letters, digits,
   ``_ . -``, at most ``MAX_METRIC_NAME`` characters, starting with a letter or ``_``) and its value
   a finite number (JSON booleans, strings, lists... are ignored); a later line replaces a metric's
@@ -35,7 +36,10 @@ def _number(value: object) -> float | None:
     """A finite JSON number (not a boolean), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits: not a number we keep
+        return None
     return number if math.isfinite(number) else None
 
 

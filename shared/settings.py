@@ -31,12 +31,17 @@ AZURITE_KEY = (
 
 
 def azurite_connection_string(
-    host: str = "127.0.0.1", blob: int = 10000, queue: int = 10001, table: int = 10002
+    host: str = "127.0.0.1",
+    blob: int = 10000,
+    queue: int = 10001,
+    table: int = 10002,
+    key: str = AZURITE_KEY,
 ) -> str:
-    """The well-known Azurite connection string for the given host and ports."""
+    """The Azurite connection string for the given host, ports and account key (default: the
+    well-known development key; dagq's own stacks start Azurite with a key of their own)."""
     return (
         "DefaultEndpointsProtocol=http;"
-        f"AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"AccountName={AZURITE_ACCOUNT};AccountKey={key};"
         f"BlobEndpoint=http://{host}:{blob}/{AZURITE_ACCOUNT};"
         f"QueueEndpoint=http://{host}:{queue}/{AZURITE_ACCOUNT};"
         f"TableEndpoint=http://{host}:{table}/{AZURITE_ACCOUNT};"
@@ -193,9 +198,12 @@ class Settings(BaseSettings):
         ),
     )
     sweep_schedule: str = Field(
-        default="*/5 * * * * *",
+        default="*/30 * * * * *",
         validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),
-        description="NCRONTAB (seconds first) of the timer trigger that runs the sweeps.",
+        description="NCRONTAB (seconds first) of the timer trigger that runs the sweeps. Every "
+        "30 s: Flex Consumption bills each run at least 1 s, so the old 5 s cost ~$0.90 a day "
+        "idle; 30 s keeps the repairs (activate after 30 s, an empty queue's lost dispatch after "
+        "60 s) about on time (infra/README.md, 'Idle cost').",
     )
 
     # -- worker registry and doctor ----------------------------------------------------------
@@ -244,6 +252,12 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DAGQ_PRICES"),
         description="The price table of cost estimates (dagq cost, GET /api/workflows/{id}/cost):"
         " a JSON or YAML file's path, or inline JSON; unset: illustrative defaults (docs/cost.md).",
+    )
+    gpu_vm_sku: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_GPU_VM_SKU"),
+        description="VM size of the deployment's GPU pool (the deployment sets it): without "
+        "DAGQ_PRICES, the gpu queue is priced at its list price per GPU (docs/cost.md).",
     )
     max_definition_bytes: int = Field(
         default=4 * 1024 * 1024,

@@ -13,10 +13,18 @@ import pytest
 
 from devtools.azurite import Azurite
 from shared.settings import Settings
+from shared.storage.tolerated import TOLERATED
 
 # Nothing the suite runs may contact an address other than loopback (tests/support/netguard.py),
 # nor make a storage call its identity's roles in infra/ do not allow (tests/support/rbac.py).
 pytest_plugins = ["tests.support.netguard", "tests.support.rbac"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tolerated_counts() -> None:
+    """Each test starts with no tolerated failures counted in this process (the count is
+    process-wide, as one app or worker process's is: shared/storage/tolerated.py)."""
+    TOLERATED.reset()
 
 
 @pytest.fixture(scope="session")

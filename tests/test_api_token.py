@@ -103,3 +103,22 @@ def test_no_token_is_a_clear_error() -> None:
 
     with pytest.raises(DagqError, match=r"no Entra ID token could be obtained.*az login"):
         EntraAuth("api://1111/.default", Failing()).token()
+
+
+def test_the_client_asks_for_the_scope_the_deployment_outputs(
+    server: tuple[str, list[dict[str, str | None]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # az login users get a token only for the delegated scope the app exposes and pre-authorizes
+    # for the Azure CLI (infra/entra/expose-api.sh): the client passes DAGQ_API_SCOPE unchanged.
+    from tests.infra.bicep_model import MODULES, Template
+
+    client_id = "11111111-2222-3333-4444-555555555555"
+    app = Template(MODULES / "functionapp.bicep", {"apiAuthClientId": client_id})
+    scope = app.evaluate(app.outputs["apiScope"]["value"])
+    url, _ = server
+    credential = Credential()
+    monkeypatch.setattr(api_token, "_default_credential", lambda: credential)
+    monkeypatch.setenv("DAGQ_API_SCOPE", scope)
+    with Client(url, "function-key") as client:
+        client.health()
+    assert credential.scopes == [f"api://{client_id}/user_impersonation"]

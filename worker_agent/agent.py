@@ -17,6 +17,7 @@ them at once.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from contextlib import suppress
@@ -37,6 +38,7 @@ from worker_agent.preemption import (
 from worker_agent.registry import Presence
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import StopRequest
+from worker_agent.scale_in import ScaleInProtection
 from worker_agent.task_user import TaskUser, describe_isolation
 from worker_agent.telemetry import TaskLogger, task_logger
 
@@ -89,6 +91,7 @@ class Agent:
             progress_s=settings.live_s,
         )
         self.attempts.on_progress = self.presence.progressed
+        self.attempts.on_live_error = self.presence.live_error
         self.shutdown_reason: str | None = None
         self.notice: Notice | None = None
         """The Scheduled Events notice that stopped this agent, acknowledged after the hand-back."""
@@ -100,6 +103,20 @@ class Agent:
         self._stop_at: float | None = None
         self._scout = asyncio.Lock()
         """Held by the one idle slot that polls; the other idle slots wait for it."""
+        self.scale_in: ScaleInProtection | None = (
+            ScaleInProtection(
+                metadata_url=settings.metadata_url,
+                arm_url=settings.arm_url,
+                client_id=os.environ.get("AZURE_CLIENT_ID") or None,
+                work_dir=settings.work_dir,
+                worker_id=settings.worker_id,
+            )
+            if settings.scale_in_protection
+            else None
+        )
+        """Protects this VM from scale-in while a slot is busy (VM Scale Sets only)."""
+        self._protected: bool | None = None
+        self._protecting = asyncio.Lock()
 
     @property
     def busy(self) -> int:
@@ -115,6 +132,7 @@ class Agent:
         if handle_signals:
             self._install_signal_handlers()
         await self._use_cgroups()
+        await self._protect()  # clears a protection a crashed agent may have left on
         if self.settings.scheduled_events:
             try:
                 await asyncio.to_thread(self.peers.hold)
@@ -157,6 +175,7 @@ class Agent:
             with suppress(asyncio.CancelledError):
                 await asyncio.gather(watcher, presence, *slots, return_exceptions=True)
             await self.presence.leave()
+            await self._protect()
             await self._acknowledge()
             if handle_signals:
                 self._remove_signal_handlers()
@@ -254,11 +273,26 @@ class Agent:
             self.presence.took(index, received)
             self._last_active = time.monotonic()
             try:
+                await self._protect()
                 await self.attempts.process(queue, name, received, stop, devices)
             finally:
                 del self._running[index]
                 self.presence.freed(index)
                 self._last_active = time.monotonic()
+                await self._protect()
+
+    async def _protect(self) -> None:
+        """Bring the VM's scale-in protection in line with whether a slot is busy (a no-op
+        without --scale-in-protection; failures are logged by ScaleInProtection)."""
+        if self.scale_in is None:
+            return
+        async with self._protecting:
+            busy = bool(self._running)
+            if busy == self._protected:
+                return
+            scale_in = self.scale_in
+            await asyncio.to_thread(scale_in.busy if busy else scale_in.idle)
+            self._protected = busy
 
     async def _scout_for_work(self) -> tuple[str, Queue, ReceivedMessage] | None:
         """Poll with a growing wait until a message arrives; None once draining (or idle too

@@ -40,12 +40,14 @@ from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
 from worker_agent.files import (
     AttemptPaths,
+    closing_fd,
+    open_cwd,
     resolve_cwd,
     upstream_values,
     write_json,
 )
 from worker_agent.heartbeat import Heartbeat
-from worker_agent.live import AttemptKey, LiveAttempt, ProgressSink
+from worker_agent.live import AttemptKey, ErrorSink, LiveAttempt, ProgressSink
 from worker_agent.logfile import LogFile
 from worker_agent.outcome import Outcome, failed_event
 from worker_agent.reporting import Reporter, retry_transient
@@ -78,6 +80,8 @@ class AttemptRunner:
     """The user tasks run as (task_user.py); None: the agent's own."""
     on_progress: ProgressSink | None = None
     """Where a running attempt's progress goes (the registry presence); None: nowhere."""
+    on_live_error: ErrorSink | None = None
+    """Told of each failed read of a running attempt's progress (the registry presence)."""
 
     async def process(
         self,
@@ -194,7 +198,7 @@ class AttemptRunner:
             env = task_environment(os.environ, message, paths, devices, self.settings.task_env)
             if self.task_user is not None:
                 env.update(self.task_user.environment())
-                self.task_user.give(paths.root, paths.work)
+            cwd_fd = None if self.task_user is None else open_cwd(cwd, self.settings.work_dir)
         except AttemptError as exc:
             log.warning("cannot run the task: %s", exc)
             await self._report(
@@ -202,15 +206,23 @@ class AttemptRunner:
             )
             return
         if stop.reason == "shutdown":
+            closing_fd(cwd_fd).close()
             await self._release(heartbeat, log)
             return
-        with LogFile.create(paths.log) as task_log:
+        # The agent's files are made while the directory is root's; it is handed over last.
+        with (
+            closing_fd(cwd_fd),
+            LogFile.create(paths.log) as task_log,
+            LogFile.create(paths.progress) as progress,
+        ):
+            if self.task_user is not None:
+                self.task_user.hand_over(paths.root, [paths.work.name], [progress.fd])
             command = Command(
-                cmd=message.cmd, cwd=cwd, env=env, log_path=paths.log, log=task_log,
+                cmd=message.cmd, cwd=cwd, cwd_fd=cwd_fd, env=env, log_path=paths.log, log=task_log,
                 timeout_s=message.timeout_s, cgroup_parent=self.cgroup_parent,
                 user=None if self.task_user is None else (self.task_user.uid, self.task_user.gid),
             )  # fmt: skip
-            live = self._live(message, paths, task_log, heartbeat, log)
+            live = self._live(message, progress, task_log, heartbeat, log)
             try:
                 result = await self._run(message, command, stop, log)
             except StartError as exc:
@@ -231,7 +243,7 @@ class AttemptRunner:
     def _live(
         self,
         message: TaskMessage,
-        paths: AttemptPaths,
+        progress: LogFile,
         task_log: LogFile,
         heartbeat: Heartbeat,
         log: TaskLogger,
@@ -239,12 +251,11 @@ class AttemptRunner:
         """Start shipping the log and reading the progress file of the attempt about to run."""
         live = LiveAttempt(
             AttemptKey(message.workflow_id, message.task, message.attempt),
-            paths, task_log, self.storage.outputs,
+            progress, task_log, self.storage.outputs,
             max_log_bytes=self.settings.max_log_bytes, interval_s=self.settings.live_s,
             logger=log, lost=lambda: heartbeat.lost, on_progress=self.on_progress,
+            on_error=self.on_live_error,
         )  # fmt: skip
-        if self.task_user is not None:
-            self.task_user.give(paths.progress)
         live.start()
         return live
 

@@ -202,7 +202,21 @@ class WorkerSettings(BaseSettings):
         "only an unreachable address turns the watcher off.",
     )
     metadata_poll_s: float = Field(
-        default=5.0, gt=0, description="How often the Scheduled Events endpoint is polled."
+        default=1.0,
+        gt=0,
+        description="How often the Scheduled Events endpoint is polled (a Preempt gives 30 s).",
+    )
+    scale_in_protection: bool = Field(
+        default=False,
+        description="On a VM Scale Set instance: protect this VM from scale-in while a task runs "
+        "and clear it when the VM is idle (ARM, with the managed identity AZURE_CLIENT_ID and "
+        "the instance metadata service at --metadata-url's host), so autoscale removes idle VMs, "
+        "not busy ones. Off by default so that nothing calls the metadata address or ARM off "
+        "Azure; the VM Scale Set's cloud-init turns it on.",
+    )
+    arm_url: str = Field(
+        default="https://management.azure.com",
+        description="Azure Resource Manager endpoint for --scale-in-protection.",
     )
     vm_name: str | None = Field(
         default=None,

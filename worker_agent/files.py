@@ -14,6 +14,7 @@ leave it)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ from typing import Any
 from pydantic import JsonValue, ValidationError
 
 from shared.errors import AttemptError, MessageError, NotFoundError
-from shared.json_values import loads_finite
+from shared.json_values import parse_untrusted
 from shared.message_fields import parent_output_blob
 from shared.messages import OutputRef, TaskMessage
 from shared.names import ResourceNames
@@ -90,8 +91,71 @@ def resolve_cwd(work_dir: Path, default: Path, cwd: str | None) -> Path:
             f"relative cwd {cwd!r} leaves the worker's work directory: use a path inside it, or "
             "an absolute path"
         )
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(open_directory(target, beneath=root, create=True))
+    except OSError as exc:
+        raise AttemptError(f"cannot use relative cwd {cwd!r}: {exc}") from None
     return target
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def open_directory(path: Path, *, beneath: Path, create: bool = False) -> int:
+    """A descriptor of the directory ``path``.
+
+    Under ``beneath`` (the work dir, where tasks may own directories) it is reached one component
+    at a time, each opened relative to its parent's descriptor without following a link, and
+    created (as the agent's user) when ``create`` and missing: a component a task swapped for a
+    link fails (OSError) instead of leading the agent elsewhere. Anywhere else (an absolute cwd
+    the API caller named) it is opened like ``chdir`` would. The caller closes it."""
+    relative = _relative(path, beneath)
+    if relative is None:
+        return os.open(path, _DIRECTORY)
+    fd = os.open(beneath, _DIRECTORY)
+    try:
+        for part in relative.parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+            child = os.open(part, _DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_cwd(cwd: Path, work_dir: Path) -> int:
+    """The cwd of a task of another user, as a descriptor: the child changes into it
+    (``/proc/self/fd/N``) while still root, before it drops to the task user (runner.py)."""
+    try:
+        return open_directory(cwd, beneath=work_dir)
+    except OSError as exc:
+        raise AttemptError(f"cwd {str(cwd)!r} is not a directory to start in: {exc}") from None
+
+
+class closing_fd(contextlib.AbstractContextManager["closing_fd"]):
+    """Closes a descriptor (if any) once, at the end of a ``with`` block or on ``close()``."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _relative(path: Path, base: Path) -> Path | None:
+    for root in (base, base.resolve()):
+        if path.is_relative_to(root):
+            return path.relative_to(root)
+    return None
 
 
 def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
@@ -110,7 +174,9 @@ def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     except OSError:  # ELOOP: a symlink (or a path the worker may not open)
         raise AttemptError(_NOT_REGULAR) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        # A second name is a hard link: maybe to a file the task could not read itself.
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             raise AttemptError(_NOT_REGULAR)
         raw = _read_at_most(fd, max_bytes + 1)
     finally:
@@ -123,13 +189,13 @@ def read_output(path: Path, max_bytes: int) -> tuple[JsonValue, bytes] | None:
     if not raw.strip():
         return None
     try:
-        value = loads_finite(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        value = parse_untrusted(raw)
+    except ValueError as exc:
         raise AttemptError(f"output file $DAGQ_OUTPUT is not valid JSON: {exc}") from None
     return value, raw
 
 
-_NOT_REGULAR = "output $DAGQ_OUTPUT must be a regular file (not a link, FIFO, device...)"
+_NOT_REGULAR = "output $DAGQ_OUTPUT must be a regular file (not a link, hard link, FIFO, device...)"
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
@@ -151,8 +217,8 @@ def compact_json(value: JsonValue) -> bytes:
 
 def _parse_json(data: bytes, what: str) -> Any:
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return parse_untrusted(data)
+    except ValueError as exc:
         raise AttemptError(f"{what} is not valid JSON: {exc}") from None
 
 
@@ -196,4 +262,8 @@ async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[st
 
 
 def write_json(path: Path, value: JsonValue) -> None:
-    path.write_bytes(compact_json(value))
+    """Write a new file at ``path`` (never through a link, never over an existing file)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "wb") as file:
+        file.write(compact_json(value))

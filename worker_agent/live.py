@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from shared.names import ResourceNames
 from shared.progress import TaskProgress
 from shared.storage.ports import OutputBlobs
-from worker_agent.files import AttemptPaths
 from worker_agent.log_shipper import LogShipper
 from worker_agent.logfile import LogFile
 from worker_agent.progress_file import ProgressFile
@@ -33,6 +32,8 @@ class AttemptKey:
 
 ProgressSink = Callable[[AttemptKey, TaskProgress], None]
 """Receives an attempt's latest progress when it changed."""
+ErrorSink = Callable[[AttemptKey], None]
+"""Told each time reading an attempt's progress failed (the worker counts them)."""
 
 
 class LiveAttempt:
@@ -41,7 +42,7 @@ class LiveAttempt:
     def __init__(
         self,
         key: AttemptKey,
-        paths: AttemptPaths,
+        progress: LogFile,
         log: LogFile,
         outputs: OutputBlobs,
         *,
@@ -50,15 +51,19 @@ class LiveAttempt:
         logger: logging.LoggerAdapter[logging.Logger],
         lost: Callable[[], bool],
         on_progress: ProgressSink | None,
+        on_error: ErrorSink | None = None,
     ) -> None:
         name = ResourceNames.log_blob(key.workflow_id, key.task, key.attempt)
         self.key = key
         self.shipper = LogShipper(
             outputs, name, log, max_bytes=max_log_bytes, logger=logger, lost=lost
         )
-        self.progress = ProgressFile(paths.progress)
+        self.progress = ProgressFile(progress)
         self.interval_s = interval_s
         self.on_progress = on_progress
+        self.on_error = on_error
+        self.errors = 0
+        """Failed progress reads of this attempt (the first is logged as a warning)."""
         self._logger = logger
         self._task: asyncio.Task[None] | None = None
 
@@ -69,17 +74,28 @@ class LiveAttempt:
         while True:
             # First look after one interval: a task that ends sooner costs one log write in all.
             await asyncio.sleep(self.interval_s)
-            await self.shipper.tick()
+            await self.shipper.tick()  # catches what it meets (log_shipper.py)
             self._read_progress()
 
     def _read_progress(self) -> None:
+        # The file and its text are the task's: whatever reading them raises, the live loop and
+        # the attempt go on (a loop that died took the log with it and left the attempt
+        # unreported, to be rerun). Each failure is logged and counted (``live_errors`` of the
+        # worker's registry record).
         try:
             changed = self.progress.read()
-        except OSError as exc:  # the file is the task's to damage; the attempt goes on
-            self._logger.debug("progress file unreadable: %s", exc)
-            return
-        if changed and self.on_progress is not None:
-            self.on_progress(self.key, self.progress.progress)
+            if changed and self.on_progress is not None:
+                self.on_progress(self.key, self.progress.progress)
+        except Exception as exc:
+            self.errors += 1
+            level = logging.WARNING if self.errors == 1 else logging.DEBUG
+            key = self.key
+            self._logger.log(
+                level, "cannot read the progress of %s/%s/%d (%d so far): %r",
+                key.workflow_id, key.task, key.attempt, self.errors, exc,
+            )  # fmt: skip
+            if self.on_error is not None:
+                self.on_error(self.key)
 
     async def stop(self) -> None:
         """Stop looking (the task ended); the progress file is closed."""

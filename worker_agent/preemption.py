@@ -1,8 +1,9 @@
 """Watch Azure Scheduled Events for Preempt (Spot eviction) and Terminate notices.
 
 The instance metadata service lists upcoming events for a VM (Spot evictions get at least 30 s of
-notice, Terminate 5-15 min when enabled). On a notice for this VM the agent stops taking work and
-hands its running tasks back (see ``agent.Agent.shutdown``), then acknowledges the event (POST
+notice, Terminate 5-15 min when enabled; polled every second by default). On a notice for this VM
+the agent stops taking work and hands its running tasks back (see ``agent.Agent.shutdown``), then,
+if the event names this VM alone, acknowledges it (POST
 ``StartRequests`` with its EventId) so that Azure proceeds at once instead of waiting for NotBefore:
 without it every scale-in kept its VM, billed, for the whole Terminate notice (5-15 min). When
 several agents run on one VM (one per queue), only the last one to finish acknowledges
@@ -54,6 +55,10 @@ class Notice:
     event_type: str
     not_before: float | None
     """When the platform may act (epoch seconds), if the event says."""
+    sole: bool = False
+    """The event names this VM and no other: only then may the agent acknowledge it, since an
+    acknowledgement releases every VM the event names (a scale-in of several VMs, a Preempt of
+    several Spot VMs)."""
 
 
 def _parse_time(text: object) -> float | None:
@@ -84,6 +89,7 @@ def parse_notices(document: Any, vm_name: str | None) -> list[Notice]:
                 event_id=str(event.get("EventId", "")),
                 event_type=str(event["EventType"]),
                 not_before=_parse_time(event.get("NotBefore")),
+                sole=bool(vm_name) and resources == [vm_name],
             )
         )
     return notices
@@ -204,7 +210,18 @@ own)."""
 def acknowledge(url: str, notice: Notice, post: Post = _post) -> bool:
     """Tell Azure it may go ahead with ``notice`` now ("Scheduled Events for Linux VMs": POST
     ``{"StartRequests": [{"EventId": ...}]}``). Returns whether the request succeeded; a failure
-    only costs the wait until NotBefore, so it is logged, never raised."""
+    only costs the wait until NotBefore, so it is logged, never raised.
+
+    An acknowledgement releases every VM the event names, so an event that names other VMs too
+    (or none) is not acknowledged: the others' agents may still be handing back, and Azure goes
+    ahead at NotBefore anyway."""
+    if not notice.sole:
+        log.info(
+            "not acknowledging scheduled event %s %s: it does not name this VM alone",
+            notice.event_type,
+            notice.event_id,
+        )
+        return False
     body = json.dumps({"StartRequests": [{"EventId": notice.event_id}]}).encode()
     try:
         post(url, body, POLL_TIMEOUT_S)

@@ -27,7 +27,7 @@ def _group_members(pgid: int) -> list[tuple[int, bytes, int]] | None:
         return None
     members = []
     for entry in entries:
-        if not entry.isdigit():
+        if not (entry.isascii() and entry.isdigit()):
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as file:

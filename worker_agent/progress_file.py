@@ -21,8 +21,10 @@ from worker_agent.logfile import LogFile
 class ProgressFile:
     """Reads the new lines of one attempt's progress file."""
 
-    def __init__(self, path: Path) -> None:
-        self.file = LogFile.create(path)
+    def __init__(self, file: Path | LogFile) -> None:
+        """Read ``file``: a LogFile the agent opened (it is closed with this reader), or a path
+        to create it at."""
+        self.file = file if isinstance(file, LogFile) else LogFile.create(file)
         self.offset = 0
         self.progress = TaskProgress()
         self._partial = b""

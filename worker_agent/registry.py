@@ -57,7 +57,6 @@ class Presence:
     ) -> None:
         self.registry = registry
         self.worker_id = worker_id
-        TOLERATED.source = f"worker {worker_id}"  # this process's failures are this worker's
         self.queues = list(queues)
         self.slots = slots
         self.interval_s = interval_s
@@ -75,6 +74,8 @@ class Presence:
         self.gpus = gpus or GpuSampler()
         self._gpu_use: list[GpuUse] = []
         self._progress: dict[AttemptKey, TaskProgress] = {}
+        self.live_errors = 0
+        """Failed reads of a running task's progress since the worker started (live.py)."""
         self._changed = asyncio.Event()
 
     def took(self, slot: int, received: ReceivedMessage) -> None:
@@ -105,6 +106,10 @@ class Presence:
         self._progress[key] = TaskProgress(progress.progress, dict(progress.metrics))
         self._changed.set()
 
+    def live_error(self, key: AttemptKey) -> None:
+        """Reading the progress of ``key`` failed (a task's doing): count it in the record."""
+        self.live_errors += 1
+
     def _with_progress(self, task: WorkerTask) -> WorkerTask:
         progress = self._progress.get(AttemptKey(task.workflow_id, task.task, task.attempt))
         if progress is None:
@@ -132,6 +137,7 @@ class Presence:
             interval_s=self.interval_s,
             busy_s=busy_s,
             gpus=list(self._gpu_use),
+            live_errors=self.live_errors,
         )
 
     async def run(self) -> None:
@@ -146,7 +152,7 @@ class Presence:
                     await self.registry.note_queues(self.queues, self.clock())
                     noted = True
                 await self.registry.beat(self.record())
-                await TOLERATED.publish(self.registry)
+                await TOLERATED.publish(self.registry, f"worker {self.worker_id}")
             except Exception as exc:  # advisory: the next beat tries again
                 TOLERATED.count(Kind.REGISTRY_BEAT, exc)
             await self._next_beat()

@@ -66,6 +66,9 @@ class Command:
     """Where to create the task's own cgroup (``cgroup.probe()``); None: process group only."""
     user: tuple[int, int] | None = None
     """``(uid, gid)`` to run the task as (task_user.py); None: the agent's own user."""
+    cwd_fd: int | None = None
+    """An open descriptor of ``cwd`` to start in instead of its path: the child changes directory
+    before it drops to ``user``, and a descriptor cannot be redirected by a link meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ async def _run(command: Command, stop: StopRequest, log: int, kill_grace_s: floa
     try:
         proc = await asyncio.create_subprocess_exec(
             *(cgroup.argv(command.cmd) if cgroup else ["/bin/sh", "-c", command.cmd]),
-            cwd=command.cwd,
+            cwd=command.cwd if command.cwd_fd is None else f"/proc/self/fd/{command.cwd_fd}",
             env=command.env,
             stdin=go_read if cgroup else asyncio.subprocess.DEVNULL,
             stdout=log,

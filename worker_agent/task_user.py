@@ -19,12 +19,14 @@ from __future__ import annotations
 import ctypes
 import os
 import pwd
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import ConfigError
 
 _PR_SET_DUMPABLE = 4
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,29 @@ class TaskUser:
             )
         return cls(name=name, uid=entry.pw_uid, gid=entry.pw_gid, home=entry.pw_dir)
 
-    def give(self, *paths: Path) -> None:
-        """Make ``paths`` (an attempt's directories) the task user's."""
-        for path in paths:
-            os.chown(path, self.uid, self.gid)
+    def hand_over(self, root: Path, directories: Iterable[str], files: Iterable[int]) -> None:
+        """Make an attempt's directory the task user's: first its open ``files`` (descriptors) and
+        its ``directories`` (names in ``root``), then ``root`` itself, last.
+
+        Until ``root`` is handed over only root can change what it holds, so nothing here goes by
+        a path a task could have changed: every change of owner is an ``fchown`` of a descriptor,
+        and each directory is opened relative to ``root``'s descriptor without following a link.
+        Once ``root`` is the task user's (at the end), another task of that user may replace any
+        entry of it, but by then the agent only uses the descriptors it holds (docs/security.md,
+        "Privileged file operations")."""
+        root_fd = os.open(root, _DIRECTORY)
+        try:
+            for name in directories:
+                fd = os.open(name, _DIRECTORY, dir_fd=root_fd)
+                try:
+                    os.fchown(fd, self.uid, self.gid)
+                finally:
+                    os.close(fd)
+            for fd in files:
+                os.fchown(fd, self.uid, self.gid)
+            os.fchown(root_fd, self.uid, self.gid)
+        finally:
+            os.close(root_fd)
 
     def environment(self) -> dict[str, str]:
         """The variables that name the user, replacing the agent's own."""

@@ -31,6 +31,16 @@ param eventQueueName string
 @maxValue(64)
 param partitions int = 1
 
+@description('VM size of the GPU pool (DAGQ_GPU_VM_SKU): the default price of the gpu queue in cost reports; empty: no pool.')
+param gpuVmSku string = ''
+
+@description('The app\'s private Ed25519 key (DAGQ_SIGNING_KEY; shared/signing): it signs every task message and control event. The app only.')
+@secure()
+param signingKey string = ''
+
+@description('Public keys a control event may be signed with besides the signing key\'s own (DAGQ_VERIFY_KEYS): the old key during a rotation.')
+param verifyKeys string = ''
+
 @description('NCRONTAB schedule (seconds first) of the sweep timer (DAGQ_SWEEP_SCHEDULE).')
 param sweepSchedule string
 
@@ -189,8 +199,20 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
           value: string(partitions)
         }
         {
+          name: 'DAGQ_GPU_VM_SKU'
+          value: gpuVmSku
+        }
+        {
           name: 'DAGQ_SWEEP_SCHEDULE'
           value: sweepSchedule
+        }
+        {
+          name: 'DAGQ_SIGNING_KEY'
+          value: signingKey
+        }
+        {
+          name: 'DAGQ_VERIFY_KEYS'
+          value: verifyKeys
         }
         {
           name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'
@@ -319,5 +341,8 @@ resource appDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-previe
 
 output name string = functionApp.name
 output url string = 'https://${functionApp.properties.defaultHostName}'
-// The scope a client asks a token for when Entra ID is on (DAGQ_API_SCOPE); empty when off.
-output apiScope string = empty(apiAuthClientId) ? '' : 'api://${apiAuthClientId}/.default'
+// The scope a client asks a token for when Entra ID is on (DAGQ_API_SCOPE); empty when off. The
+// app registration exposes it and pre-authorizes the Azure CLI for it (infra/entra/expose-api.sh),
+// so `az login` users get a token without consent. Service principals and managed identities
+// (client credentials) ask for api://<client id>/.default instead (infra/README.md).
+output apiScope string = empty(apiAuthClientId) ? '' : 'api://${apiAuthClientId}/user_impersonation'

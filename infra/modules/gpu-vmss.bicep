@@ -14,7 +14,10 @@ param vmSku string = 'Standard_NC4as_T4_v3'
 @maxValue(1000)
 param minCapacity int = 0
 
-@description('Most VMs autoscale starts (and what Spot restore refills up to).')
+@description('The scale set exists already (a later provision): the template then sets no VM count, so a deployment leaves the live pool as autoscale made it. With false, every deployment resets the pool to minCapacity and deletes VMs beyond it, busy or not.')
+param poolExists bool = false
+
+@description('Most VMs autoscale starts.')
 @minValue(1)
 @maxValue(1000)
 param maxCapacity int = 4
@@ -23,7 +26,7 @@ param maxCapacity int = 4
 @minValue(1)
 param tasksPerVm int = 1
 
-@description('Minutes without a queued or running task before autoscale removes a VM. A running task keeps its message in the queue (invisible), so a busy pool does not look idle.')
+@description('Minutes during which every pool queue held fewer tasks (queued or running) than the pool has VMs before autoscale removes one VM. Autoscale reads the count per VM, so this means some VM had nothing to do, not that the queues were empty; it cannot tell which VM is idle, so busy VMs protect themselves from scale-in (worker_agent/scale_in.py).')
 @minValue(5)
 param scaleInIdleMinutes int = 15
 
@@ -34,17 +37,16 @@ param scaleInIdleMinutes int = 15
 ])
 param priority string = 'Spot'
 
-@description('What eviction does to a Spot VM: Delete (no cost after) or Deallocate (keeps the disk, costs storage).')
+@description('What eviction does to a Spot VM: Delete only. A deallocated VM still counts toward the scale set\'s capacity (and quota), so autoscale would never replace it (Microsoft: use Delete with autoscale).')
 @allowed([
   'Delete'
-  'Deallocate'
 ])
 param evictionPolicy string = 'Delete'
 
 @description('Highest price per hour in US dollars for a Spot VM, as a string; -1: up to the regular price.')
 param maxPrice string = '-1'
 
-@description('Time a scale-in or delete waits for the agent after the Terminate scheduled event (PT5M-PT15M).')
+@description('Regular VMs only: time a scale-in or delete waits for the agent after the Terminate scheduled event (PT5M-PT15M). Terminate notifications cannot be enabled on Spot VMs; a Spot VM\'s notice is its Preempt event (30 s).')
 param terminateNotBeforeTimeout string = 'PT10M'
 
 param adminUsername string = 'azureuser'
@@ -70,6 +72,12 @@ param idlePollSeconds int = 5
 
 @description('Install NVIDIA\'s data-center driver from Ubuntu\'s archive on first boot.')
 param installNvidiaDriver bool = true
+
+@description('Subnet of the VMs (gpu-network.bicep: its own VNet, deployed before the storage account so that a storage firewall can allow it).')
+param subnetId string
+
+@description('Network security group of the VMs\' NICs (gpu-network.bicep: no inbound rule).')
+param nsgId string
 
 @description('Resource id of the workers\' user-assigned managed identity.')
 param workerIdentityId string
@@ -98,15 +106,15 @@ param queues array = [
   'gpu'
 ]
 
+@description('The app\'s public key(s) the agents verify task messages with (DAGQ_VERIFY_KEYS; shared/signing): an unsigned or forged message is dead-lettered, never run.')
+param verifyKeys string = ''
+
 @description('GPUs the agents hand out (DAGQ_WORKER_GPUS): "auto" asks nvidia-smi; empty leaves CUDA_VISIBLE_DEVICES alone.')
 param workerGpus string = 'auto'
 
 @description('On shutdown or eviction, how long running tasks get to finish before they are handed back.')
 @minValue(0)
 param shutdownGraceSeconds int = 120
-
-var addressPrefix = '10.42.0.0/16'
-var subnetPrefix = '10.42.0.0/24'
 
 // systemd waits this long after SIGTERM: the task grace, the agent's kill grace and a margin for
 // the last uploads and the hand-back.
@@ -133,7 +141,8 @@ var cloudInit12 = replace(cloudInit11, '{{workerConstraints}}', replace(trim(wor
 // in the YAML, whatever quotes or indentation it has.
 var cloudInit13 = replace(cloudInit12, '{{setupScriptBase64}}', setupScriptBase64)
 var cloudInit14 = replace(cloudInit13, '{{idlePollSeconds}}', string(idlePollSeconds))
-var cloudInit = cloudInit14
+var cloudInit15 = replace(cloudInit14, '{{verifyKeys}}', verifyKeys)
+var cloudInit = cloudInit15
 
 // The Azure queue of each pool queue, as shared/names.py names it (ResourceNames.task_queue).
 var queueResourceNames = [for queue in queues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
@@ -143,56 +152,20 @@ resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing
   name: applicationInsightsName
 }
 
-resource nsg 'Microsoft.Network/networkSecurityGroups@2023-11-01' = {
-  name: '${name}-nsg'
-  location: location
-  tags: tags
-  properties: {
-    // No rules of our own: the defaults deny all inbound traffic from the internet.
-    securityRules: []
-  }
-}
-
-resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
-  name: '${name}-vnet'
-  location: location
-  tags: tags
-  properties: {
-    addressSpace: {
-      addressPrefixes: [
-        addressPrefix
-      ]
-    }
-    subnets: [
-      {
-        name: 'workers'
-        properties: {
-          addressPrefix: subnetPrefix
-          networkSecurityGroup: {
-            id: nsg.id
-          }
-          // Lets the storage account allow this subnet when its network rules deny by default.
-          serviceEndpoints: [
-            {
-              service: 'Microsoft.Storage'
-            }
-          ]
-        }
-      }
-    ]
-  }
-}
-
 resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
   // checkov:skip=CKV_AZURE_95: workers scale to zero and each new VM boots the latest image (version latest, or your imageId); automatic OS upgrades need a rolling upgrade policy and would restart VMs under running tasks
   // checkov:skip=CKV_AZURE_97: encryption at host needs the EncryptionAtHost feature registered on the subscription, which would break a first deployment; disks are encrypted at rest by the platform
   name: name
   location: location
   tags: tags
-  sku: {
+  // A deployment that sets sku.capacity resets a live pool to it: only a new scale set gets one.
+  // Autoscale (below) owns the count from then on.
+  sku: poolExists ? {
     name: vmSku
     tier: 'Standard'
-    // Autoscale (below) owns the count from here on.
+  } : {
+    name: vmSku
+    tier: 'Standard'
     capacity: minCapacity
   }
   identity: {
@@ -209,14 +182,8 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
     upgradePolicy: {
       mode: 'Manual'
     }
-    // Spot VMs evicted with policy Delete are gone for good: "try & restore" asks for them again
-    // when capacity returns, up to the count autoscale set.
-    spotRestorePolicy: spot ? {
-      enabled: true
-      restoreTimeout: 'PT1H'
-    } : null
-    // Scale-in removes the newest VMs first (the oldest have warm caches); the agent of a removed
-    // VM hands its tasks back on the Terminate event and acknowledges it (worker_agent/preemption.py).
+    // Newest first (the oldest have warm caches); busy VMs are protected (below). No Spot "try &
+    // restore": disabled with autoscale; the autoscale rules replace an evicted (deleted) Spot VM.
     scaleInPolicy: {
       rules: [
         'NewestVM'
@@ -228,7 +195,9 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
       billingProfile: spot ? {
         maxPrice: json(maxPrice)
       } : null
-      scheduledEventsProfile: {
+      // Terminate notifications "cannot be enabled on Spot instances" (Microsoft's terminate
+      // notification doc): only Regular VMs get one; a Spot VM's notice is its Preempt event.
+      scheduledEventsProfile: spot ? null : {
         terminateNotificationProfile: {
           enable: true
           notBeforeTimeout: terminateNotBeforeTimeout
@@ -276,14 +245,14 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
             properties: {
               primary: true
               networkSecurityGroup: {
-                id: nsg.id
+                id: nsgId
               }
               ipConfigurations: [
                 {
                   name: 'ipconfig'
                   properties: {
                     subnet: {
-                      id: vnet.properties.subnets[0].id
+                      id: subnetId
                     }
                     // Outbound access (storage, pip, apt) through a per-VM public IP; the NSG
                     // keeps every inbound port closed. It costs only while the VM exists.
@@ -308,17 +277,62 @@ resource vmss 'Microsoft.Compute/virtualMachineScaleSets@2024-03-01' = {
   }
 }
 
+// Scale-in protection. Autoscale picks the VM to remove by the scale-in policy (NewestVM), not by
+// idleness, so the agents protect their own instance (protectFromScaleIn) while a task runs and
+// clear it when the VM is idle (worker_agent/scale_in.py). The worker identity may read and update
+// this scale set's instances and nothing else: a custom role with those two actions, assigned on
+// the scale set. (Custom roles are assignable at resource group scope at the narrowest; the
+// assignment is what limits it to this scale set.) Creating a role definition needs Owner or User
+// Access Administrator on the resource group.
+var resourceGroupId = resourceGroup().id
+
+resource workerIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' existing = {
+  name: last(split(workerIdentityId, '/'))
+}
+
+resource scaleInProtectionRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(resourceGroup().id, name, 'dagq-scale-in-protection')
+  properties: {
+    roleName: 'dagq scale-in protection (${name})'
+    description: 'Lets the dagq worker agents set and clear protectFromScaleIn on their own VM Scale Set instances.'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read'
+          'Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write'
+        ]
+        notActions: []
+      }
+    ]
+    assignableScopes: [
+      resourceGroupId
+    ]
+  }
+}
+
+resource scaleInProtection 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vmss.id, workerIdentityId, 'dagq-scale-in-protection')
+  scope: vmss
+  properties: {
+    roleDefinitionId: scaleInProtectionRole.id
+    principalId: workerIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
 resource storageAccount 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
 }
 
 // The pool follows its queues (Azure Monitor autoscale on a Storage queue's message count, a
 // metric autoscale reads per instance: "threshold is the number of messages per instance").
-// Scale out: any queue holds more than tasksPerVm tasks per VM. Scale in: only when every queue
-// has been empty for scaleInIdleMinutes (autoscale scales in only when all scale-in rules agree).
-// The count includes messages being processed (invisible), so a running task keeps a pool from
-// scaling to zero; with more VMs than tasks, scale-in may pick a busy VM (NewestVM first): its agent
-// hands the task back on the Terminate event and another VM runs it again.
+// Scale out: any queue holds at least tasksPerVm tasks per VM (autoscale scales out when any rule
+// says so). Scale in: every queue has held fewer than one task per VM for the whole of
+// scaleInIdleMinutes (all scale-in rules must agree), i.e. there are more VMs than tasks, not
+// that the queues are empty. The count includes messages being processed (invisible), so running
+// tasks count. Scale-in picks the VM by policy (NewestVM), not by idleness: the agents protect a
+// busy VM (protectFromScaleIn, below), so scale-in takes an idle one.
 var scaleOutRules = [for queue in queueResourceNames: {
   metricTrigger: {
     metricName: 'ApproximateMessageCount'
@@ -354,7 +368,8 @@ var scaleInRules = [for queue in queueResourceNames: {
     direction: 'Decrease'
     type: 'ChangeCount'
     value: '1'
-    cooldown: 'PT${scaleInIdleMinutes}M'
+    // A cooldown blocks scale-out too: keep it short. The idle time is the rule's time window.
+    cooldown: 'PT5M'
   }
 }]
 
@@ -382,4 +397,4 @@ resource autoscale 'Microsoft.Insights/autoscalesettings@2022-10-01' = {
 output name string = vmss.name
 output id string = vmss.id
 output autoscaleName string = autoscale.name
-output subnetId string = vnet.properties.subnets[0].id
+output subnetId string = subnetId

@@ -24,7 +24,6 @@ import azure.functions as func
 from shared.api.context import CONTEXT
 from shared.api.problems import PROBLEM_CONTENT_TYPE, Problem, problem_for
 from shared.api.request import (
-    bool_param,
     cache_params,
     list_params,
     parse_definition_body,
@@ -144,7 +143,9 @@ async def _get(req: func.HttpRequest) -> func.HttpResponse:
 
     workflow_id = route_param(req, "id")
     check_workflow_id(workflow_id)
-    tasks = bool_param(req, "tasks", True)
+    from shared.api.query import GetQuery, parse_query
+
+    tasks = parse_query(req, GetQuery).tasks
     storage = await CONTEXT.storage()
     return json_response(await reads.get_workflow(storage, workflow_id, tasks=tasks))
 

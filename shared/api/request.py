@@ -13,8 +13,7 @@ import azure.functions as func
 
 from shared.api.problems import bad_request
 from shared.errors import RequestError
-from shared.limits import MAX_LIST_LIMIT, MAX_NAME_FILTER, MAX_REFRESH_TASKS, MAX_TOKEN_CHARS
-from shared.states import WorkflowStatus
+from shared.limits import MAX_REFRESH_TASKS
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
 JSON_TYPES = frozenset({"application/json"})
@@ -27,18 +26,6 @@ def route_param(req: func.HttpRequest, name: str) -> str:
     if value is None:  # the route template guarantees it; a misrouted call is a bug
         raise bad_request(f"missing path parameter {name!r}")
     return value
-
-
-def bool_param(req: func.HttpRequest, name: str, default: bool) -> bool:
-    raw = req.params.get(name)
-    if raw is None or raw == "":
-        return default
-    value = raw.strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise bad_request(f"query parameter {name!r} must be true or false, not {raw[:40]!r}")
 
 
 def media_type(req: func.HttpRequest) -> tuple[str, dict[str, str]]:
@@ -60,7 +47,8 @@ def parse_definition_body(
     Checks, in order: size (413), emptiness (400), media type and charset (415), UTF-8 (400).
     """
     declared = req.headers.get("content-length")
-    if declared and declared.strip().isdigit() and int(declared) > max_bytes:
+    declared = (declared or "").strip()
+    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(int(declared), max_bytes)
     body = req.get_body() or b""
     if len(body) > max_bytes:
@@ -124,40 +112,27 @@ def submit_id(req: func.HttpRequest) -> str | None:
 
 def cache_params(req: func.HttpRequest) -> dict[str, Any]:
     """``?no_cache=true`` and ``?refresh=TASK[,TASK]`` of a submit (result caching overrides)."""
+    from shared.api.query import SubmitQuery, parse_query
     from shared.names import safe_name_problem
 
-    refresh = [name for name in (req.params.get("refresh") or "").split(",") if name]
+    query = parse_query(req, SubmitQuery)
+    refresh = [name for name in query.refresh.split(",") if name]
     if len(refresh) > MAX_REFRESH_TASKS:
         raise bad_request(f"refresh names more than {MAX_REFRESH_TASKS} tasks")
     for name in refresh:
         problem = safe_name_problem(name)
         if problem:
             raise bad_request(f"refresh: {problem}")
-    return {"no_cache": bool_param(req, "no_cache", False), "refresh": tuple(refresh)}
+    return {"no_cache": query.no_cache, "refresh": tuple(refresh)}
 
 
 def list_params(req: func.HttpRequest) -> dict[str, Any]:
-    status: WorkflowStatus | None = None
-    raw_status = req.params.get("status")
-    if raw_status:
-        try:
-            status = WorkflowStatus(raw_status.strip().lower())
-        except ValueError:
-            allowed = ", ".join(s.value for s in WorkflowStatus)
-            raise bad_request(f"unknown status {raw_status[:40]!r}: use one of {allowed}") from None
-    name = req.params.get("name") or None
-    # Control characters cannot be in a name; a lone surrogate is not text at all.
-    if name is not None and (
-        len(name) > MAX_NAME_FILTER
-        or any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
-    ):
-        raise bad_request(f"the name filter must be at most {MAX_NAME_FILTER} printable characters")
-    raw_limit = req.params.get("limit") or "50"
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
-        raise bad_request(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
-    token = req.params.get("next") or req.params.get("continuation") or None
-    if token is not None and (
-        len(token) > MAX_TOKEN_CHARS or not token.isascii() or not token.isprintable()
-    ):
-        raise bad_request("invalid continuation token: pass back the 'next' value of a listing")
-    return {"status": status, "name_prefix": name, "limit": int(raw_limit), "continuation": token}
+    from shared.api.query import ListQuery, parse_query
+
+    query = parse_query(req, ListQuery)
+    return {
+        "status": query.status,
+        "name_prefix": query.name,
+        "limit": query.limit,
+        "continuation": query.next or query.continuation,
+    }

@@ -16,9 +16,7 @@ import azure.functions as func
 
 from shared.api.context import CONTEXT
 from shared.api.http import _handler, json_response
-from shared.api.problems import bad_request
 from shared.api.request import route_param
-from shared.limits import MAX_COUNTER
 from shared.names import check_task_name, check_workflow_id
 
 MAX_OFFSET = 1 << 48
@@ -27,16 +25,6 @@ MAX_OFFSET = 1 << 48
 ATTEMPT_HEADER = "X-Dagq-Attempt"
 SIZE_HEADER = "X-Dagq-Log-Size"
 GROWING_HEADER = "X-Dagq-Log-Growing"
-
-
-def int_param(req: func.HttpRequest, name: str, low: int, high: int) -> int | None:
-    """An optional integer query parameter within ``[low, high]`` (400 otherwise)."""
-    raw = req.params.get(name)
-    if raw is None or raw == "":
-        return None
-    if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
-        raise bad_request(f"query parameter {name!r} must be an integer from {low} to {high}")
-    return int(raw)
 
 
 def _ids(req: func.HttpRequest) -> tuple[str, str]:
@@ -50,8 +38,10 @@ async def _get_task_log(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api import reads
 
     workflow_id, task = _ids(req)
-    attempt = int_param(req, "attempt", 1, MAX_COUNTER)
-    offset = int_param(req, "offset", 0, MAX_OFFSET) or 0
+    from shared.api.query import LogQuery, parse_query
+
+    query = parse_query(req, LogQuery)
+    attempt, offset = query.attempt, query.offset
     storage = await CONTEXT.storage()
     piece = await reads.get_log(storage, workflow_id, task, attempt=attempt, offset=offset)
     headers = {

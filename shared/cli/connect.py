@@ -64,12 +64,13 @@ def report_errors(handler: Handler) -> Handler:
                 file=sys.stderr,
             )
             return ExitCode.USAGE
+        from shared.cli.terminal import for_stderr
         from shared.errors import ApiError, ApiUnreachableError, DagqError, WaitTimeoutError
 
         try:
             return handler(args)
         except ApiError as exc:
-            print(f"dagq: {exc.describe()}", file=sys.stderr)
+            print(for_stderr(f"dagq: {exc.describe()}"), file=sys.stderr)
             _json_error(args, exc.extra or {
                 "status": exc.status, "title": exc.title, "detail": exc.detail,
                 "errors": exc.errors,
@@ -80,13 +81,13 @@ def report_errors(handler: Handler) -> Handler:
                 return ExitCode.USAGE
             return ExitCode.API_ERROR
         except ApiUnreachableError as exc:
-            print(f"dagq: {exc}", file=sys.stderr)
+            print(for_stderr(f"dagq: {exc}"), file=sys.stderr)
             return ExitCode.API_ERROR
         except WaitTimeoutError as exc:
-            print(f"dagq: {exc}", file=sys.stderr)
+            print(for_stderr(f"dagq: {exc}"), file=sys.stderr)
             return ExitCode.TIMEOUT
         except DagqError as exc:
-            print(f"dagq: {exc}", file=sys.stderr)
+            print(for_stderr(f"dagq: {exc}"), file=sys.stderr)
             _json_error(args, {"title": type(exc).__name__, "detail": str(exc)})
             return ExitCode.USAGE
         except KeyboardInterrupt:
@@ -102,8 +103,10 @@ def report_errors(handler: Handler) -> Handler:
             if os.environ.get("DAGQ_DEBUG"):
                 raise
             print(
-                f"dagq: unexpected error: {type(exc).__name__}: {exc}"
-                " (set DAGQ_DEBUG=1 to see the traceback, and please report it)",
+                for_stderr(
+                    f"dagq: unexpected error: {type(exc).__name__}: {exc}"
+                    " (set DAGQ_DEBUG=1 to see the traceback, and please report it)"
+                ),
                 file=sys.stderr,
             )
             return ExitCode.API_ERROR

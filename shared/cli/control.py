@@ -47,10 +47,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 @report_errors
 def run_cancel(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import render
     from shared.cli.follow import follow_to_end
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         accepted = client.cancel(args.id, reason=args.reason)
@@ -72,10 +71,9 @@ def run_cancel(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_retry(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import render
     from shared.cli.follow import follow_to_end
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         since = time.time()

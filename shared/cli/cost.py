@@ -41,10 +41,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 @report_errors
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import cost_render, render
     from shared.cli.exitcodes import ExitCode
+    from shared.cli.terminal import SafeConsole as Console
 
     if bool(args.id) == (args.since is not None):
         print("dagq cost: give a workflow ID, or --since AGE (not both)")

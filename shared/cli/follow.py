@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.text import Text
 
 from shared.cli import render
 from shared.cli.exitcodes import for_status
@@ -151,8 +152,12 @@ def conclude(wf: Workflow, console: Console, *, since: float | None = None) -> i
         elapsed = max(0.0, (wf.finished_at or time.time()) - since)
     took = render.duration(elapsed)
     console.print(
-        f"workflow {wf.id} [bold]{wf.status}[/bold] after {took}"
-        f" ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks finished)",
+        Text.assemble(
+            f"workflow {wf.id} ",
+            (str(wf.status), "bold"),
+            f" after {took} ({render.finished_count(wf.counts)}/{render.total_of(wf)} tasks"
+            " finished)",
+        ),
         highlight=False,
     )
     if wf.status == WorkflowStatus.FAILED:

@@ -111,9 +111,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run_workers(args: argparse.Namespace) -> int:
     import time
 
-    from rich.console import Console
-
     from shared.cli import ops_render, render
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         view = client.workers()
@@ -135,9 +134,8 @@ def run_workers(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_doctor(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import ops_render, render
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         report = client.doctor(args.id)
@@ -173,6 +171,7 @@ def _purge_ids(args: argparse.Namespace) -> int:
 
     from shared.cli import render
     from shared.cli.exitcodes import ExitCode
+    from shared.cli.terminal import for_stderr
     from shared.client import ApiError
 
     code = ExitCode.OK
@@ -182,7 +181,7 @@ def _purge_ids(args: argparse.Namespace) -> int:
             try:
                 view = client.delete(workflow_id)
             except ApiError as exc:
-                print(f"dagq: {workflow_id}: {exc.describe()}", file=sys.stderr)
+                print(for_stderr(f"dagq: {workflow_id}: {exc.describe()}"), file=sys.stderr)
                 failed = ExitCode.NOT_FOUND if exc.is_not_found else ExitCode.API_ERROR
                 code = code or failed
                 continue

@@ -82,9 +82,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 @report_errors
 def run_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import render
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         if args.all:
@@ -113,9 +112,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_status(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import render
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         wf = client.get(args.id)

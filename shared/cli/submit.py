@@ -72,11 +72,10 @@ def _read(file: str) -> tuple[bytes, str | None]:
 
 @report_errors
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import render
     from shared.cli.exitcodes import ExitCode
     from shared.cli.follow import follow_to_end
+    from shared.cli.terminal import SafeConsole as Console
     from shared.errors import DagqError
 
     data, fmt = _read(args.file)

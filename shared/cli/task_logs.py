@@ -10,10 +10,11 @@ import argparse
 import sys
 
 from shared.cli.connect import api_options, open_client, report_errors
+from shared.cli.terminal import TerminalFilter, is_terminal
 
 
 def _attempt_number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected an attempt number (1, 2, ...), got {text!r}")
     return int(text)
 
@@ -28,7 +29,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Print the combined stdout and stderr of a task's attempt: by default the "
         "latest attempt that has a log, as far as it got (a running attempt's log grows every "
         "few seconds). Exit 3 if the workflow, task or attempt does not exist or has no log "
-        "(the message says why: never ran, upstream failed...).",
+        "(the message says why: never ran, upstream failed...). On a terminal, control "
+        "characters the task printed are shown as text (\\x1b...), except newline, tab and "
+        "colours (SGR), so a log cannot set the clipboard, the title or clear the screen; a "
+        "carriage return starts a new line. Into a pipe or a file, and with --raw, the bytes are "
+        "written as they are.",
     )
     logs.add_argument("id", help="workflow id")
     logs.add_argument("task", help="task name (as in `dagq status ID`)")
@@ -42,6 +47,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     logs.add_argument(
         "--json", action="store_true", help='print {"id", "task", "attempt", "log", "growing"}'
     )
+    logs.add_argument(
+        "--raw", action="store_true",
+        help="write the log's bytes as they are, also on a terminal (escape sequences included)",
+    )  # fmt: skip
     logs.set_defaults(handler=run_logs)
 
     attempts = commands.add_parser(
@@ -74,11 +83,17 @@ def run_logs(args: argparse.Namespace) -> int:
             print(render.dumps({**body, "growing": last.growing and not args.follow}))
             return 0
         out = sys.stdout.buffer
+        shown = None if args.raw or not is_terminal(sys.stdout) else TerminalFilter()
         ended = b"\n"
         for piece in pieces:
-            out.write(piece.data)
+            data = piece.data if shown is None else shown.feed(piece.data)
+            out.write(data)
             out.flush()
-            ended = piece.data[-1:]
+            ended = data[-1:] or ended
+        if shown is not None:
+            rest = shown.flush()
+            out.write(rest)
+            ended = rest[-1:] or ended
         if ended != b"\n":
             out.write(b"\n")
         out.flush()
@@ -87,10 +102,9 @@ def run_logs(args: argparse.Namespace) -> int:
 
 @report_errors
 def run_attempts(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli import render
     from shared.cli.live_render import attempts_table
+    from shared.cli.terminal import SafeConsole as Console
 
     with open_client(args) as client:
         listing = client.attempts(args.id, args.task)

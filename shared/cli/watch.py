@@ -41,9 +41,8 @@ def add_follow_options(parser: argparse.ArgumentParser) -> None:
 
 @report_errors
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from shared.cli.follow import follow_to_end
+    from shared.cli.terminal import SafeConsole as Console
 
     console = Console(stderr=args.json)
     with open_client(args) as client:

@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,3 +90,20 @@ def _normalise_url(url: str) -> str:
         raise ConfigError(f"API URL {url!r} must start with http:// or https://")
     # Accept both the host root and the /api route prefix.
     return url.removesuffix("/api")
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def check_credentials_travel_safely(api_url: str, *, key: bool, token: bool) -> None:
+    """ConfigError when a function key or an Entra ID token would cross the network in clear
+    text: over ``http://`` to a host that is not this machine's loopback."""
+    parts = urlsplit(api_url)
+    host = (parts.hostname or "").lower()
+    loopback = host in LOOPBACK_HOSTS or host.startswith("127.")
+    if parts.scheme == "http" and not loopback and (key or token):
+        what = "the function key (DAGQ_API_KEY)" if key else "an Entra ID token (DAGQ_API_SCOPE)"
+        raise ConfigError(
+            f"refusing to send {what} in clear text to {api_url}: use an https:// URL"
+            " (plain http:// is for a stack on this machine: 127.0.0.1, localhost)"
+        )

@@ -2,7 +2,11 @@
 
 A deployment with ``apiAuthClientId`` set (infra/README.md, "Entra ID in front of the API") answers
 401 to any request without a token for its app registration; its ``DAGQ_API_SCOPE`` output names
-the scope to ask for (``api://<client id>/.default``). With ``DAGQ_API_SCOPE`` set, the client gets
+the scope to ask for: ``api://<client id>/user_impersonation``, the delegated scope the app
+registration exposes and pre-authorizes the Azure CLI for (infra/entra/expose-api.sh), so an
+``az login`` user gets a token without a consent prompt (AADSTS65001). A service principal or
+managed identity sets ``api://<client id>/.default`` instead (client-credential flows accept only
+``.default``). The client asks for ``DAGQ_API_SCOPE`` exactly as given. With it set, the client gets
 a token with azure-identity's ``DefaultAzureCredential`` (``az login``, a managed identity, a CI
 service principal...) and sends it as ``Authorization: Bearer``, renewing it before it expires. The
 function key (``DAGQ_API_KEY``) is still sent: the functions check it behind the authentication.

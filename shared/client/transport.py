@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from shared.client.config import KEY_HEADER, ClientConfig
+from shared.client.config import KEY_HEADER, ClientConfig, check_credentials_travel_safely
 from shared.client.entra import entra_auth
 from shared.errors import ApiError, ApiUnreachableError
 
@@ -56,13 +56,17 @@ class Transport:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.config = config
+        auth = entra_auth()  # an Entra ID token when DAGQ_API_SCOPE is set (shared/client/entra.py)
+        check_credentials_travel_safely(
+            config.api_url, key=bool(config.api_key), token=auth is not None
+        )
         headers = {"accept": "application/json", "user-agent": "dagq-client/0.1"}
         if config.api_key:
             headers[KEY_HEADER] = config.api_key
         self._http = httpx.Client(
             base_url=config.api_url + "/api",
             headers=headers,
-            auth=entra_auth(),  # Entra ID token when DAGQ_API_SCOPE is set (shared/client/entra.py)
+            auth=auth,
             timeout=timeout_s,
             transport=transport,
         )

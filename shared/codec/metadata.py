@@ -38,7 +38,9 @@ def run_from_metadata(metadata: Mapping[str, str]) -> int | None:
 def _number(metadata: Mapping[str, str], key: str) -> int | None:
     """The value of ``key`` (in any case) as a number, or None when absent or not a number."""
     value = next((v for k, v in metadata.items() if k.lower() == key), None)
-    return int(value) if value is not None and value.isdecimal() and len(value) < 12 else None
+    if value is None or not value.isascii() or not value.isdigit() or len(value) >= 12:
+        return None
+    return int(value)
 
 
 def status_from_metadata(metadata: Mapping[str, str]) -> WorkflowStatus | None:

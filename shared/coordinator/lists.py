@@ -16,7 +16,7 @@ from shared import engine
 from shared.coordinator.envelope import Envelope
 from shared.definition.workflow import CompiledWorkflow
 from shared.errors import NotFoundError
-from shared.json_values import loads_finite
+from shared.json_values import parse_untrusted
 from shared.messages import TaskCompletedEvent
 from shared.storage.ports import OutputBlobs
 
@@ -64,7 +64,7 @@ async def _read(
     if len(data) > engine.MAX_LIST_BYTES:
         return None
     try:
-        value: object = loads_finite(data)
-    except (ValueError, RecursionError):
+        value: object = parse_untrusted(data)
+    except ValueError:
         return None
     return value

@@ -84,7 +84,7 @@ class PassRunner:
             stats.latency_s = time.monotonic() - started
             stats.tolerated = TOLERATED.take()
             if stats.tolerated:
-                await TOLERATED.publish(self.updater.storage.registry)
+                await TOLERATED.publish(self.updater.storage.registry, "app")
             if (
                 stats.events_received
                 or stats.sweep

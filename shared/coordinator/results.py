@@ -2,9 +2,12 @@
 record a cached task's successful result after the flush that applied it.
 
 A look-up costs one GET of the entry, plus one PUT when the output was a blob (it becomes this
-attempt's own output blob, so everything downstream reads it as if the task had run). Tasks
-without ``cache`` cost nothing. Any storage trouble or a damaged entry is a miss: the task runs
-(a storage failure is counted and shown: ``shared.storage.tolerated``).
+attempt's own output blob, so everything downstream reads it as if the task had run). Look-ups
+run at most ``concurrency`` at once (the dispatcher's, shared by the workflows of a pass) and
+within ``LOOKUP_BYTES`` of entries held (``ByteBudget``): 3,000 cached dispatches no longer mean
+3,000 GETs in flight and their outputs in memory together. Tasks without ``cache`` cost nothing.
+Any storage trouble or a damaged entry is a miss: the task runs (a storage failure is counted and
+shown: ``shared.storage.tolerated``).
 Recording is best effort (a lost entry is a later miss, never a wrong result); only completed
 attempts that really ran are recorded, never failures, never results themselves reused.
 """
@@ -12,6 +15,7 @@ attempts that really ran are recorded, never failures, never results themselves 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 from collections.abc import Iterable
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 
 from shared.caching.entry import CachedFrom, CacheEntry, decode_entry, encode_entry
 from shared.caching.key import key_of_task
+from shared.coordinator.byte_budget import ByteBudget, Claim
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.commands import Dispatch
 from shared.engine.state import COMPLETED, RuntimeState
@@ -29,6 +34,12 @@ from shared.storage.ports import Storage
 from shared.storage.tolerated import TOLERATED, Kind
 
 log = logging.getLogger("dagq.coordinator")
+
+LOOKUP_BYTES = 256 * 1024 * 1024
+"""Most bytes of cache entries the look-ups of a coordinator hold at once (``ByteBudget``)."""
+
+_CLAIM: contextvars.ContextVar[Claim] = contextvars.ContextVar("dagq_lookup_claim")
+"""The running look-up's share of the bytes budget (each look-up is a task of its own)."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +54,13 @@ class Hit:
 class ResultCacheSteps:
     """Look-ups and records against one deployment's cache (``storage.cache``)."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(
+        self, storage: Storage, concurrency: int = 32, max_bytes: int = LOOKUP_BYTES
+    ) -> None:
         self._storage = storage
+        # Shared by every workflow of a pass, like the dispatcher's sends (update.py).
+        self._slots = asyncio.Semaphore(concurrency)
+        self._bytes = ByteBudget(max_bytes)
 
     async def lookup_all(
         self, workflow_id: str, wf: CompiledWorkflow, dispatches: list[Dispatch], now: float
@@ -53,8 +69,24 @@ class ResultCacheSteps:
         wanted = [d for d in dispatches if _looks_up(wf, d)]
         if not wanted:
             return []
-        found = await asyncio.gather(*(self._lookup(workflow_id, wf, d, now) for d in wanted))
+        found = await asyncio.gather(*(self._bounded(workflow_id, wf, d, now) for d in wanted))
         return [hit for hit in found if hit is not None]
+
+    async def _bounded(
+        self, workflow_id: str, wf: CompiledWorkflow, dispatch: Dispatch, now: float
+    ) -> Hit | None:
+        """``_lookup`` within the concurrency and the bytes of look-ups at once."""
+        async with self._slots, self._bytes.reserve() as claim:
+            _CLAIM.set(claim)
+            return await self._lookup(workflow_id, wf, dispatch, now)
+
+    async def _get(self, key: str) -> bytes | None:
+        """The entry of ``key``, counted against the bytes budget until its look-up ends."""
+        data = await self._storage.cache.get(key)
+        claim = _CLAIM.get(None)
+        if claim is not None:
+            self._bytes.resize(claim, len(data or b""))
+        return data
 
     async def _lookup(
         self, workflow_id: str, wf: CompiledWorkflow, dispatch: Dispatch, now: float
@@ -63,7 +95,7 @@ class ResultCacheSteps:
         if key is None:
             return None
         try:
-            data = await self._storage.cache.get(key)
+            data = await self._get(key)
             if data is None:
                 return None
             entry, payload = decode_entry(data, key)

@@ -87,7 +87,7 @@ class WorkflowUpdater:
         self.acks = acks
         self.clock = clock
         self._dispatcher = dispatcher
-        self.results = ResultCacheSteps(storage)
+        self.results = ResultCacheSteps(storage, concurrency=options.send_concurrency)
         self.empty_queues: frozenset[str] = frozenset()
         """Queues seen holding no message at the start of the current sweep (lost dispatches)."""
 

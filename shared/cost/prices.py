@@ -4,24 +4,58 @@ Set ``DAGQ_PRICES`` to a JSON or YAML file (or inline JSON) of this shape::
 
     currency: USD
     queues:
-      gpu: {gpus: 1, gpu_hour: 3.06}     # per GPU-hour; a task's own ``gpus`` wins
+      gpu: {gpus: 1, gpu_hour: 0.526}    # per GPU-hour; a task's own ``gpus`` wins
       cpu: {slot_hour: 0.10}             # per task-slot hour
     default: {slot_hour: 0.10}           # queues not listed
     storage: {per_10k_requests: 0.05}
 
 The defaults below are illustrative list prices (docs/cost.md says where they come from); put
-your region's and contract's figures in the file.
+your region's and contract's figures in the file. Without a file, the ``gpu`` queue's price is
+derived from the GPU pool's VM size (``DAGQ_GPU_VM_SKU``, which the deployment sets): the VM's
+hourly list price divided by its GPUs.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class VmSize:
+    """An Azure GPU VM size: its GPUs and its hourly list price (USD)."""
+
+    gpus: int
+    hour_price: float
+
+
+VM_SIZES: dict[str, VmSize] = {
+    # Pay-as-you-go Linux list prices, East US, from Azure's VM pricing page
+    # (azure.microsoft.com/pricing/details/virtual-machines/linux/); approximate, and they change.
+    # Spot prices are far lower and vary: put yours in DAGQ_PRICES.
+    "Standard_NC4as_T4_v3": VmSize(1, 0.526),
+    "Standard_NC8as_T4_v3": VmSize(1, 0.752),
+    "Standard_NC16as_T4_v3": VmSize(1, 1.204),
+    "Standard_NC64as_T4_v3": VmSize(4, 4.352),
+    "Standard_NC24ads_A100_v4": VmSize(1, 3.673),
+    "Standard_NC48ads_A100_v4": VmSize(2, 7.346),
+    "Standard_NC96ads_A100_v4": VmSize(4, 14.692),
+}
+DEFAULT_VM_SKU = "Standard_NC4as_T4_v3"
+"""The GPU pool's default size (infra/modules/gpu-vmss.bicep, ``vmSku``)."""
+
+
+def gpu_hour_price(vm_sku: str | None) -> float:
+    """One GPU-hour on ``vm_sku`` (its hourly price / its GPUs); an unknown or missing size: the
+    default pool size's."""
+    size = VM_SIZES.get(vm_sku or DEFAULT_VM_SKU, VM_SIZES[DEFAULT_VM_SKU])
+    return round(size.hour_price / size.gpus, 4)
 
 
 class _Prices(BaseModel):
@@ -33,8 +67,8 @@ class QueuePrice(_Prices):
 
     gpus: int = Field(default=0, ge=0, le=64)
     """GPUs one task gets on this queue (0: a CPU queue), unless the task says ``gpus``."""
-    gpu_hour: float = Field(default=3.06, ge=0)
-    """Price of one GPU for one hour."""
+    gpu_hour: float = Field(default=gpu_hour_price(None), ge=0)
+    """Price of one GPU for one hour (default: the default GPU pool size's, per GPU)."""
     slot_hour: float = Field(default=0.10, ge=0)
     """Price of one task slot for one hour, on a queue without GPUs."""
 
@@ -64,12 +98,21 @@ DEFAULT_PRICES = PriceTable()
 MAX_PRICE_FILE_BYTES = 1024 * 1024
 
 
-def load_prices(spec: str | None) -> PriceTable:
-    """The price table of ``DAGQ_PRICES``: None or empty -> the defaults; text starting with
-    ``{`` -> inline JSON; anything else -> a JSON or YAML file's path. Raises ConfigError saying
-    what is wrong and where."""
-    if not spec or not spec.strip():
+def default_prices(vm_sku: str | None = None) -> PriceTable:
+    """The defaults, with the ``gpu`` queue priced from the pool's VM size."""
+    if not vm_sku or vm_sku not in VM_SIZES:
         return DEFAULT_PRICES
+    gpu = QueuePrice(gpus=1, gpu_hour=gpu_hour_price(vm_sku))
+    return DEFAULT_PRICES.model_copy(update={"queues": {**DEFAULT_PRICES.queues, "gpu": gpu}})
+
+
+def load_prices(spec: str | None, vm_sku: str | None = None) -> PriceTable:
+    """The price table of ``DAGQ_PRICES``: None or empty -> the defaults (the ``gpu`` queue at
+    ``vm_sku``'s price per GPU, ``DAGQ_GPU_VM_SKU``); text starting with ``{`` -> inline JSON;
+    anything else -> a JSON or YAML file's path. Raises ConfigError saying what is wrong and
+    where."""
+    if not spec or not spec.strip():
+        return default_prices(vm_sku)
     where = "DAGQ_PRICES"
     text = spec
     if not spec.lstrip().startswith("{"):

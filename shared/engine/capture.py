@@ -34,7 +34,7 @@ def items_of(value: Any, spec: ExpandFrom, source: str) -> ItemList | str:
     for depth, key in enumerate(spec.path):
         if isinstance(at, dict) and key in at:
             at = at[key]
-        elif isinstance(at, list) and key.isdigit() and int(key) < len(at):
+        elif isinstance(at, list) and key.isascii() and key.isdigit() and int(key) < len(at):
             at = at[int(key)]
         else:
             reached = f"inputs.{source}" + "".join(f".{k}" for k in spec.path[:depth])

@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from shared.errors import ConflictError, NotFoundError, StaleStateError
+from shared.limits import CACHE_SCAN_ROTATE_S
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.tolerated import TOLERATED, Kind, describe
@@ -218,7 +219,8 @@ async def _expire_cache(
     best effort, so that a cache the app cannot reach never stops a purge of workflows (counted
     and shown by dagq doctor: ``shared.storage.tolerated``)."""
     try:
-        expired = await storage.cache.expired(now, limit)
+        start = int(now // CACHE_SCAN_ROTATE_S) % 256
+        expired = await storage.cache.expired(now, limit, start=start)
         if not dry_run:
             await asyncio.gather(*(storage.cache.delete(key) for key in expired))
     except Exception as exc:

@@ -44,6 +44,7 @@ def worker_view(record: WorkerRecord, now: float, lost_after_s: float) -> Worker
         last_seen=record.last_seen,
         status=worker_status(record, now, lost_after_s),
         busy_s=record.busy_s,
+        live_errors=record.live_errors,
         **({"gpus": [_gpu_view(g) for g in record.gpus]} if record.gpus else {}),
     )
 

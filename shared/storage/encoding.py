@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 
 from shared.errors import InvalidContinuationError
+from shared.json_values import parse_untrusted
+from shared.limits import MAX_TIMESTAMP_S
 from shared.names import index_row_key
 from shared.storage.ports import DeadLetter
 
@@ -21,15 +24,35 @@ def dead_letter_json(message_id: str, text: str, reason: str, received_at: float
 
 
 def dead_letter_from_json(name: str, data: bytes) -> DeadLetter:
-    """Decode a dead-letter blob written by ``dead_letter_json``."""
-    body = json.loads(data)
+    """Decode a dead-letter blob written by ``dead_letter_json``. The workers' identity may write
+    such blobs too: anything but strings and a finite time raises ValueError (the reader skips
+    that letter)."""
+    body = parse_untrusted(data)
+    if not isinstance(body, dict):
+        raise ValueError("a dead letter is a JSON object")
+    fields = [body.get(key) for key in ("message_id", "text", "reason")]
+    received_at = body.get("received_at")
+    if not all(isinstance(v, str) for v in fields) or not isinstance(received_at, int | float):
+        raise ValueError("a dead letter has string message_id, text, reason and a received_at")
+    message_id, text, reason = (str(v) for v in fields)
     return DeadLetter(
         name=name,
-        message_id=str(body["message_id"]),
-        text=str(body["text"]),
-        reason=str(body["reason"]),
-        received_at=float(body["received_at"]),
+        message_id=message_id,
+        text=text,
+        reason=reason,
+        received_at=finite_time(received_at),
     )
+
+
+def finite_time(value: object) -> float:
+    """``value`` as seconds since the epoch: a finite number within MAX_TIMESTAMP_S, else
+    ValueError (OverflowError included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{str(value)[:40]!r} is not a time")
+    number = float(value)
+    if not math.isfinite(number) or not 0 <= number <= MAX_TIMESTAMP_S:
+        raise ValueError(f"{str(value)[:40]!r} is not a time")
+    return number
 
 
 def purge_marker_json(created_at: float) -> bytes:
@@ -41,8 +64,8 @@ def purge_marker_created_at(data: bytes) -> float:
     """The creation time a purge marker holds (0 when unreadable: the row is then left to the
     lifecycle of the table, and the blobs are still deleted)."""
     try:
-        return float(json.loads(data)["created_at"])
-    except (ValueError, KeyError, TypeError):
+        return finite_time(parse_untrusted(data)["created_at"])
+    except (ValueError, KeyError, TypeError, OverflowError):
         return 0.0
 
 
@@ -75,8 +98,8 @@ def decode_continuation(token: str, keys: frozenset[str]) -> dict[str, str]:
     )
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        payload = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        payload = parse_untrusted(raw)
+    except (binascii.Error, ValueError):
         raise InvalidContinuationError(problem) from None
     if (
         not isinstance(payload, dict)

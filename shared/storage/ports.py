@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from shared.index_row import IndexRow
+from shared.limits import CACHE_SCAN
 from shared.states import WorkflowStatus
 from shared.storage.registry import Registry
 
@@ -145,8 +146,12 @@ class ResultCache(Protocol):
         """Create or replace an entry (the later success wins)."""
         ...
 
-    async def expired(self, now: float, limit: int = 1000) -> builtins.list[str]:
-        """Keys of up to ``limit`` entries whose expiry is before ``now``."""
+    async def expired(
+        self, now: float, limit: int = 1000, *, start: int = 0, scan: int = CACHE_SCAN
+    ) -> builtins.list[str]:
+        """Keys of up to ``limit`` entries whose expiry is before ``now``, among at most ``scan``
+        entries listed in key order from the two-hex-digit prefix ``start`` (0-255) on, wrapping
+        around: a bounded scan, whatever the container holds."""
         ...
 
     async def delete(self, key: str) -> None:

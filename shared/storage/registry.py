@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from shared.json_values import parse_untrusted
 from shared.limits import MAX_GPUS, MAX_PROGRESS_CHARS, MAX_RECORD_TASKS
 from shared.progress import TaskProgress
 
@@ -65,7 +66,7 @@ def with_progress(tasks: builtins.list[WorkerTask], text: str) -> builtins.list[
     """``tasks`` with the progress of ``progress_text`` put back (bounds re-applied)."""
     out = list(tasks)
     try:
-        entries = json.loads(text or "[]")
+        entries = parse_untrusted(text or "[]")
     except ValueError:
         return out
     for entry in entries if isinstance(entries, list) else []:
@@ -79,10 +80,13 @@ def with_progress(tasks: builtins.list[WorkerTask], text: str) -> builtins.list[
     return out
 
 
-def _finite(value: Any, high: float) -> float:
+def finite(value: Any, high: float) -> float:
+    """``value`` as a finite float in [0, ``high``]; ValueError (OverflowError included) else."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a number")
     number = float(value)
     if not math.isfinite(number) or not 0 <= number <= high:
-        raise ValueError(f"{value!r} is out of range")
+        raise ValueError(f"{str(value)[:40]!r} is out of range")
     return number
 
 
@@ -95,17 +99,15 @@ def gpus_text(gpus: builtins.list[GpuUse]) -> str:
 def gpus_from_text(text: str) -> builtins.list[GpuUse]:
     """``gpus_text`` read back; malformed rows are left out."""
     try:
-        rows = json.loads(text or "[]")
+        rows = parse_untrusted(text or "[]")
     except ValueError:
         return []
     out: builtins.list[GpuUse] = []
     for row in rows[:MAX_GPUS] if isinstance(rows, list) else []:
         try:
             index, util, used, total = row
-            out.append(
-                GpuUse(int(index), _finite(util, 100), _finite(used, 1e9), _finite(total, 1e9))
-            )
-        except (TypeError, ValueError):
+            out.append(GpuUse(int(index), finite(util, 100), finite(used, 1e9), finite(total, 1e9)))
+        except (TypeError, ValueError, OverflowError):
             continue
     return out
 
@@ -131,6 +133,9 @@ class WorkerRecord:
     """How often this worker writes its heartbeat."""
     gpus: list[GpuUse] = field(default_factory=list)
     """Its GPUs' use at the latest heartbeat (empty where ``nvidia-smi`` is absent)."""
+    live_errors: int = 0
+    """Failed reads of its running tasks' progress files since it started (a task's doing: the
+    attempt went on)."""
     server_seen: float | None = field(default=None, compare=False)
     """The storage service's time of the latest heartbeat (read back, never written)."""
 
@@ -163,7 +168,7 @@ def bounded_note(note: FailureNote) -> FailureNote:
         note.kind[:MAX_NOTE_TEXT],
         max(0, int(note.count)),
         note.detail[:MAX_NOTE_TEXT],
-        _finite(note.at, 1e12),
+        finite(note.at, 1e12),
     )
 
 

@@ -13,7 +13,7 @@ not-found is:
   where ``dagq doctor`` finds it and says what to fix.
 
 Each process keeps one ``Tolerated`` (``TOLERATED``): the app's components and a worker agent
-each count their own.
+each count their own, and say who they are when they publish.
 """
 
 from __future__ import annotations
@@ -64,8 +64,7 @@ def is_not_found(error: BaseException) -> bool:
 class Tolerated:
     """One process's tolerated failures: counts since the last ``take``, and the notes due."""
 
-    def __init__(self, source: str = "app", clock: Callable[[], float] = time.time) -> None:
-        self.source = source
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self.reset()
 
@@ -96,14 +95,15 @@ class Tolerated:
         self._pending.clear()
         return taken
 
-    async def publish(self, registry: Registry) -> None:
-        """Note in the registry each kind that failed since its last note a minute or more ago
-        (best effort: a note that cannot be written is logged and tried at the next call)."""
+    async def publish(self, registry: Registry, source: str) -> None:
+        """Note in the registry, as ``source`` (``app``, ``worker <id>``), each kind that failed
+        since its last note a minute or more ago (best effort: a note that cannot be written is
+        logged and tried at the next call)."""
         now = self._clock()
         for kind, total in self._totals.items():
             if now - self._noted.get(kind, -1e18) < NOTE_EVERY_S:
                 continue
-            note = FailureNote(self.source, str(kind), total, self._details[kind], now)
+            note = FailureNote(source, str(kind), total, self._details[kind], now)
             try:
                 await registry.note_failure(note)
             except Exception as exc:  # the log line above is the record then
@@ -113,4 +113,4 @@ class Tolerated:
 
 
 TOLERATED = Tolerated()
-"""This process's tolerated failures (the worker agent names its source on start)."""
+"""This process's tolerated failures."""

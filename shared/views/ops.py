@@ -42,6 +42,9 @@ class WorkerView(View):
     busy_s: float = 0.0
     """Busy slot-seconds since it started: ``busy_s / (slots * (last_seen - started_at))`` is its
     utilisation."""
+    live_errors: int = 0
+    """Failed reads of its running tasks' progress files since it started (a task wrote something
+    the worker could not read; the attempts went on)."""
 
 
 class WorkersView(View):

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import azure.functions as func
 import httpx
 import pytest
 from azure.data.tables import TableServiceClient
@@ -223,3 +224,40 @@ def test_any_name_filter_is_an_answer(http: httpx.Client, raw: str) -> None:
         assert response.json()["items"] == []
     else:
         assert_problem(response, 400, "name")
+
+
+UNICODE_DIGITS = ["²", "①", "١٢", "１２", "12\u0660"]
+"""Not ASCII digits, yet ``str.isdigit()`` (and for some ``int()``) takes them."""
+
+
+@pytest.mark.parametrize("digits", UNICODE_DIGITS)
+@pytest.mark.parametrize(
+    ("method", "path", "params", "name"),
+    [
+        ("GET", "/workflows", {"limit": "{}"}, "limit"),
+        ("POST", "/purge", {"older_than_s": "10", "limit": "{}"}, "limit"),
+        ("POST", "/purge", {"older_than_s": "{}"}, "older_than_s"),
+        ("GET", "/cost", {"limit": "{}"}, "limit"),
+        ("GET", "/cost", {"since_s": "{}"}, "since_s"),
+        ("GET", "/workflows/some-id/tasks/t/log", {"attempt": "{}"}, "attempt"),
+        ("GET", "/workflows/some-id/tasks/t/log", {"offset": "{}"}, "offset"),
+    ],
+    ids=["list-limit", "purge-limit", "purge-age", "cost-limit", "cost-since", "attempt", "offset"],
+)
+def test_a_number_in_other_digits_is_a_400_naming_the_parameter(
+    http: httpx.Client, method: str, path: str, params: dict[str, str], name: str, digits: str
+) -> None:
+    # Before: ?limit=² passed str.isdigit() and int() raised (500); ?limit=١٢ was read as 12.
+    sent = {k: v.format(digits) for k, v in params.items()}
+    body = assert_problem(http.request(method, path, params=sent), 400, f"'{name}'")
+    assert "must be" in body["detail"]
+
+
+def test_a_content_length_in_other_digits_is_not_a_500() -> None:
+    from shared.api.request import parse_definition_body
+
+    req = func.HttpRequest(
+        method="POST", url="/api/workflows", body=b"name: x",
+        headers={"content-type": "application/yaml", "content-length": "²"},
+    )  # fmt: skip
+    assert parse_definition_body(req, 1000) == ("name: x", "yaml")

@@ -50,7 +50,8 @@ def test_a_dry_run_purge_of_an_empty_deployment(api_host: HostProcess) -> None:
     assert response.status_code == 200
     assert response.json() == {
         "dry_run": True, "older_than_s": 0.0, "statuses": ["cancelled", "completed", "failed"],
-        "workflows": [], "resumed": [], "next": None, "cache_entries_expired": 0, "cache_problem": None,
+        "workflows": [], "resumed": [], "next": None, "cache_entries_expired": 0,
+        "cache_problem": None,
     }  # fmt: skip
 
 

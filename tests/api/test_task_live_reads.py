@@ -129,9 +129,9 @@ async def test_progress_of_a_running_task_comes_from_its_workers_heartbeat(
 def test_a_bad_attempt_parameter_is_a_400_before_any_read(raw: str) -> None:
     import azure.functions as func
 
-    from shared.api.task_http import int_param
+    from shared.api.query import LogQuery, parse_query
     from shared.errors import RequestError
 
     req = func.HttpRequest("GET", "http://h/api/x", params={"attempt": raw}, body=b"")
-    with pytest.raises(RequestError, match="attempt"):
-        int_param(req, "attempt", 1, 2**32 - 1)
+    with pytest.raises(RequestError, match="query parameter 'attempt' must be an integer from 1"):
+        parse_query(req, LogQuery)

@@ -161,6 +161,44 @@ def test_submit_detects_json_and_yaml_flow_style() -> None:
     assert types == ["application/json", "application/yaml", "application/yaml"]
 
 
+@pytest.fixture
+def no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("DAGQ_API_KEY", raising=False)
+    monkeypatch.delenv("DAGQ_API_SCOPE", raising=False)
+    empty = tmp_path / "config.toml"
+    empty.write_text("")
+    return empty
+
+
+@pytest.mark.parametrize(
+    ("url", "key", "scope"),
+    [
+        ("http://dagq.example.com", "secret", ""),
+        ("http://10.0.0.5:7071", "secret", ""),
+        ("http://dagq.example.com", None, "api://dagq/user_impersonation"),
+    ],
+)
+def test_credentials_never_cross_the_network_in_clear_text(
+    url: str, key: str | None, scope: str, no_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the client sent the function key and the Entra token over plain http:// anywhere.
+    monkeypatch.setenv("DAGQ_API_SCOPE", scope)
+    with pytest.raises(DagqError, match=r"refusing to send .* in clear text") as refused:
+        Client(url, key, config_path=no_config)
+    assert "https://" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://dagq.example.com", "http://127.0.0.1:7071", "http://localhost:7071"]
+)
+def test_a_key_goes_over_https_or_to_this_machine(url: str, no_config: Path) -> None:
+    Client(url, "secret", config_path=no_config).close()
+
+
+def test_plain_http_without_credentials_is_allowed(no_config: Path) -> None:
+    Client("http://dagq.example.com", config_path=no_config).close()
+
+
 def test_a_submit_whose_answer_was_lost_is_sent_again_under_the_same_id() -> None:
     """The API acted on the submit, the connection closed before its answer (issue #36): the
     client sends it again under the id it chose, and the API's 200 for that id is the workflow

@@ -102,3 +102,29 @@ def test_prices_from_a_file_inline_json_or_the_defaults(tmp_path: Path) -> None:
 def test_a_bad_price_table_says_what_and_where(spec: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_prices(spec)
+
+
+def test_the_default_gpu_price_follows_the_pool_vm_size() -> None:
+    # The old default (3.06 per GPU-hour) was an NCv3 (V100) price, a size Azure retired on
+    # 2025-09-30. The default now is the deployment's pool size (DAGQ_GPU_VM_SKU), per GPU.
+    from shared.cost.prices import DEFAULT_VM_SKU, VM_SIZES
+
+    assert DEFAULT_VM_SKU == "Standard_NC4as_T4_v3"  # gpu-vmss.bicep's default vmSku
+    t4 = load_prices(None)
+    assert t4.of("gpu").gpu_hour == VM_SIZES[DEFAULT_VM_SKU].hour_price  # 1 GPU per VM
+    assert t4.of("gpu").gpu_hour != 3.06
+    a100x4 = load_prices(None, vm_sku="Standard_NC96ads_A100_v4")
+    assert a100x4.of("gpu").gpu_hour == pytest.approx(
+        VM_SIZES["Standard_NC96ads_A100_v4"].hour_price / 4
+    )
+    # An unknown size falls back to the default pool's price; a price file always wins.
+    assert load_prices(None, vm_sku="Standard_XYZ").of("gpu") == t4.of("gpu")
+    assert (
+        load_prices(
+            '{"queues": {"gpu": {"gpus": 1, "gpu_hour": 2.5}}}', vm_sku="Standard_NC96ads_A100_v4"
+        )
+        .of("gpu")
+        .gpu_hour
+        == 2.5
+    )
+    assert QueuePrice().gpu_hour == t4.of("gpu").gpu_hour

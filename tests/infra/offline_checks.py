@@ -38,6 +38,7 @@ AKS_VALUES = {
     "DAGQ_PREFIX": "dagq",
     "DAGQ_STORAGE_ACCOUNT": "stabcdefghijklm",
     "WORKER_CLIENT_ID": "00000000-0000-0000-0000-000000000001",
+    "DAGQ_VERIFY_KEYS": "pg4wQWwHXpSz9CI6KdrjDb5wwDtD7aEpPCjFnkMQ8Tw=",
     "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=0;IngestionEndpoint=https://x/",
     "WORKER_IMAGE": "example.azurecr.io/dagq-worker:1",
 }

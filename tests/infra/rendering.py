@@ -27,6 +27,10 @@ SAMPLE_PARAMS: dict[str, Any] = {
     "workerIdentityId": "/subscriptions/x/resourceGroups/rg/providers/"
     "Microsoft.ManagedIdentity/userAssignedIdentities/id-worker",
     "workerIdentityClientId": "00000000-0000-0000-0000-000000000001",
+    "subnetId": "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Network/"
+    "virtualNetworks/vmss-gpu-abcdefghijklm-vnet/subnets/workers",
+    "nsgId": "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Network/"
+    "networkSecurityGroups/vmss-gpu-abcdefghijklm-nsg",
     "storageAccountName": "stabcdefghijklm",
     "prefix": "dagq",
     "applicationInsightsName": "appi-abcdefghijklm",

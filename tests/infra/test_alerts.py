@@ -86,3 +86,14 @@ def test_main_deploys_the_alerts_on_the_workspace() -> None:
     assert params["actionGroupId"] == "alertActionGroupId"
     assert main.default("alertEmail") == ""
     assert "alerts" in modules
+
+
+def test_rules_skip_query_validation_on_a_new_workspace() -> None:
+    # On a first deployment the workspace's tables (AppRequests, StorageBlobLogs...) have no rows
+    # yet, so ARM's query validation fails and so does `azd up`: skipQueryValidation.
+    template = _alerts()
+    [resource] = template.resources_of_type("Microsoft.Insights/scheduledQueryRules").values()
+    properties = template.evaluate(
+        Template.body(resource)["properties"], {"rule": _rules(template)["dead-letters"]}
+    )
+    assert properties["skipQueryValidation"] is True

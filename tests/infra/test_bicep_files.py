@@ -19,6 +19,7 @@ EXPECTED_FILES = {
     "modules/monitoring.bicep",
     "modules/identity.bicep",
     "modules/functionapp.bicep",
+    "modules/gpu-network.bicep",
     "modules/gpu-vmss.bicep",
     "modules/retention.bicep",
     "modules/storage-private-endpoints.bicep",

@@ -170,7 +170,7 @@ def test_entra_id_in_front_of_the_api_signs_browsers_in_and_keeps_health_open() 
     assert aad["registration"]["clientId"] == "11111111-2222-3333-4444-555555555555"
     assert "api://11111111-2222-3333-4444-555555555555" in aad["validation"]["allowedAudiences"]
     assert on.evaluate(on.outputs["apiScope"]["value"]) == (
-        "api://11111111-2222-3333-4444-555555555555/.default"
+        "api://11111111-2222-3333-4444-555555555555/user_impersonation"
     )
     main, _ = deployment()
     assert main.default("apiAuthClientId") == ""
@@ -183,3 +183,14 @@ def test_app_logs_go_to_log_analytics() -> None:
     body = app.evaluate(Template.body(diagnostics))
     assert Template.body(diagnostics)["scope"] == "functionApp"
     assert [log["category"] for log in body["properties"]["logs"]] == ["FunctionAppLogs"]
+
+
+def test_the_app_knows_the_pool_vm_size_for_its_default_prices() -> None:
+    from shared.cost.prices import VM_SIZES
+
+    assert _settings()["DAGQ_GPU_VM_SKU"] == ""  # no pool by default
+    main = Template(REPO / "infra" / "main.bicep", {"deployGpuPool": True})
+    params = Template.body(main.modules["functionApp"])["params"]
+    assert main.evaluate(params["gpuVmSku"]) == "Standard_NC4as_T4_v3"
+    assert "DAGQ_GPU_VM_SKU" in _settings_aliases()
+    assert main.default("gpuVmSku") in VM_SIZES

@@ -1,17 +1,19 @@
 """The GPU pool follows its queues: autoscale on each queue's message count (out when tasks wait,
-in to minCapacity when every queue stays empty), a custom image, a setup hook that runs before the
-workers, and an idle poll that does not cost a receive every half second."""
+in when every queue holds fewer tasks than VMs, busy VMs protected), a custom image, a setup
+hook that runs before the workers, and an idle poll that does not cost a receive every half
+second."""
 
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from shared.names import ResourceNames
-from tests.infra.bicep_model import INFRA, Template, deployment, symbol
+from tests.infra.bicep_model import INFRA, REPO, Template, deployment, symbol
 from tests.infra.provisioning_sandbox import first_boot
 from tests.infra.rendering import SAMPLE_PARAMS, env_file, gpu_pool, render, vmss_body
 from worker_agent.config import WorkerSettings
@@ -60,6 +62,16 @@ def test_the_pool_scales_out_on_each_queue_and_in_to_zero_when_all_are_idle() ->
         assert trigger["timeWindow"] == "PT15M"
 
 
+def test_cooldowns_are_five_minutes_so_a_scale_in_does_not_block_scale_out_for_long() -> None:
+    # A rule's cooldown blocks both directions: a 15-minute scale-in cooldown kept a pool from
+    # scaling out for 15 minutes after each scale-in. The idle time is the rule's time window.
+    [profile] = _autoscale(scaleInIdleMinutes=30)["properties"]["profiles"]
+    for rule in profile["rules"]:
+        assert rule["scaleAction"]["cooldown"] == "PT5M"
+    down = [r for r in profile["rules"] if r["scaleAction"]["direction"] == "Decrease"]
+    assert {rule["metricTrigger"]["timeWindow"] for rule in down} == {"PT30M"}
+
+
 def test_the_scale_set_starts_at_the_minimum_and_autoscale_owns_the_count() -> None:
     assert vmss_body(minCapacity=2)["sku"]["capacity"] == 2
     main, _ = deployment()
@@ -73,6 +85,25 @@ def test_the_scale_set_starts_at_the_minimum_and_autoscale_owns_the_count() -> N
         "setupScriptBase64",
     ):
         assert name in params
+
+
+def test_provisioning_an_existing_pool_keeps_its_live_vm_count() -> None:
+    # A deployment that sets sku.capacity resets a live pool to it (deleting running VMs): once
+    # the pool exists the template leaves the count to autoscale.
+    sku = vmss_body(poolExists=True, minCapacity=2)["sku"]
+    assert "capacity" not in sku
+    assert sku["name"] == SAMPLE_PARAMS.get("vmSku", "Standard_NC4as_T4_v3")
+    assert gpu_pool().default("poolExists") is False
+    main, _ = deployment()
+    assert main.default("gpuPoolExists") is False
+    assert Template.body(main.modules["gpuPool"])["params"]["poolExists"] == "gpuPoolExists"
+    # azd passes it from the environment, and sets it once the pool is there.
+    parameters = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
+    assert parameters["gpuPoolExists"]["value"] == "${DAGQ_GPU_POOL_EXISTS=false}"
+    hooks = yaml.safe_load((REPO / "azure.yaml").read_text())["hooks"]
+    script = hooks["postprovision"]["posix"]["run"]
+    assert "azd env set DAGQ_GPU_POOL_EXISTS true" in script
+    assert "GPU_POOL_NAME" in script
 
 
 def test_a_custom_image_replaces_the_marketplace_image() -> None:
@@ -108,3 +139,14 @@ def test_idle_agents_poll_every_few_seconds() -> None:
 def test_main_passes_the_pool_queues_it_validates() -> None:
     text = (INFRA / "main.bicep").read_text()
     assert "queues: gpuQueues" in text
+
+
+def test_the_scale_in_rule_is_described_as_autoscale_reads_it() -> None:
+    # The threshold is per VM: "fewer tasks than VMs", never "every queue empty".
+    description = gpu_pool().tree["parameters"]["scaleInIdleMinutes"]["decorators"][0]["argument"]
+    assert "fewer tasks" in description
+    assert "than the pool has VMs" in description
+    quickstart = (REPO / "docs" / "azure-gpu-quickstart.md").read_text()
+    readme = (INFRA / "README.md").read_text()
+    for text in (description, quickstart, readme):
+        assert "every queue has been empty" not in " ".join(text.split())

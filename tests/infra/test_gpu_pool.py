@@ -1,5 +1,6 @@
-"""The optional GPU pool: a VM Scale Set (Spot or regular, terminate notifications on, no inbound
-access) whose cloud-init installs the worker agent and runs one systemd service per queue."""
+"""The optional GPU pool: a VM Scale Set (Spot or regular, terminate notifications on Regular VMs,
+no inbound access) whose cloud-init installs the worker agent and runs one systemd service per
+queue."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from shared.settings import Settings
-from tests.infra.bicep_model import INFRA, MODULES, REPO, Template, deployment
+from tests.infra.bicep_model import INFRA, MODULES, REPO, Template, deployment, symbol
 from tests.infra.rendering import (
     PLACEHOLDER,
     SAMPLE_PARAMS,
@@ -37,7 +38,6 @@ def test_pool_is_optional_and_off_by_default() -> None:
 def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
     pool = gpu_pool()
     assert pool.decorator("priority", "allowed") == ["Spot", "Regular"]
-    assert pool.decorator("evictionPolicy", "allowed") == ["Delete", "Deallocate"]
     assert pool.default("vmSku") == "Standard_NC4as_T4_v3"
     profile = vmss_body()["properties"]["virtualMachineProfile"]
     assert profile["priority"] == "Spot"
@@ -46,19 +46,31 @@ def test_spot_or_regular_with_eviction_policy_and_max_price() -> None:
     regular = vmss_body(priority="Regular")["properties"]
     assert regular["virtualMachineProfile"]["evictionPolicy"] is None
     assert regular["virtualMachineProfile"]["billingProfile"] is None
-    assert regular["spotRestorePolicy"] is None
 
 
-def test_evicted_spot_vms_are_restored() -> None:
-    # Eviction policy Delete removes a VM for good: without restore a Spot pool shrinks to zero.
-    restore = vmss_body()["properties"]["spotRestorePolicy"]
-    assert restore["enabled"] is True
-    assert re.fullmatch(r"PT\d+[HM]", restore["restoreTimeout"])
+def test_only_delete_eviction_because_autoscale_owns_the_count() -> None:
+    # "Use eviction policy Delete with autoscale": a deallocated Spot VM still counts toward the
+    # scale set's capacity (and quota), so autoscale would never replace it.
+    main, _ = deployment()
+    assert gpu_pool().decorator("evictionPolicy", "allowed") == ["Delete"]
+    assert main.decorator("gpuEvictionPolicy", "allowed") == ["Delete"]
 
 
-def test_terminate_notification_is_enabled() -> None:
-    profile = vmss_body()["properties"]["virtualMachineProfile"]
-    notice = profile["scheduledEventsProfile"]["terminateNotificationProfile"]
+def test_no_spot_restore_because_autoscale_refills_the_pool() -> None:
+    # "Try & restore is disabled in scale sets that use Autoscale" (use-spot doc): the pool always
+    # has autoscale, so the autoscale rules refill it, and the template does not claim otherwise.
+    for priority in ("Spot", "Regular"):
+        assert "spotRestorePolicy" not in vmss_body(priority=priority)["properties"]
+    assert "spotRestorePolicy" not in (MODULES / "gpu-vmss.bicep").read_text()
+
+
+def test_terminate_notification_only_on_regular_vms() -> None:
+    # Terminate notifications "cannot be enabled on Spot instances" (VMSS terminate-notification
+    # doc); a Spot VM's warning is its Preempt event (30 s).
+    spot = vmss_body()["properties"]["virtualMachineProfile"]
+    assert spot.get("scheduledEventsProfile") is None
+    regular = vmss_body(priority="Regular")["properties"]["virtualMachineProfile"]
+    notice = regular["scheduledEventsProfile"]["terminateNotificationProfile"]
     assert notice["enable"] is True
     assert re.fullmatch(r"PT([5-9]|1[0-5])M", notice["notBeforeTimeout"])
 
@@ -70,10 +82,16 @@ def test_vms_are_closed_to_inbound_traffic_and_use_the_worker_identity() -> None
     linux = properties["virtualMachineProfile"]["osProfile"]["linuxConfiguration"]
     assert linux["disablePasswordAuthentication"] is True
     assert body["identity"]["type"] == "UserAssigned"
-    pool = gpu_pool()
-    for nsg in pool.resources_of_type("Microsoft.Network/networkSecurityGroups").values():
-        rules = Template.body(nsg)["properties"]["securityRules"]
-        assert not [r for r in rules if r["properties"]["direction"] == "Inbound"]
+    network = Template(MODULES / "gpu-network.bicep", {"location": "x", "name": "pool"})
+    [nsg] = network.resources_of_type("Microsoft.Network/networkSecurityGroups").values()
+    assert Template.body(nsg)["properties"]["securityRules"] == []  # no inbound rule
+    nic = properties["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"]
+    assert nic[0]["properties"]["networkSecurityGroup"]["id"] == SAMPLE_PARAMS["nsgId"]
+    ip = nic[0]["properties"]["ipConfigurations"][0]["properties"]
+    assert ip["subnet"]["id"] == SAMPLE_PARAMS["subnetId"]
+    [vnet] = network.resources_of_type("Microsoft.Network/virtualNetworks").values()
+    subnet = Template.body(vnet)["properties"]["subnets"][0]["properties"]
+    assert subnet["serviceEndpoints"] == [{"service": "Microsoft.Storage"}]
 
 
 def test_every_placeholder_is_filled() -> None:
@@ -214,3 +232,35 @@ def test_tasks_run_as_their_own_user_who_cannot_read_the_settings_or_reach_imds(
     assert f"--uid-owner {user} -j REJECT" in firewall
     assert ["useradd", "--system", "--create-home", "--home-dir", f"/var/lib/{user}", "--shell",
             "/usr/sbin/nologin", user] in cloud_init["runcmd"]  # fmt: skip
+
+
+def test_workers_may_protect_their_own_instances_from_scale_in_and_nothing_else() -> None:
+    # Scale-in picks VMs by policy (NewestVM), not by idleness: the agent sets protectFromScaleIn
+    # on its own instance while busy (worker_agent/scale_in.py), with a custom role that allows
+    # only reading and updating the scale set's instances, assigned on the scale set alone.
+    pool = gpu_pool()
+    [definition] = pool.resources_of_type("Microsoft.Authorization/roleDefinitions").values()
+    role = pool.evaluate(Template.body(definition))
+    [permissions] = role["properties"]["permissions"]
+    assert sorted(permissions["actions"]) == [
+        "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+        "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/write",
+    ]
+    assert permissions.get("notActions", []) == []
+    assert permissions.get("dataActions", []) == []
+    assert role["properties"]["type"] == "CustomRole"
+    [assignment] = pool.resources_of_type("Microsoft.Authorization/roleAssignments").values()
+    body = Template.body(assignment)
+    assert body["scope"] == "vmss"  # the scale set, not the resource group
+    assert symbol(body["properties"]["roleDefinitionId"]) == "scaleInProtectionRole"
+    assert symbol(body["properties"]["principalId"]) == "workerIdentity"
+    assert body["properties"]["principalType"] == "ServicePrincipal"
+    # The agents on the VMs turn it on; nothing else in the worker's settings does.
+    env = env_file(yaml.safe_load(render(pool)))
+    assert env["DAGQ_WORKER_SCALE_IN_PROTECTION"] == "true"
+    assert WorkerSettings.model_fields["scale_in_protection"].default is False
+
+
+def test_identity_bicep_keeps_only_storage_and_telemetry_roles() -> None:
+    # The pool's role lives with the pool (its scope is the scale set); identity.bicep is unchanged.
+    assert "virtualMachineScaleSets" not in (MODULES / "identity.bicep").read_text()

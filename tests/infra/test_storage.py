@@ -164,3 +164,67 @@ def test_every_partition_gets_the_queues_the_code_names() -> None:
         assert names.partition_event_queue(partition) in queues
         assert names.partition_poison_queue(partition) in queues
     assert names.partition_event_queue(4) not in queues
+
+
+NETWORKS = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks"
+APP_SUBNET = f"{NETWORKS}/v/subnets/app"
+GPU_SUBNET = f"{NETWORKS}/gpu/subnets/workers"
+
+
+def _network_problem(**params: Any) -> Any:
+    return Template(INFRA / "main.bicep", params).env["storageNetworkProblem"]
+
+
+def test_a_closed_storage_account_the_app_or_the_pool_cannot_reach_is_refused() -> None:
+    assert _network_problem() == ""  # the quick start: public network
+    deny = {"storageNetworkDefaultAction": "Deny"}
+    private = {"storagePublicNetworkAccess": "Disabled", "storagePrivateEndpointSubnetId": "PE"}
+    # The Function App reaches a closed account only from its VNet.
+    assert "needs appSubnetId" in _network_problem(**deny)
+    assert "needs appSubnetId" in _network_problem(**private)
+    assert _network_problem(**deny, appSubnetId=APP_SUBNET) == ""
+    assert _network_problem(**deny, appSubnetId=APP_SUBNET, deployGpuPool=True) == ""
+    assert _network_problem(**private, appSubnetId=APP_SUBNET) == ""
+    no_endpoint = {**private, "storagePrivateEndpointSubnetId": ""}
+    assert "needs storagePrivateEndpointSubnetId" in _network_problem(
+        **no_endpoint, appSubnetId=APP_SUBNET
+    )
+    # The pool's own VNet has no route to private endpoints.
+    refused = _network_problem(**private, appSubnetId=APP_SUBNET, deployGpuPool=True)
+    assert "deployGpuPool" in refused
+    assert "private endpoints" in refused
+    # The problem stops the deployment (fail()) in a value the storage module needs.
+    main = Template(INFRA / "main.bicep")
+    params = Template.body(main.modules["storage"])["params"]
+    conditional = params["networkDefaultAction"]["operator"]
+    assert conditional["type"] == "conditional"
+    assert conditional["operands"]["false_value"]["function"]["type"] == "fail"
+
+
+def test_with_deny_the_app_subnet_and_the_pool_subnet_are_allowed() -> None:
+    def allowed(**params: Any) -> Any:
+        main = Template(INFRA / "main.bicep", params)
+        assert Template.body(main.modules["storage"])["params"]["allowedSubnetIds"] == (
+            "storageSubnetRules"
+        )
+        rules = main.tree["variables"]["storageSubnetRules"]["value"]
+        return main.evaluate(rules, {"gpuNetwork": {"outputs": {"subnetId": GPU_SUBNET}}})
+
+    assert allowed() == []
+    # Allow: no rule (a VNet rule needs the subnet's Microsoft.Storage service endpoint).
+    assert allowed(appSubnetId=APP_SUBNET, deployGpuPool=True) == []
+    assert allowed(storageNetworkDefaultAction="Deny", appSubnetId=APP_SUBNET) == [APP_SUBNET]
+    assert allowed(
+        storageNetworkDefaultAction="Deny", appSubnetId=APP_SUBNET, deployGpuPool=True,
+        storageAllowedSubnetIds=["/aks"],
+    ) == ["/aks", APP_SUBNET, GPU_SUBNET]  # fmt: skip
+    # The pool's network exists before the storage account, so its subnet can be allowed at once;
+    # the scale set uses that subnet.
+    main = Template(INFRA / "main.bicep")
+    modules = list(main.modules)
+    assert modules.index("gpuNetwork") < modules.index("storage")
+    assert Template.condition(main.modules["gpuNetwork"]) == "deployGpuPool"
+    pool_params = Template.body(main.modules["gpuPool"])["params"]
+    assert main.evaluate(
+        pool_params["subnetId"], {"gpuNetwork": {"outputs": {"subnetId": "S"}}}
+    ) == ("S")

@@ -52,6 +52,7 @@ async def test_listing_puts_alive_first_and_forgets_long_lost_records() -> None:
     body = dump(view)
     assert body["workers"][0]["tasks"] == [{"workflow_id": "wf", "task": "t", "attempt": 1}]
     assert set(body["workers"][0]) == {
-        "worker_id", "host", "queues", "slots", "busy_slots", "busy_s", "tasks", "version",
+        "worker_id", "host", "queues", "slots", "busy_slots", "busy_s", "live_errors", "tasks",
+        "version",
         "started_at", "last_seen", "status",
     }  # fmt: skip

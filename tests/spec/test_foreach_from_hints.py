@@ -28,3 +28,11 @@ def test_a_missing_key_of_a_foreach_from_source_lists_the_keys_there() -> None:
     assert isinstance(many, str)
     assert many.endswith("'k9' and 5 more")
     assert isinstance(items_of({"shards": {"a": [1]}}, ExpandFrom(0, ("shards", "b"), 9), "p"), str)
+
+
+def test_an_index_in_other_digits_is_a_missing_key_not_a_crash() -> None:
+    # "²".isdigit() is true and int("²") raises: the expansion crashed instead of failing the task.
+    for key in ("²", "①", "١"):
+        why = items_of([[1], [2]], ExpandFrom(0, (key,), 9), "prep")
+        assert isinstance(why, str)
+        assert repr(key) in why

@@ -51,3 +51,23 @@ async def test_a_bulk_purge_deletes_expired_entries_only(storage: Storage) -> No
     assert report.cache_entries_expired == 1
     assert await storage.cache.get(KEY) is None
     assert await storage.cache.get(OTHER) == b"new"
+
+
+async def test_an_expiry_scan_is_bounded_and_successive_starts_reach_every_entry(
+    storage: Storage,
+) -> None:
+    # Before: one scan listed the whole container (200,005 entries in one call in the review)
+    # to find a few expired ones. Now at most ``scan`` entries are listed, from a key prefix on.
+    keys = [f"{p:02x}" + f"{i:062x}" for p in (0x10, 0x80, 0xF0) for i in range(3)]
+    for key in keys:
+        await storage.cache.put(key, b"x", expires_at=1000.0)
+    assert await storage.cache.expired(2000.0, scan=4) == keys[:4]
+    assert await storage.cache.expired(2000.0, start=0x80, scan=4) == keys[3:7]
+    assert await storage.cache.expired(2000.0, start=0xF1, scan=2) == keys[:2]  # wraps around
+    assert await storage.cache.expired(2000.0, start=0x80, limit=2) == keys[3:5]
+    reached = {
+        key
+        for start in range(0, 256, 16)
+        for key in await storage.cache.expired(2000.0, start=start, scan=3)
+    }
+    assert reached == set(keys)

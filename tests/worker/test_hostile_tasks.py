@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,6 +89,23 @@ async def test_an_output_over_the_limit_is_not_read_past_it(
         (event,) = await read_events(storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert "over the worker's limit of 1000 bytes" in event.error
+
+
+async def test_an_output_with_a_lone_surrogate_fails_the_attempt_with_the_reason(
+    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+) -> None:
+    # Python's json reads "\\ud800" into a str no UTF-8 encoder takes: the attempt was released
+    # and rerun (UnicodeEncodeError while measuring the output) instead of failing.
+    await create_workflow(storage, "wf1")
+    cmd = 'printf \'%s\' \'{"name": "\\ud800"}\' > "$DAGQ_OUTPUT"'
+    await send_task(storage, names, "wf1", "t", cmd)
+    async with running_agent(worker_settings(), storage):
+        (event,) = await read_events(storage, 1)
+    assert isinstance(event, TaskFailedEvent), event
+    assert event.reason == "error"
+    assert "$DAGQ_OUTPUT" in event.error
+    assert "$.name" in event.error
+    assert "lone surrogate" in event.error
 
 
 # -- setsid ---------------------------------------------------------------------------------------
@@ -297,6 +315,78 @@ async def test_a_task_user_reads_neither_the_agent_environment_nor_its_settings_
     log = await storage.outputs.get(event.log_blob)
     assert b"READ-SETTINGS" not in log
     assert b"READ-AGENT-ENV" not in log
+
+
+class SameUserTask:
+    """Another task of the task user on the same worker: as soon as the agent gives it an attempt
+    directory (a chown that leaves the directory the task user's), it swaps every entry it may
+    now rename for a link to a root-owned file, as a racing task could between two steps."""
+
+    def __init__(self, uid: int, secret: Path) -> None:
+        self.uid, self.secret, self.swapped = uid, secret, 0
+
+    def after_chown(self, target: str) -> None:
+        path = Path(target)
+        if not path.is_dir() or path.stat().st_uid != self.uid:
+            return
+        if path.parent.parent.parent.name != "attempts":  # attempts/{workflow}/{task}/{attempt}
+            return
+        for name, link in (
+            ("work", os.symlink),
+            ("progress.jsonl", os.symlink),
+            ("output.json", os.symlink),
+            ("log.txt", os.link),  # a hard link, where fs.protected_hardlinks is off
+        ):
+            entry = path / name
+            if entry.exists() or entry.is_symlink():
+                entry.rename(path / f"{name}.old")
+            link(self.secret, entry)
+            self.swapped += 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting a task as another user needs root")
+@pytest.mark.skipif(NOBODY is None, reason="no 'nobody' user on this machine")
+async def test_a_task_of_the_same_user_cannot_get_root_files_handed_to_it(
+    storage: AzureStorage,
+    names: ResourceNames,
+    worker_settings: Make,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert NOBODY is not None
+    user, uid = NOBODY
+    secret, work = _secret_and_work_dir(tmp_path)
+    before = secret.stat()
+    other = SameUserTask(uid, secret)
+    chown, fchown = os.chown, os.fchown
+
+    def chown_then_race(path: Any, *args: Any, **kwargs: Any) -> None:
+        chown(path, *args, **kwargs)
+        other.after_chown(os.fspath(path))
+
+    def fchown_then_race(fd: int, *args: Any, **kwargs: Any) -> None:
+        fchown(fd, *args, **kwargs)
+        other.after_chown(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(os, "chown", chown_then_race)
+    monkeypatch.setattr(os, "fchown", fchown_then_race)
+    await create_workflow(storage, "wf1")
+    await send_task(storage, names, "wf1", "t", 'echo pwned >> "$DAGQ_PROGRESS"; pwd')
+    try:
+        async with running_agent(worker_settings(task_user=user, work_dir=work), storage):
+            (event,) = await read_events(storage, 1)
+    finally:
+        after = secret.stat()
+        shutil.rmtree(work, ignore_errors=True)
+        assert other.swapped  # the race was run
+        assert (after.st_uid, after.st_gid, after.st_mode) == (0, 0, before.st_mode)
+        assert secret.read_text() == "AZURE_CLIENT_ID=worker\n"
+    # The output link is refused; the task ran in the directory the agent made (renamed since),
+    # not where the link leads.
+    assert isinstance(event, TaskFailedEvent), event
+    assert "must be a regular file" in event.error
+    assert event.log_blob is not None
+    assert b"/attempts/wf1/t/1/work.old\n" in await storage.outputs.get(event.log_blob)
 
 
 def pwd_home(user: str) -> str:

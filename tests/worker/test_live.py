@@ -79,3 +79,26 @@ async def test_the_log_grows_in_storage_and_progress_and_gpus_reach_the_registry
     assert event.log_blob == blob
     log = (await storage.outputs.get(blob)).decode()
     assert log.splitlines() == [f"line {i}" for i in range(1, 9)]
+
+
+async def test_a_huge_integer_in_the_progress_file_neither_stops_live_logs_nor_the_attempt(
+    storage: AzureStorage,
+    names: ResourceNames,
+    worker_settings: Callable[..., WorkerSettings],
+) -> None:
+    # float() of a 400-digit integer raises OverflowError: it stopped the live loop, and the
+    # attempt was released and rerun instead of reported.
+    huge = "9" * 400
+    cmd = (
+        f'echo \'{{"progress": {huge}, "loss": {huge}}}\' >> "$DAGQ_PROGRESS"; echo before; '
+        'sleep 0.6; echo \'{"progress": 0.5}\' >> "$DAGQ_PROGRESS"; sleep 0.6; echo after'
+    )
+    await create_workflow(storage, "wf-huge")
+    async with running_agent(worker_settings(live_s=0.2), storage) as agent:
+        await send_task(storage, names, "wf-huge", "t", cmd)
+        (event,) = await read_events(storage, 1)
+        record = agent.presence.record()
+    assert isinstance(event, TaskCompletedEvent), event
+    assert event.log_blob is not None
+    assert await storage.outputs.get(event.log_blob) == b"before\nafter\n"
+    assert record.live_errors == 0  # not an error: just not a number

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
+
+import pytest
 
 from shared.limits import MAX_METRICS, MAX_PROGRESS_CHARS
 from shared.limits import MAX_PROGRESS_LINE_BYTES as MAX_LINE_BYTES
@@ -16,6 +19,7 @@ from shared.storage.registry import (
     with_progress,
 )
 from worker_agent.gpu_use import GpuSampler, parse_gpu_lines
+from worker_agent.live import AttemptKey, LiveAttempt
 from worker_agent.log_shipper import LogShipper
 from worker_agent.logfile import LogFile
 from worker_agent.progress_file import READ_BYTES, ProgressFile
@@ -140,3 +144,40 @@ async def test_a_gpu_sample_reads_nvidia_smi_to_its_end(tmp_path: Path) -> None:
     smi.write_text('#!/bin/sh\necho "0, 87, 30000, 81920"\nsleep 0.3\necho "2, 3, 512, 81920"\n')
     smi.chmod(0o755)
     assert [g.index for g in await GpuSampler(str(smi)).sample()] == [0, 2]
+
+
+def test_a_huge_integer_is_not_a_number(tmp_path: Path) -> None:
+    progress = TaskProgress()
+    assert not progress.fold_line(b'{"progress": 1%s, "loss": -1%s}' % (b"0" * 400, b"0" * 400))
+    assert progress.fold_line(b'{"progress": 1, "loss": 2}')
+    assert (progress.progress, progress.metrics) == (1.0, {"loss": 2.0})
+
+
+async def test_whatever_breaks_a_progress_read_is_logged_counted_and_the_loop_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = memory_storage()
+    errors: list[AttemptKey] = []
+    key = AttemptKey("wf", "t", 1)
+    with LogFile.create(tmp_path / "log.txt") as log:
+        live = LiveAttempt(
+            key, LogFile.create(tmp_path / "p.jsonl"), log, storage.outputs,
+            max_log_bytes=4000, interval_s=0.01, logger=LOG, lost=lambda: False,
+            on_progress=None, on_error=errors.append,
+        )  # fmt: skip
+
+        def broken() -> bool:
+            raise ValueError("a bug the task found")
+
+        live.progress.read = broken  # type: ignore[method-assign]
+        live.start()
+        await asyncio.sleep(0.1)
+        assert live._task is not None
+        assert not live._task.done()  # still looking
+        (tmp_path / "log.txt").write_bytes(b"still shipped\n")
+        await live.stop()
+        assert await live.finish() == "wf/t/1/log.txt"
+    assert await storage.outputs.get("wf/t/1/log.txt") == b"still shipped\n"
+    assert len(errors) >= 2
+    assert set(errors) == {key}
+    assert "cannot read the progress of wf/t/1" in caplog.text

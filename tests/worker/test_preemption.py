@@ -127,7 +127,7 @@ def test_the_watcher_is_off_unless_configured(monkeypatch: pytest.MonkeyPatch) -
 def test_acknowledging_posts_start_requests_with_the_event_id() -> None:
     fake = FakeMetadata()
     try:
-        notice = Notice(event_id="evt-42", event_type="Terminate", not_before=None)
+        notice = Notice(event_id="evt-42", event_type="Terminate", not_before=None, sole=True)
         assert acknowledge(fake.url, notice) is True
     finally:
         fake.close()
@@ -165,3 +165,37 @@ def test_a_second_lock_on_the_same_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         second.hold()
     first.release()
+
+
+def test_only_an_event_that_names_this_vm_alone_is_acknowledged() -> None:
+    # An acknowledgement (StartRequests) releases every VM the event names: an agent that
+    # acknowledged a scale-in of three VMs would end two others under their running tasks.
+    document = {
+        "Events": [
+            {"EventId": "many", "EventType": "Terminate", "Resources": ["vm-7", "vm-8", "vm-9"]},
+            {"EventId": "none", "EventType": "Preempt", "Resources": []},
+            {"EventId": "mine", "EventType": "Preempt", "Resources": ["vm-7"]},
+        ]
+    }
+    notices = {n.event_id: n for n in preemption.parse_notices(document, "vm-7")}
+    assert {key: n.sole for key, n in notices.items()} == {
+        "many": False,
+        "none": False,
+        "mine": True,
+    }
+    assert not any(n.sole for n in preemption.parse_notices(document, None))
+    fake = FakeMetadata()
+    try:
+        assert acknowledge(fake.url, notices["many"]) is False
+        assert acknowledge(fake.url, notices["none"]) is False
+        assert fake.acks == []  # nothing posted: Azure goes ahead at NotBefore
+        assert acknowledge(fake.url, notices["mine"]) is True
+    finally:
+        fake.close()
+    assert fake.acks == [{"StartRequests": [{"EventId": "mine"}]}]
+
+
+def test_scheduled_events_are_polled_every_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Preempt gives 30 s: a 5 s poll spent a sixth of it before the agent even knew.
+    monkeypatch.delenv("DAGQ_WORKER_METADATA_POLL_S", raising=False)
+    assert WorkerSettings(queues=["gpu"]).metadata_poll_s <= 1.0

@@ -12,7 +12,7 @@ import pytest
 from shared.errors import AttemptError, ConfigError
 from shared.messages import TaskMessage
 from worker_agent.config import WorkerSettings
-from worker_agent.files import AttemptPaths, read_output, resolve_cwd
+from worker_agent.files import AttemptPaths, open_directory, read_output, resolve_cwd
 from worker_agent.gpu import slot_devices
 from worker_agent.logfile import LogFile
 from worker_agent.preemption import parse_notices
@@ -170,3 +170,27 @@ def test_output_must_be_a_regular_file(tmp_path: Path) -> None:
     os.mkfifo(path)
     with pytest.raises(AttemptError, match="must be a regular file"):
         read_output(path, 100)
+    path.unlink()
+    os.link(tmp_path / "secret", path)  # a second name of a file the task may not read
+    with pytest.raises(AttemptError, match="must be a regular file"):
+        read_output(path, 100)
+
+
+def test_a_relative_cwd_is_made_without_following_a_link_swapped_in(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    work = tmp_path / "work"
+    (work / "mine").mkdir(parents=True)
+    assert resolve_cwd(work, work, "mine/deeper") == (work / "mine" / "deeper").resolve()
+    # A task swaps a component for a link once the check has resolved it: the agent (root)
+    # neither creates nor opens anything through the link.
+    (work / "mine").rename(work / "old")
+    (work / "mine").symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        open_directory(work / "mine" / "deeper", beneath=work, create=True)
+    assert not (elsewhere / "deeper").exists()
+    descriptor = open_directory(work / "old" / "deeper", beneath=work)
+    try:
+        assert os.path.samefile(f"/proc/self/fd/{descriptor}", work / "old" / "deeper")
+    finally:
+        os.close(descriptor)

@@ -125,7 +125,7 @@ class _Lexer:
         c = text[i]
         name = "" if prev_break else self.name
         self.name = name + c if name is not None and _NAME_CHAR.match(c) else None
-        if c == "[" and name and not name[0].isdigit():
+        if c == "[" and name and name[0] not in "0123456789":
             self._distrust(f"an array subscript {name}[...] (bash evaluates it as arithmetic)")
         elif c == "\\":
             self.escaped = True

@@ -71,7 +71,7 @@ def code_runner_problem(parts: Sequence[str]) -> str | None:
             continue
         if not at_command:
             continue
-        if _is_assignment(word) or word in _KEYWORDS or word.isdigit():
+        if _is_assignment(word) or word in _KEYWORDS or (word.isascii() and word.isdigit()):
             continue
         name = word.rsplit("/", 1)[-1]
         if name in _CODE_RUNNERS:

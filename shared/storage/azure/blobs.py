@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 from contextlib import suppress
 from typing import NoReturn
 
@@ -29,11 +30,14 @@ from shared.storage.azure.retry import repeated
 from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
+    finite_time,
     purge_marker_created_at,
     purge_marker_json,
 )
 from shared.storage.ports import DeadLetter, StoredState
 from shared.storage.repeat import is_repeat
+
+log = logging.getLogger("dagq.storage")
 
 BINARY = ContentSettings(content_type="application/octet-stream")
 JSON = ContentSettings(content_type="application/json")
@@ -264,7 +268,7 @@ def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:
     """The whole blob's size from a ranged download (its Content-Range header)."""
     content_range = getattr(downloader.properties, "content_range", None) or ""
     _, _, total = str(content_range).rpartition("/")
-    return int(total) if total.isdigit() else downloader.size
+    return int(total) if total.isascii() and total.isdigit() else downloader.size
 
 
 class AzureOutputBlobs:
@@ -382,16 +386,25 @@ class AzureDeadLetters:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, "dead letters")
         recent = sorted(stamped)[-limit:]
-        return builtins.list(await asyncio.gather(*(self._read(name) for _, name in recent)))
+        letters = await asyncio.gather(*(self._read(name) for _, name in recent))
+        return [letter for letter in letters if letter is not None]
 
     @repeated
-    async def _read(self, name: str) -> DeadLetter:
+    async def _read(self, name: str) -> DeadLetter | None:
+        """The letter, or None (logged) when the blob is not one: the workers' identity may
+        write here, and one forged blob must cost that blob, never ``dagq doctor``."""
         downloader = await self.container.download_blob(name)
-        return dead_letter_from_json(name, await downloader.readall())
+        data = await downloader.readall()
+        try:
+            return dead_letter_from_json(name, data)
+        except Exception as exc:
+            log.warning("dead letter %s cannot be read, skipped: %s", ascii(name[:200]),
+                        ascii(repr(exc)[:200]))  # fmt: skip
+            return None
 
 
 def _received_at(metadata: dict[str, str] | None) -> float:
     try:
-        return float((metadata or {}).get("received_at", "0"))
-    except ValueError:
+        return finite_time((metadata or {}).get("received_at", "0"))
+    except (ValueError, OverflowError):
         return 0.0

@@ -10,6 +10,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient
 
+from shared.limits import CACHE_SCAN
 from shared.names import ResourceNames
 from shared.storage.azure.blobs import delete_if_present, raise_missing
 from shared.storage.azure.retry import repeated
@@ -49,19 +50,30 @@ class AzureResultCache:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
     @repeated
-    async def expired(self, now: float, limit: int = 1000) -> builtins.list[str]:
+    async def expired(
+        self, now: float, limit: int = 1000, *, start: int = 0, scan: int = CACHE_SCAN
+    ) -> builtins.list[str]:
         found: list[str] = []
-        async for blob in self.container.list_blobs(include=["metadata"]):
-            if len(found) >= limit:
-                break
-            try:
-                expires = float((blob.metadata or {}).get("expires", "inf"))
-            except ValueError:  # not written by dagq: leave it alone
-                continue
-            if expires < now:
-                found.append(ResourceNames.cache_key_of_blob(blob.name))
+        listed = 0
+        for prefix in ResourceNames.cache_prefixes(start):
+            pages = self.container.list_blobs(
+                name_starts_with=prefix, include=["metadata"], results_per_page=min(scan, 5000)
+            )
+            async for blob in pages:
+                listed += 1
+                if _expired(blob.metadata, now):
+                    found.append(ResourceNames.cache_key_of_blob(blob.name))
+                if len(found) >= limit or listed >= scan:
+                    return found
         return found
 
     @repeated
     async def delete(self, key: str) -> None:
         await delete_if_present(self.container, ResourceNames.cache_entry_blob(key))
+
+
+def _expired(metadata: dict[str, str] | None, now: float) -> bool:
+    try:
+        return float((metadata or {}).get("expires", "inf")) < now
+    except ValueError:  # not written by dagq: leave it alone
+        return False

@@ -23,6 +23,7 @@ from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError, NotFoundError
+from shared.json_values import parse_untrusted
 from shared.limits import INDEX_BATCH, MAX_INDEX_ERROR_CHARS
 from shared.names import INDEX_PARTITION, index_row_key
 from shared.states import WorkflowStatus
@@ -32,6 +33,7 @@ from shared.storage.encoding import (
     created_before_key,
     decode_continuation,
     encode_continuation,
+    finite_time,
 )
 from shared.storage.ports import IndexPage, IndexRow
 
@@ -101,23 +103,28 @@ def to_entity(row: IndexRow, *, with_cancel: bool) -> dict[str, Any]:
 
 
 def from_entity(entity: dict[str, Any]) -> IndexRow:
-    """The IndexRow of a table entity written by ``to_entity`` (and merges of the cancel flag)."""
+    """The IndexRow of a table entity written by ``to_entity`` (and merges of the cancel flag).
+    Times must be finite and in range, ``Counts`` a JSON object (``parse_untrusted``), else it
+    raises (``parsed`` skips the row)."""
     finished = float(entity.get("FinishedAt", -1.0))
     queues = str(entity.get("Queues", ""))
+    counts = parse_untrusted(entity.get("Counts") or "{}")
+    if not isinstance(counts, dict):
+        raise ValueError("Counts is not a JSON object")
     return IndexRow(
         workflow_id=str(entity["WorkflowId"]),
         name=str(entity["Name"]),
         status=WorkflowStatus(entity["Status"]),
-        created_at=float(entity["CreatedAt"]),
-        updated_at=float(entity["UpdatedAt"]),
+        created_at=finite_time(entity["CreatedAt"]),
+        updated_at=finite_time(entity["UpdatedAt"]),
         partition=int(entity.get("Partition", 0)),
         total=int(entity.get("Total", 0)),
-        counts={str(k): int(v) for k, v in json.loads(entity.get("Counts") or "{}").items()},
+        counts={str(k): int(v) for k, v in counts.items()},
         queues=queues.split(",") if queues else [],
         run=int(entity.get("Run", 1)),
         cancel_requested=bool(entity.get("CancelRequested", False)),
         error=str(entity.get("Error") or "") or None,
-        finished_at=None if finished < 0 else finished,
+        finished_at=None if finished < 0 else finite_time(finished),
     )
 
 
@@ -126,10 +133,11 @@ def parsed(entity: dict[str, Any]) -> IndexRow | None:
     must not stop listings, sweeps or doctor for every other workflow."""
     try:
         return from_entity(entity)
-    except (KeyError, ValueError, TypeError) as exc:
+    except Exception as exc:  # whatever a row holds, it costs that row only
         log.warning(
-            "index row %r/%r cannot be read, skipped: %r",
-            str(entity.get("PartitionKey"))[:100], str(entity.get("RowKey"))[:100], exc,
+            "index row %s/%s cannot be read, skipped: %s",
+            ascii(str(entity.get("PartitionKey"))[:100]), ascii(str(entity.get("RowKey"))[:100]),
+            ascii(repr(exc)[:200]),
         )  # fmt: skip
         return None
 

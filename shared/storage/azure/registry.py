@@ -30,7 +30,8 @@ from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
-from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
+from shared.json_values import json_problem, parse_untrusted
+from shared.limits import MAX_COUNTER, MAX_RECORD_TASKS, MAX_REGISTRY_ROWS, MAX_TIMESTAMP_S
 from shared.names import FAILURE_PARTITION, MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.azure.retry import repeated
@@ -39,6 +40,7 @@ from shared.storage.registry import (
     WorkerRecord,
     WorkerTask,
     bounded_note,
+    finite,
     gpus_from_text,
     gpus_text,
     progress_text,
@@ -81,45 +83,80 @@ def to_entity(record: WorkerRecord) -> dict[str, Any]:
         "BusyS": float(record.busy_s),
         "Progress": progress_text(record.tasks),
         "Gpus": gpus_text(record.gpus),
+        "LiveErrors": int(record.live_errors),
     }
 
 
 def from_entity(entity: Any) -> WorkerRecord:
-    """The worker record of an entity written by ``to_entity``."""
-    queues = str(entity.get("Queues") or "")
+    """The worker record of an entity written by ``to_entity``. The row is untrusted (any holder
+    of the workers' table role can write it): every number must be finite and in range, every
+    string valid Unicode, JSON columns are parsed by ``parse_untrusted``; anything else raises
+    (``_readable`` skips the row)."""
+    queues = _text(entity, "Queues")
     stamp = getattr(entity, "metadata", {}).get("timestamp")
+    tasks = parse_untrusted(_text(entity, "Tasks") or "[]")
+    if not isinstance(tasks, list):
+        raise ValueError("Tasks is not a JSON list")
     return WorkerRecord(
-        worker_id=str(entity["WorkerId"]),
-        host=str(entity.get("Host") or ""),
+        worker_id=_text(entity, "WorkerId", required=True),
+        host=_text(entity, "Host"),
         queues=queues.split(",") if queues else [],
-        slots=int(entity.get("Slots", 0)),
-        busy_slots=int(entity.get("Busy", 0)),
+        slots=_count(entity, "Slots"),
+        busy_slots=_count(entity, "Busy"),
         tasks=with_progress(
-            [
-                WorkerTask(str(w), str(t), int(a))
-                for w, t, a in json.loads(entity.get("Tasks") or "[]")
-            ],
-            str(entity.get("Progress") or "[]"),
+            [_task(entry) for entry in tasks[:MAX_RECORD_TASKS]], _text(entity, "Progress") or "[]"
         ),
-        gpus=gpus_from_text(str(entity.get("Gpus") or "[]")),
-        version=str(entity.get("Version") or ""),
-        started_at=float(entity.get("StartedAt", 0.0)),
-        last_seen=float(entity.get("LastSeen", 0.0)),
-        interval_s=float(entity.get("IntervalS", 0.0)),
-        busy_s=float(entity.get("BusyS", 0.0)),
+        gpus=gpus_from_text(_text(entity, "Gpus") or "[]"),
+        version=_text(entity, "Version"),
+        started_at=_time(entity, "StartedAt"),
+        last_seen=_time(entity, "LastSeen"),
+        interval_s=_time(entity, "IntervalS"),
+        busy_s=_time(entity, "BusyS"),
+        live_errors=_count(entity, "LiveErrors"),
         server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
     )
 
 
+def _text(entity: Any, key: str, *, required: bool = False) -> str:
+    value = entity[key] if required else entity.get(key)
+    text = "" if value is None else str(value)
+    problem = json_problem(text)
+    if problem is not None:
+        raise ValueError(f"{key}: {problem}")
+    return text
+
+
+def _time(entity: Any, key: str) -> float:
+    """A finite number of seconds (an epoch time or a duration) within MAX_TIMESTAMP_S."""
+    return finite(entity.get(key, 0.0), MAX_TIMESTAMP_S)
+
+
+def _count(entity: Any, key: str) -> int:
+    value = entity.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNTER:
+        raise ValueError(f"{key} is not a count: {str(value)[:40]!r}")
+    return value
+
+
+def _task(entry: Any) -> WorkerTask:
+    workflow_id, task, attempt = entry
+    if not all(isinstance(v, str) for v in (workflow_id, task)) or isinstance(attempt, bool):
+        raise ValueError(f"task entry {str(entry)[:80]!r} is malformed")
+    if not isinstance(attempt, int) or not 0 <= attempt <= MAX_COUNTER:
+        raise ValueError(f"task entry {str(entry)[:80]!r} has no attempt number")
+    return WorkerTask(workflow_id, task, attempt)
+
+
 def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtins.list[T]:
-    """``read`` of each entity, skipping (and logging) those it cannot read."""
+    """``read`` of each entity, skipping (and logging) those it cannot read: whatever a row
+    holds, whatever reading it raises, it costs that row only."""
     out: builtins.list[T] = []
     for entity in entities:
         try:
             out.append(read(entity))
-        except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
-            log.warning("registry row %r cannot be read, skipped: %r",
-                        str(entity.get("RowKey"))[:100], exc)  # fmt: skip
+        except Exception as exc:
+            log.warning("registry row %r cannot be read, skipped: %s",
+                        ascii(str(entity.get("RowKey"))[:100]), ascii(repr(exc)[:200]))  # fmt: skip
     return out
 
 
@@ -164,7 +201,7 @@ class AzureRegistry:
     @repeated
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
-        return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("NotedAt", 0.0)))))
+        return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "NotedAt"))))
 
     @repeated
     async def mark(self, job: str, at: float) -> None:
@@ -174,7 +211,7 @@ class AzureRegistry:
     @repeated
     async def marks(self) -> dict[str, float]:
         entities = await self._partition(MARK_PARTITION)
-        return dict(_readable(entities, lambda e: (str(e["RowKey"]), float(e.get("At", 0.0)))))
+        return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "At"))))
 
     @repeated
     async def note_failure(self, note: FailureNote) -> None:
@@ -199,10 +236,10 @@ class AzureRegistry:
 def _note_from_entity(entity: Any) -> FailureNote:
     return bounded_note(
         FailureNote(
-            str(entity["Source"]),
-            str(entity["Kind"]),
-            int(entity.get("Count", 0)),
-            str(entity.get("Detail", "")),
-            float(entity.get("At", 0.0)),
+            _text(entity, "Source", required=True),
+            _text(entity, "Kind", required=True),
+            _count(entity, "Count"),
+            _text(entity, "Detail"),
+            _time(entity, "At"),
         )
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 
+from shared.limits import CACHE_SCAN
 from shared.names import ResourceNames
 
 
@@ -23,9 +24,13 @@ class MemoryResultCache:
         ResourceNames.cache_entry_blob(key)
         self.entries[key] = (bytes(data), expires_at)
 
-    async def expired(self, now: float, limit: int = 1000) -> builtins.list[str]:
-        keys = sorted(key for key, (_, expires) in self.entries.items() if expires < now)
-        return keys[: max(limit, 0)]
+    async def expired(
+        self, now: float, limit: int = 1000, *, start: int = 0, scan: int = CACHE_SCAN
+    ) -> builtins.list[str]:
+        # The Azure adapter's order: key prefixes from ``start`` on, keys in order within each.
+        order = {prefix: i for i, prefix in enumerate(ResourceNames.cache_prefixes(start))}
+        listed = sorted(self.entries, key=lambda k: (order[k[:2] + "/"], k))[: max(scan, 0)]
+        return [k for k in listed if self.entries[k][1] < now][: max(limit, 0)]
 
     async def delete(self, key: str) -> None:
         self.entries.pop(key, None)
