@@ -31,10 +31,10 @@ from tests.support.flaky_proxy import FlakyProxy
 
 
 async def run(table_port: int, other: tuple[int, int], keepalive_s: float, args: argparse.Namespace,
-              prefix: str) -> tuple[int, float]:  # fmt: skip
+              prefix: str, key: str) -> tuple[int, float]:  # fmt: skip
     clients.KEEPALIVE_S = keepalive_s
     with FlakyProxy("127.0.0.1", table_port, idle_close_s=args.server_idle_s) as proxy:
-        conn = azurite_connection_string(blob=other[0], queue=other[1], table=proxy.port)
+        conn = azurite_connection_string(blob=other[0], queue=other[1], table=proxy.port, key=key)
         settings = Settings.model_validate({"DAGQ_STORAGE": conn, "DAGQ_PREFIX": prefix})
         slowest = 0.0
         async with open_storage(settings) as storage:
@@ -58,8 +58,12 @@ def main() -> None:
     with Azurite() as azurite:
         other = (azurite.bound["blob"], azurite.bound["queue"])
         table = azurite.bound["table"]
-        closed_default, slow_default = asyncio.run(run(table, other, 15.0, args, "bidle1"))
-        closed_dagq, slow_dagq = asyncio.run(run(table, other, dagq_keepalive, args, "bidle2"))
+        closed_default, slow_default = asyncio.run(
+            run(table, other, 15.0, args, "bidle1", azurite.key)
+        )
+        closed_dagq, slow_dagq = asyncio.run(
+            run(table, other, dagq_keepalive, args, "bidle2", azurite.key)
+        )
     print(
         f"requests={args.requests} gap_s={args.gap_s} server_idle_s={args.server_idle_s}"
         f" closed_keepalive_15s={closed_default} slowest_keepalive_15s_ms={slow_default * 1000:.1f}"

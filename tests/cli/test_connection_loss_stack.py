@@ -62,7 +62,9 @@ def stack(azurite: Azurite, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )  # fmt: skip
     blob, queue, table = (proxy.port for proxy in storage)
     env = {
-        "DAGQ_STORAGE": azurite_connection_string(blob=blob, queue=queue, table=table),
+        "DAGQ_STORAGE": azurite_connection_string(
+            blob=blob, queue=queue, table=table, key=azurite.key
+        ),
         "DAGQ_PREFIX": "l" + uuid.uuid4().hex[:12],
     }
     host = start_host(env, logs / "host.log")

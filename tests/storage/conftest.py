@@ -33,7 +33,7 @@ async def storage(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[
             for service in ("blob", "queue", "table")
         ]  # fmt: skip
         blob, queue, table = (proxy.port for proxy in proxies)
-        conn = azurite_connection_string(blob=blob, queue=queue, table=table)
+        conn = azurite_connection_string(blob=blob, queue=queue, table=table, key=azurite.key)
         settings = Settings.model_validate({"DAGQ_STORAGE": conn, "DAGQ_PREFIX": prefix})
     try:
         async with open_storage(settings) as opened:

@@ -25,10 +25,12 @@ class Proxies:
     blob: FlakyProxy
     queue: FlakyProxy
     table: FlakyProxy
+    key: str
+    """The account key of the Azurite behind them."""
 
     def settings(self, prefix: str) -> Settings:
         conn = azurite_connection_string(
-            blob=self.blob.port, queue=self.queue.port, table=self.table.port
+            blob=self.blob.port, queue=self.queue.port, table=self.table.port, key=self.key
         )
         return Settings.model_validate({"DAGQ_STORAGE": conn, "DAGQ_PREFIX": prefix})
 
@@ -39,7 +41,8 @@ class Proxies:
 @pytest.fixture
 def proxies(azurite: Azurite) -> Iterator[Proxies]:
     found = Proxies(
-        *(FlakyProxy("127.0.0.1", azurite.bound[s]) for s in ("blob", "queue", "table"))
+        *(FlakyProxy("127.0.0.1", azurite.bound[s]) for s in ("blob", "queue", "table")),
+        key=azurite.key,
     )
     for proxy in found.all():
         proxy.start()

@@ -7,8 +7,9 @@ index table); ``storage`` holds the bundle (``AzureStorage``), which
 ``shared.storage.factory.open_storage`` opens from Settings.
 """
 
-from shared.storage.azure.blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
+from shared.storage.azure.blobs import AzureOutputBlobs, AzureWorkflowBlobs
 from shared.storage.azure.clients import AzureClients
+from shared.storage.azure.deadletters import AzureDeadLetters
 from shared.storage.azure.index import AzureIndex
 from shared.storage.azure.lease import AzureLease
 from shared.storage.azure.queues import AzureQueue, AzureQueues

@@ -56,16 +56,29 @@ class AzureResultCache:
         found: list[str] = []
         listed = 0
         for prefix in ResourceNames.cache_prefixes(start):
-            pages = self.container.list_blobs(
-                name_starts_with=prefix, include=["metadata"], results_per_page=min(scan, 5000)
-            )
-            async for blob in pages:
-                listed += 1
-                if _expired(blob.metadata, now):
-                    found.append(ResourceNames.cache_key_of_blob(blob.name))
-                if len(found) >= limit or listed >= scan:
-                    return found
+            expired, seen = await self._scan(prefix, now, scan - listed)
+            found += expired
+            listed += seen
+            if len(found) >= limit or listed >= scan:
+                return found[: max(limit, 0)]
         return found
+
+    @repeated
+    async def _scan(self, prefix: str, now: float, most: int) -> tuple[builtins.list[str], int]:
+        """The expired keys among the first ``most`` entries under ``prefix``, and how many
+        were listed: one part of a scan, repeated on its own after a lost connection."""
+        found: list[str] = []
+        listed = 0
+        pages = self.container.list_blobs(
+            name_starts_with=prefix, include=["metadata"], results_per_page=min(max(most, 1), 5000)
+        )
+        async for blob in pages:
+            listed += 1
+            if _expired(blob.metadata, now):
+                found.append(ResourceNames.cache_key_of_blob(blob.name))
+            if listed >= most:
+                break
+        return found, listed
 
     @repeated
     async def delete(self, key: str) -> None:
