@@ -1,10 +1,11 @@
 """The storage ports on Azure Storage (the async Azure SDKs; Azurite locally).
 
-One module per service and job: ``clients`` (the account's service clients), ``blobs`` (workflow
-definitions and states, outputs, dead letters), ``lease`` (a partition's coordinator lease),
-``queues``, ``index`` (the workflow index table) and ``registry`` (the workers' registry, in the
-index table); ``storage`` holds the bundle (``AzureStorage``), which
-``shared.storage.factory.open_storage`` opens from Settings.
+One module per service and job: ``clients`` (the account's service clients), ``retry`` (the
+repeat of lost connections), ``blobs`` (workflow definitions and states, outputs),
+``deadletters``, ``cache`` (the result cache), ``lease`` (a partition's coordinator lease),
+``queues``, ``index`` (the workflow index table) and ``registry`` (the workers' registry);
+``storage`` holds the bundle (``AzureStorage``), which ``shared.storage.factory.open_storage``
+opens from Settings.
 """
 
 from shared.storage.azure.blobs import AzureOutputBlobs, AzureWorkflowBlobs
