@@ -73,6 +73,8 @@ def workflow_view(cost: WorkflowCost) -> RenderableType:
 def period_view(report: CostReport) -> RenderableType:
     c = report.currency
     more = " (more were created: the newest are counted)" if report.truncated else ""
+    if report.partial:
+        more = f" ({report.partial})"
     head = Group(
         Phrases(f"{report.workflows} workflow(s){more}"),
         Phrases(

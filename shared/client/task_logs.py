@@ -113,8 +113,10 @@ class TaskLogsMixin:
             if piece.data:
                 yield piece
             offset = piece.next_offset
-            if offset < piece.size:
+            if offset < piece.size and piece.data:
                 continue  # more is there already (answers are at most 4 MiB)
+            # An empty answer short of the size it states is no progress: never ask again at
+            # once (a reader that did asked 200 times a second).
             if not (follow and piece.growing):
                 return
             sleep(interval_s)

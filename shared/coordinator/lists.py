@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from shared import engine
+from shared.coordinator.blob_reads import SizeMismatch, read_as_claimed
 from shared.coordinator.envelope import Envelope
 from shared.definition.workflow import CompiledWorkflow
 from shared.errors import NotFoundError
@@ -57,11 +58,12 @@ async def _read(
     if size > engine.MAX_LIST_BYTES:
         return None
     try:
-        data = await outputs.get(blob)
+        data = await read_as_claimed(outputs, blob, size)
     except NotFoundError:
         log.warning("workflow %s: list output %r of %s is missing", workflow_id, blob, task)
         return None
-    if len(data) > engine.MAX_LIST_BYTES:
+    except SizeMismatch as exc:
+        log.warning("workflow %s: list output of %s refused: %s", workflow_id, task, exc)
         return None
     try:
         value: object = parse_untrusted(data)

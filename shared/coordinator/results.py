@@ -23,14 +23,15 @@ from dataclasses import dataclass
 
 from shared.caching.entry import CachedFrom, CacheEntry, decode_entry, encode_entry
 from shared.caching.key import key_of_task
+from shared.coordinator.blob_reads import read_as_claimed
 from shared.coordinator.byte_budget import ByteBudget, Claim
-from shared.definition.workflow import CompiledWorkflow
+from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.engine.commands import Dispatch
 from shared.engine.state import COMPLETED, RuntimeState
 from shared.errors import CodecError
 from shared.messages import OutputRef, TaskCompletedEvent
 from shared.names import ResourceNames
-from shared.storage.ports import Storage
+from shared.storage.ports import OutputBlobs, Storage
 from shared.storage.tolerated import TOLERATED, Kind
 
 log = logging.getLogger("dagq.coordinator")
@@ -99,7 +100,11 @@ class ResultCacheSteps:
             if data is None:
                 return None
             entry, payload = decode_entry(data, key)
-            if entry.expires_at <= now:
+            policy = wf.tasks[dispatch.task].cache
+            # This task's own ttl bounds what it reuses too: an entry another workflow recorded
+            # with a longer ttl is too old for a task that asked for a shorter one.
+            too_old = policy is None or now - entry.created_at > policy.ttl_s
+            if entry.expires_at <= now or too_old:
                 return None
             output = entry.output
             if payload is not None and output is not None:
@@ -139,6 +144,16 @@ class ResultCacheSteps:
         done = await asyncio.gather(*(self._record(workflow_id, wf, state, c, now) for c in todo))
         return sum(done)
 
+    async def _parents_hold_what_they_claim(self, upstream: dict[str, OutputRef]) -> bool:
+        """The key is computed from the parents' blob hashes, which workers claimed: an entry is
+        shared by the whole deployment for up to a year, so each parent blob is hashed again
+        before one is recorded (one false completion must not poison it)."""
+        for name, ref in upstream.items():
+            if not await _blob_matches(self._storage.outputs, ref):
+                log.warning("not caching: parent %s's output does not hold what it claimed", name)
+                return False
+        return True
+
     async def _record(
         self,
         workflow_id: str,
@@ -149,6 +164,8 @@ class ResultCacheSteps:
     ) -> bool:
         i = wf.index[completion.task]
         task = wf.tasks[i]
+        if not settled_before_dispatch(task):
+            return False  # its inputs at dispatch are unknown now: no key it was looked up by
         outputs = state.outputs
         upstream = {wf.tasks[p].name: outputs[p] for p in task.parents if p in outputs}
         key = key_of_task(task, upstream)
@@ -156,8 +173,10 @@ class ResultCacheSteps:
             return False
         ref, payload = outputs.get(i), None
         try:
+            if not await self._parents_hold_what_they_claim(upstream):
+                return False
             if ref is not None and ref.blob is not None:
-                payload = await self._storage.outputs.get(ref.blob)
+                payload = await read_as_claimed(self._storage.outputs, ref.blob, ref.size)
                 ref = OutputRef(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
             run_s = max(0.0, completion.finished_at - completion.started_at)
             entry = CacheEntry(
@@ -174,6 +193,24 @@ class ResultCacheSteps:
             TOLERATED.count(Kind.CACHE_RECORD, exc, f"key {key}")
             return False
         return True
+
+
+async def _blob_matches(outputs: OutputBlobs, ref: OutputRef) -> bool:
+    """Whether a blob output holds the bytes its event's hash claims (inline ones: nothing to
+    check, their value is the key's input itself)."""
+    if ref.blob is None:
+        return True
+    data = await read_as_claimed(outputs, ref.blob, ref.size)
+    return ref.sha256 is not None and hashlib.sha256(data).hexdigest() == ref.sha256
+
+
+def settled_before_dispatch(task: TaskDef) -> bool:
+    """Whether every parent of ``task`` had finished when it was dispatched (``all``,
+    ``all_settled``), so the parents' outputs now are the ones it received, and the key its
+    look-up used is the key computed from them now. With ``any`` or a count it may have started
+    on some parents' outputs while others still ran: its result is not recorded (a later run
+    that receives every output must not be served a result computed without some)."""
+    return task.dep_policy in ("all", "all_settled")
 
 
 def _looks_up(wf: CompiledWorkflow, dispatch: Dispatch) -> bool:

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 READ_CONCURRENCY = 16
 """States read at once by a period's report."""
+MAX_COST_TASKS = 200_000
+"""Tasks (the index rows' totals) of the states one period's report decodes: the states are read
+and decoded in the app's process, beside the coordinator; a period beyond it is reported in part
+(``CostReport.partial``), newest workflows first."""
 
 
 async def get_workflow_cost(
@@ -39,15 +43,25 @@ async def period_cost(
     """``GET /api/cost``: the workflows created since ``since`` (at most ``limit``), grouped."""
     ids: list[str] = []
     token: str | None = None
-    truncated = False
+    truncated, tasks, partial = False, 0, None
     while True:
         page = await storage.index.list(limit=min(limit, 100), continuation=token)
-        fresh = [row.workflow_id for row in page.rows if row.created_at >= since]
-        ids += fresh
-        if len(ids) > limit:
-            ids, truncated = ids[:limit], True
-            break
-        if page.next is None or len(fresh) < len(page.rows):
+        fresh = [row for row in page.rows if row.created_at >= since]
+        for row in fresh:
+            if len(ids) >= limit:
+                truncated = True
+                break
+            if tasks + row.total > MAX_COST_TASKS:
+                truncated = True
+                partial = (
+                    f"counted the {len(ids):,} newest workflows ({tasks:,} tasks): the next would"
+                    f" pass the {MAX_COST_TASKS:,}-task budget of one report; ask for a shorter"
+                    " period for the rest"
+                )
+                break
+            ids.append(row.workflow_id)
+            tasks += row.total
+        if truncated or page.next is None or len(fresh) < len(page.rows):
             break
         token = page.next
     slots = asyncio.Semaphore(READ_CONCURRENCY)
@@ -60,7 +74,8 @@ async def period_cost(
                 return None
 
     costs = [c for c in await asyncio.gather(*(one(i) for i in ids)) if c is not None]
-    return _report(costs, since=since, by=by, currency=prices.currency, truncated=truncated)
+    report = _report(costs, since=since, by=by, currency=prices.currency, truncated=truncated)
+    return report.model_copy(update={"partial": partial})
 
 
 def _report(

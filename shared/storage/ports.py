@@ -98,6 +98,15 @@ class WorkflowBlobs(Protocol):
         """Delete the purge marker (the last step of a purge); no error if it is gone."""
         ...
 
+    async def mark_job(self, job: str, at: float) -> None:
+        """Record that the recurring job ``job`` (``sweep``) ran at ``at`` (``shared.names``
+        ``job_mark_blob``: here, where only the app writes)."""
+        ...
+
+    async def job_marks(self) -> dict[str, float]:
+        """Job name -> when it last ran (bounded: ``MAX_JOB_MARKS``; unreadable marks skipped)."""
+        ...
+
 
 class OutputBlobs(Protocol):
     """The outputs container: large outputs, logs, upstream bundles, attempt claims."""

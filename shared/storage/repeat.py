@@ -118,6 +118,8 @@ REPEATED: dict[str, str] = {
     "workflows.mark_purge": "replaces the marker with the same bytes",
     "workflows.purge_marks": "a read",
     "workflows.unmark_purge": "a delete",
+    "workflows.mark_job": "replaces the job's mark with the same time",
+    "workflows.job_marks": "a read",
     # -- outputs, cache, dead letters --
     "outputs.put": "replaces with the same bytes",
     "outputs.create_if_absent": "create-only (claims); a repeat that finds the same bytes "
@@ -168,8 +170,6 @@ REPEATED: dict[str, str] = {
     "registry.workers": "a read",
     "registry.note_queues": "upserts of the same rows",
     "registry.queues": "a read",
-    "registry.mark": "an upsert of the same row",
-    "registry.marks": "a read",
     "registry.note_failure": "an upsert of the same note",
     "registry.failures": "a read",
 }

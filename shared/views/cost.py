@@ -76,6 +76,9 @@ class CostReport(View):
     """Workflows counted (at most ``limit``, newest first)."""
     truncated: bool
     """More workflows were created in the period than were counted."""
+    partial: str | None = None
+    """Why the report stopped short of ``limit``: its task budget (the newest workflows were
+    counted); None otherwise."""
     gpu_hours: float
     cpu_hours: float
     estimated_cost: float

@@ -199,6 +199,31 @@ def test_plain_http_without_credentials_is_allowed(no_config: Path) -> None:
     Client("http://dagq.example.com", config_path=no_config).close()
 
 
+def test_an_empty_answer_short_of_its_size_is_never_asked_again_at_once(
+    monkeypatch: pytest.MonkeyPatch, no_config: Path
+) -> None:
+    # Before: a log answer with no bytes but a size past the offset was asked for again at once,
+    # without pause: 200 requests in under a second, for good.
+    from shared.client.task_logs import LogPiece
+
+    client = Client("http://127.0.0.1:9", config_path=no_config)
+    asked: list[int] = []
+
+    def piece(*args: object, offset: int = 0, **kwargs: object) -> LogPiece:
+        asked.append(offset)
+        assert len(asked) < 50, "asked again and again without a pause"
+        return LogPiece(attempt=1, data=b"", offset=offset, size=100, growing=len(asked) < 3)
+
+    monkeypatch.setattr(client, "log_piece", piece)
+    slept: list[float] = []
+    pieces = list(client.log_pieces("wf", "t", follow=True, sleep=slept.append))
+    assert pieces == []
+    assert len(asked) == 3
+    assert len(slept) == 2  # a pause before each new ask
+    assert list(client.log_pieces("wf", "t")) == []  # not following: one answer, then done
+    assert len(asked) == 4
+
+
 def test_a_submit_whose_answer_was_lost_is_sent_again_under_the_same_id() -> None:
     """The API acted on the submit, the connection closed before its answer (issue #36): the
     client sends it again under the id it chose, and the API's 200 for that id is the workflow

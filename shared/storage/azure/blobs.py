@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from contextlib import suppress
 from typing import NoReturn
 
 from azure.core import MatchConditions
@@ -25,9 +24,10 @@ from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient, StorageStreamDownloader
 
 from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
+from shared.limits import MAX_JOB_MARKS
 from shared.names import ResourceNames
 from shared.storage.azure.retry import repeated
-from shared.storage.encoding import purge_marker_created_at, purge_marker_json
+from shared.storage.encoding import mark_time, purge_marker_created_at, purge_marker_json
 from shared.storage.ports import StoredState
 from shared.storage.repeat import is_repeat
 
@@ -252,6 +252,38 @@ class AzureWorkflowBlobs:
     async def unmark_purge(self, workflow_id: str) -> None:
         await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
 
+    @repeated
+    async def mark_job(self, job: str, at: float) -> None:
+        name = ResourceNames.job_mark_blob(job)
+        try:
+            await self.container.upload_blob(
+                name, repr(float(at)).encode(), overwrite=True, content_settings=JSON
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+
+    @repeated
+    async def job_marks(self) -> dict[str, float]:
+        prefix = ResourceNames.JOB_MARK_PREFIX
+        names: builtins.list[str] = []
+        async for blob in self.container.list_blobs(name_starts_with=prefix):
+            if len(names) >= MAX_JOB_MARKS:
+                break
+            names.append(blob.name)
+
+        @repeated
+        async def at(name: str) -> float | None:
+            try:
+                downloader = await self.container.download_blob(name, offset=0, length=64)
+                return mark_time(await downloader.readall())
+            except ResourceNotFoundError:
+                return None
+
+        times = await asyncio.gather(*(at(name) for name in names))
+        return {
+            n.removeprefix(prefix): t for n, t in zip(names, times, strict=True) if t is not None
+        }
+
 
 def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:
     """The whole blob's size from a ranged download (its Content-Range header)."""
@@ -313,9 +345,12 @@ class AzureOutputBlobs:
         blob = self.container.get_blob_client(name)
         try:
             if max_bytes > 0:
-                with suppress(HttpResponseError):  # 416: nothing at or after ``start``
+                try:
                     downloader = await blob.download_blob(offset=start, length=max_bytes)
                     return await downloader.readall(), _total_size(downloader)
+                except HttpResponseError as error:
+                    if error.status_code != 416:  # only "nothing at or after start" is empty
+                        raise
             return b"", (await blob.get_blob_properties()).size
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")

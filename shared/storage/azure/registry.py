@@ -31,8 +31,14 @@ from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
 from shared.json_values import json_problem, parse_untrusted
-from shared.limits import MAX_COUNTER, MAX_RECORD_TASKS, MAX_REGISTRY_ROWS, MAX_TIMESTAMP_S
-from shared.names import FAILURE_PARTITION, MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
+from shared.limits import (
+    MAX_COUNTER,
+    MAX_RECORD_TASKS,
+    MAX_REGISTRY_READ_BYTES,
+    MAX_REGISTRY_ROWS,
+    MAX_TIMESTAMP_S,
+)
+from shared.names import FAILURE_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.azure.retry import repeated
 from shared.storage.registry import (
@@ -112,6 +118,7 @@ def from_entity(entity: Any) -> WorkerRecord:
         last_seen=_time(entity, "LastSeen"),
         interval_s=_time(entity, "IntervalS"),
         busy_s=_time(entity, "BusyS"),
+        row_key=str(entity["RowKey"]),
         live_errors=_count(entity, "LiveErrors"),
         server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
     )
@@ -160,6 +167,17 @@ def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtin
     return out
 
 
+COLUMNS = {
+    WORKER_PARTITION: [
+        "RowKey", "WorkerId", "Host", "Queues", "Slots", "Busy", "Tasks", "Progress", "Gpus",
+        "Version", "StartedAt", "LastSeen", "IntervalS", "BusyS", "LiveErrors", "Timestamp",
+    ],
+    QUEUE_PARTITION: ["RowKey", "NotedAt"],
+    FAILURE_PARTITION: ["RowKey", "Source", "Kind", "Count", "Detail", "At"],
+}  # fmt: skip
+"""The columns each partition's rows are read with (what ``to_entity`` and the others write)."""
+
+
 class AzureRegistry:
     """Registry over the registry table's client."""
 
@@ -167,9 +185,21 @@ class AzureRegistry:
         self.table = table
 
     async def _partition(self, partition: str) -> builtins.list[Any]:
+        """The partition's rows, their known columns only (``COLUMNS``: the service sends no
+        other), within ``MAX_REGISTRY_ROWS`` rows and ``MAX_REGISTRY_READ_BYTES`` of values."""
         query = f"PartitionKey eq {odata_string(partition)}"
+        pages = self.table.query_entities(
+            query, results_per_page=MAX_REGISTRY_ROWS, select=COLUMNS[partition]
+        )
         entities: builtins.list[Any] = []
-        async for entity in self.table.query_entities(query, results_per_page=MAX_REGISTRY_ROWS):
+        held = 0
+        async for entity in pages:
+            held += sum(len(str(value)) for value in entity.values())
+            if held > MAX_REGISTRY_READ_BYTES:
+                log.warning("registry partition %r holds more than %d bytes: read the first"
+                            " %d rows only", partition, MAX_REGISTRY_READ_BYTES,
+                            len(entities))  # fmt: skip
+                break
             entities.append(entity)
             if len(entities) >= MAX_REGISTRY_ROWS:
                 log.warning("registry partition %r has more than %d rows: read the first only",
@@ -182,10 +212,11 @@ class AzureRegistry:
         await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
 
     @repeated
-    async def remove(self, worker_id: str) -> None:
+    async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
+        key = row_key if row_key is not None else worker_row_key(worker_id)
         # delete_entity is a no-op for a missing entity (the SDK swallows the 404): belt and braces.
         with suppress(ResourceNotFoundError):
-            await self.table.delete_entity(WORKER_PARTITION, worker_row_key(worker_id))
+            await self.table.delete_entity(WORKER_PARTITION, key)
 
     @repeated
     async def workers(self) -> builtins.list[WorkerRecord]:
@@ -202,16 +233,6 @@ class AzureRegistry:
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
         return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "NotedAt"))))
-
-    @repeated
-    async def mark(self, job: str, at: float) -> None:
-        entity = {"PartitionKey": MARK_PARTITION, "RowKey": job, "At": float(at)}
-        await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
-
-    @repeated
-    async def marks(self) -> dict[str, float]:
-        entities = await self._partition(MARK_PARTITION)
-        return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "At"))))
 
     @repeated
     async def note_failure(self, note: FailureNote) -> None:

@@ -8,10 +8,12 @@ import itertools
 from dataclasses import dataclass, field
 
 from shared.errors import ConflictError, NotFoundError, StaleStateError
+from shared.limits import MAX_JOB_MARKS
 from shared.names import ResourceNames
 from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
+    mark_time,
     purge_marker_created_at,
     purge_marker_json,
 )
@@ -147,6 +149,15 @@ class MemoryWorkflowBlobs:
             n.removeprefix(prefix): purge_marker_created_at(self.container.blobs[n].data)
             for n in names
         }
+
+    async def mark_job(self, job: str, at: float) -> None:
+        self.container.put(ResourceNames.job_mark_blob(job), repr(float(at)).encode())
+
+    async def job_marks(self) -> dict[str, float]:
+        prefix = ResourceNames.JOB_MARK_PREFIX
+        names = sorted(n for n in self.container.blobs if n.startswith(prefix))[:MAX_JOB_MARKS]
+        times = {n.removeprefix(prefix): mark_time(self.container.blobs[n].data) for n in names}
+        return {job: at for job, at in times.items() if at is not None}
 
     async def unmark_purge(self, workflow_id: str) -> None:
         self.container.blobs.pop(ResourceNames.purge_marker_blob(workflow_id), None)

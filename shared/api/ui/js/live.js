@@ -102,7 +102,8 @@ async function pull(entry, id, name) {
       }
       entry.growing = piece.growing;
       entry.error = null;
-      if (entry.offset < piece.size) continue; // more is there already
+      // More is there already; an empty answer short of its size is no progress: pause first.
+      if (entry.offset < piece.size && piece.bytes.length) continue;
       show(entry, name);
       if (!entry.growing || !entry.view.pre.isConnected) break;
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
