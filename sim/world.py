@@ -22,6 +22,7 @@ from pydantic import JsonValue
 from shared.coordinator import CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
+from shared.storage.tolerated import TOLERATED
 from sim import loop as vloop
 from sim.actors import chaos, functions_host, restarting, worker
 from sim.faults import FaultRates, Tooth
@@ -176,8 +177,22 @@ def simulate(seed: int, config: SimConfig | None = None,
         _quiet("dagq"),  # the trace says what happened
         deterministic_ids(random.Random(seed ^ 0x5EED)),
         planted(teeth),
+        _fresh_tolerated(),
     ):
         return vloop.run(_run(seed, config, teeth))
+
+
+@contextmanager
+def _fresh_tolerated() -> Iterator[None]:
+    """The process-wide count of tolerated storage failures (``shared.storage.tolerated``)
+    starts empty on the virtual clock, and is emptied again after: a run must not see what an
+    earlier run in the same process counted or noted (a seed would not replay)."""
+    saved = TOLERATED._clock
+    TOLERATED.reset(clock=lambda: asyncio.get_running_loop().time())  # virtual time
+    try:
+        yield
+    finally:
+        TOLERATED.reset(clock=saved)
 
 
 @contextmanager

@@ -7,7 +7,9 @@ The coordinator, the API service layer and the worker are written against these 
 the real thing.
 
 Every method is a coroutine; errors are dagq's (``shared.errors``), never SDK exceptions, except for
-transient transport failures which propagate so callers can retry or let the queue redeliver.
+transient transport failures which propagate so callers can retry or let the queue redeliver. A
+call whose connection was lost is repeated by the adapter first (``shared.storage.repeat``: every
+operation here is safe to repeat, and ``REPEATED`` says why).
 """
 
 from __future__ import annotations

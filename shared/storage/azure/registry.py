@@ -40,6 +40,7 @@ from shared.limits import (
 )
 from shared.names import FAILURE_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
+from shared.storage.azure.retry import repeated
 from shared.storage.registry import (
     FailureNote,
     WorkerRecord,
@@ -206,28 +207,34 @@ class AzureRegistry:
                 break
         return entities
 
+    @repeated
     async def beat(self, record: WorkerRecord) -> None:
         await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
 
+    @repeated
     async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
         key = row_key if row_key is not None else worker_row_key(worker_id)
         # delete_entity is a no-op for a missing entity (the SDK swallows the 404): belt and braces.
         with suppress(ResourceNotFoundError):
             await self.table.delete_entity(WORKER_PARTITION, key)
 
+    @repeated
     async def workers(self) -> builtins.list[WorkerRecord]:
         entities = await self._partition(WORKER_PARTITION)
         return sorted(_readable(entities, from_entity), key=lambda r: r.worker_id)
 
+    @repeated
     async def note_queues(self, queues: builtins.list[str], at: float) -> None:
         for queue in queues:
             entity = {"PartitionKey": QUEUE_PARTITION, "RowKey": queue, "NotedAt": float(at)}
             await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
         return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "NotedAt"))))
 
+    @repeated
     async def note_failure(self, note: FailureNote) -> None:
         note = bounded_note(note)
         entity = {
@@ -241,6 +248,7 @@ class AzureRegistry:
         }
         await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def failures(self) -> builtins.list[FailureNote]:
         entities = await self._partition(FAILURE_PARTITION)
         return _readable(entities, _note_from_entity)
