@@ -133,9 +133,7 @@ tasks:
 """
 
 
-def test_logs_follow_on_a_task_that_has_not_started_waits_for_it(
-    dagq: Dagq, stack: Stack
-) -> None:
+def test_logs_follow_on_a_task_that_has_not_started_waits_for_it(dagq: Dagq, stack: Stack) -> None:
     # Before: `dagq logs -f` on a task still waiting for its parent exited 3 (no log yet).
     path = stack.logs / "waits.yaml"
     path.write_text(WAITS)
