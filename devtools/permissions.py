@@ -64,11 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["check", "docs"])
     parser.add_argument("usage", nargs="+", type=Path, help="usage files of the run")
     parser.add_argument("--write", action="store_true", help="docs: write docs/permissions.md")
+    parser.add_argument(
+        "--fresh", action="store_true", help="docs: list this run's calls only (drop the others)"
+    )
     args = parser.parse_args(argv)
     uses = [use for path in args.usage for use in read_uses(path)]
     document = DOC.read_text() if DOC.exists() else ""
     if args.command == "docs":
-        rows = parse_rows(document) | {row_of(u) for u in uses if u.refused is None}
+        kept = set() if args.fresh else parse_rows(document)
+        rows = kept | {row_of(u) for u in uses if u.refused is None}
         text = render(deployed_model(), rows)
         if args.write:
             DOC.write_text(text)

@@ -331,3 +331,8 @@ class AttemptError(DagqError):
 
 class StartError(DagqError):
     """The task's command could not be started (missing cwd, invalid environment...)."""
+
+
+class SizeMismatchError(DagqError):
+    """A blob a worker named does not hold the number of bytes its event claimed: it is not read
+    (``shared.coordinator.blob_reads``)."""

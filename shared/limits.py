@@ -193,6 +193,11 @@ MAX_PARTITIONS = 64
 
 # -- HTTP requests (checked before any storage access; shared.api.request) -------------------------
 
+MAX_REGISTRY_READ_BYTES = 8 * 1024 * 1024
+"""Most bytes (of the known columns' values) one read of a registry partition keeps: anyone with
+the workers' table role can write rows of up to 1 MiB, and each GET /api/workers, doctor run and
+view of a running workflow reads the partition."""
+
 MAX_REGISTRY_ROWS = 5000
 """Most rows read of each registry partition (workers, queues, marks): any worker may write the
 registry, so what a read costs is bounded whatever they wrote."""
@@ -214,3 +219,6 @@ MAX_PURGE_PAGE = 1000
 
 SIGNATURE_CHARS = 88
 """Length of an encoded message signature (Ed25519: 64 bytes in URL-safe base64; shared.signing)."""
+
+MAX_JOB_MARKS = 1000
+"""Most recurring jobs' marks one read returns (a sweep per partition writes one)."""

@@ -35,8 +35,6 @@ WORKER_PARTITION = "worker"
 """Registry-table partition of the worker records: one row per running worker agent."""
 QUEUE_PARTITION = "queue"
 """Registry-table partition of the queues any worker ever polled: one row per queue."""
-MARK_PARTITION = "mark"
-"""Registry-table partition of the recurring jobs' last-run marks (``sweep``)."""
 FAILURE_PARTITION = "failure"
 """Registry-table partition of tolerated storage failures (``shared.storage.tolerated``)."""
 
@@ -216,8 +214,20 @@ class ResourceNames:
 
     @staticmethod
     def sweep_mark(partition: int = 0) -> str:
-        """The registry mark a partition's sweep writes when it ran (``dagq doctor`` reads it)."""
+        """The job mark a partition's sweep writes when it ran (``job_mark_blob``; ``dagq doctor``
+        reads it)."""
         return "sweep" + (f"-p{partition}" if check_partition(partition) else "")
+
+    JOB_MARK_PREFIX = "_marks/"
+    """The recurring jobs' last-run marks in the workflows container (never a workflow id: '_'),
+    where only the app may write: a worker could forge a mark in the registry table."""
+
+    @classmethod
+    def job_mark_blob(cls, job: str) -> str:
+        """The mark of a recurring job (``sweep``, ``sweep-p1``)."""
+        if not re.fullmatch(r"[a-z0-9-]{1,64}", job):
+            raise ValueError(f"invalid job name {job[:80]!r}")
+        return f"{cls.JOB_MARK_PREFIX}{job}"
 
     PURGE_MARKER_PREFIX = "_purging/"
     """Purge markers in the workflows container start with this (never a workflow id: '_')."""

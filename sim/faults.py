@@ -20,6 +20,12 @@ class TransientError(Exception):
     """A 503, a timeout, or a reply lost on the way back (the call may have taken effect)."""
 
 
+class ConnectionClosed(Exception):
+    """The connection closed under a storage call: before the request reached the server
+    (nothing happened) or after (it took effect). The adapter repeats the call
+    (``shared.storage.repeat``), as the Azure adapters do on ``ServiceRequestError``."""
+
+
 @dataclass(frozen=True)
 class FaultRates:
     """How hostile the platform is."""
@@ -32,6 +38,12 @@ class FaultRates:
     """503 or timeout before the call took effect."""
     reply_lost: float = 0.01
     """The call took effect but the caller gets a timeout (write succeeded, reply lost)."""
+    closed_before: float = 0.01
+    """The connection closes before the request reached storage (a pooled connection the
+    server had just timed out): the adapter repeats the call."""
+    closed_after: float = 0.01
+    """The connection closes after the call took effect, before its answer: the adapter repeats
+    the call, and the repeat settles what the first try did (a 409 or 412 of its own write)."""
     slow: float = 0.01
     """A storage call stalls for up to ``slow_max_s`` (a GC pause, a throttled account)."""
     slow_max_s: float = 25.0

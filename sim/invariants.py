@@ -33,6 +33,7 @@ from shared.engine.state import IS_TERMINAL, RuntimeState
 from shared.errors import NotFoundError
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
+from shared.storage.repeat import is_repeat
 from sim.storage import Actor, Platform
 
 BENIGN_DEAD_LETTERS = ("of another incarnation of workflow",)
@@ -134,6 +135,10 @@ class Oracle:
     # -- storage hooks -------------------------------------------------------------------------
 
     def _issued_write(self, actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
+        if is_repeat():
+            # The same write sent again by the adapter after a lost connection, at most ~1.4 s
+            # later, with the same If-Match: judged when it was first issued (like a stall).
+            return
         workflow_id = a[0]
         known = self.workflows.get(workflow_id)
         if known is None:
@@ -169,7 +174,7 @@ class Oracle:
 
     def _created(self, _actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
         known = self.workflows.get(a[0])
-        if known is not None:
+        if known is not None and not (is_repeat() and known.last is not None):
             known.last = codec.decode_state(a[1], known.wf)
 
     def _writing(self, _actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
@@ -178,6 +183,11 @@ class Oracle:
 
     def _wrote(self, actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
         workflow_id, data = a[0], a[1]
+        blob = self.raw.workflows.container.blobs.get(ResourceNames.state_blob(workflow_id))
+        if blob is not None and blob.etag == self._replacing.get(workflow_id):
+            # Nothing was written: a repeat found its earlier try's write (shared.storage.repeat)
+            self._replacing.pop(workflow_id, None)
+            return
         if self._replacing.pop(workflow_id, None) != a[2]:
             self.fail(actor.name, f"{workflow_id}: a state write replaced a version it never read"
                                   f" (If-Match {a[2]}): a lost update")  # fmt: skip

@@ -28,7 +28,8 @@ import shared.storage.memory.queues as memory_queues
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryQueue, MemoryStorage, memory_storage
 from shared.storage.ports import Storage
-from sim.faults import Crash, FaultRates, Tooth, TransientError
+from shared.storage.repeat import is_repeat, with_repeats
+from sim.faults import ConnectionClosed, Crash, FaultRates, Tooth, TransientError
 
 Hook = Callable[["Actor", str, tuple[Any, ...], Any], None]
 """An oracle hook: (actor, call label, arguments, result) -> None (it records violations)."""
@@ -159,11 +160,32 @@ class _View:
         a: tuple[Any, ...],
         kw: dict[str, Any],
     ) -> Any:
-        p, actor = self.platform, self.actor
-        f = p.faults
+        p = self.platform
         if isinstance(target, MemoryQueue):
             label = f"{label}[{target.name}]"
         what = f"{label}({_describe(a)})"
+        # The adapters' one repeat of lost connections (what the Azure adapters do), with the
+        # jitter drawn from the run's RNG.
+        return await with_repeats(
+            lambda: self._try(label, what, target, fn, a, kw),
+            lost=lambda error: isinstance(error, ConnectionClosed),
+            what=what,
+            jitter=lambda: p.rng.uniform(0.8, 1.2),
+        )
+
+    async def _try(
+        self,
+        label: str,
+        what: str,
+        target: Any,
+        fn: Callable[..., Awaitable[Any]],
+        a: tuple[Any, ...],
+        kw: dict[str, Any],
+    ) -> Any:
+        p, actor = self.platform, self.actor
+        f = p.faults
+        if is_repeat():
+            what = f"{what} (repeat)"
         if actor.dead:
             raise Crash(what)
         op = label.split("[")[0]
@@ -183,6 +205,9 @@ class _View:
         if roll < f.crash_before + f.transient:
             p.log(actor.name, f"{what} -> 503")
             raise TransientError(f"503 on {what}")
+        if roll < f.crash_before + f.transient + f.closed_before:
+            p.log(actor.name, f"{what} -> connection closed before it reached storage")
+            raise ConnectionClosed(f"connection closed before {what}")
         self._hook(p.effect, op, label, a_hooks, None)
         result = await self._perform(label, target, fn, a, kw)
         self._hook(p.after, op, label, a_hooks, result)
@@ -192,6 +217,9 @@ class _View:
         if roll < f.crash_after + f.reply_lost:
             p.log(actor.name, f"{what} -> done, reply lost")
             raise TransientError(f"timeout on {what} (it took effect)")
+        if roll < f.crash_after + f.reply_lost + f.closed_after:
+            p.log(actor.name, f"{what} -> done, connection closed before the answer")
+            raise ConnectionClosed(f"connection closed after {what} (it took effect)")
         p.log(actor.name, f"{what} -> {_short(result)}")
         return result
 

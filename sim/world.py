@@ -184,18 +184,15 @@ def simulate(seed: int, config: SimConfig | None = None,
 
 @contextmanager
 def _fresh_tolerated() -> Iterator[None]:
-    """The process's record of tolerated storage failures (``shared.storage.tolerated``) starts
-    empty for each run and reads the virtual clock: it notes a kind at most once a minute, so a
-    record left by an earlier run in the same process, or the wall clock, would change what a
-    seed does (a replay would differ)."""
+    """The process-wide count of tolerated storage failures (``shared.storage.tolerated``)
+    starts empty on the virtual clock, and is emptied again after: a run must not see what an
+    earlier run in the same process counted or noted (a seed would not replay)."""
     saved = TOLERATED._clock
-    TOLERATED.reset()
-    TOLERATED._clock = lambda: asyncio.get_running_loop().time()
+    TOLERATED.reset(clock=lambda: asyncio.get_running_loop().time())  # virtual time
     try:
         yield
     finally:
-        TOLERATED._clock = saved
-        TOLERATED.reset()
+        TOLERATED.reset(clock=saved)
 
 
 @contextmanager

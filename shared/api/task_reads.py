@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shared.engine.state import QUEUED, RUNNING, TASK_STATES
+from shared.engine.state import PENDING, QUEUED, READY, RUNNING, TASK_STATES
 from shared.errors import NotFoundError
 from shared.limits import MAX_LOG_READ_BYTES
 from shared.names import ResourceNames
@@ -122,6 +122,15 @@ class LogSlice:
     """The attempt has not ended: the log may still grow (read on from ``offset + len(data)``)."""
 
 
+def _may_start(state: RuntimeState, i: int) -> bool:
+    """Task ``i`` has no attempt yet and may still get one (its workflow has not ended)."""
+    return (
+        state.attempt[i] == 0
+        and state.codes[i] in (PENDING, READY)
+        and not state.status.is_terminal
+    )
+
+
 def _never_ran(state: RuntimeState, i: int, task: str) -> str:
     """Why task ``i`` has no log at all."""
     view = state.task(i)
@@ -157,8 +166,12 @@ async def read_log(
     offset: int = 0,
 ) -> LogSlice:
     """What exists so far of a task attempt's log, from byte ``offset``. NotFoundError (saying
-    why) when the attempt has no log."""
+    why) when the attempt has no log. A task that has not started yet but may (pending or ready
+    in a workflow that runs) has an empty, growing log of attempt 0: readers wait on it instead
+    of treating it as an error (the dashboard logged each such 404; ``dagq logs -f`` gave up)."""
     task = wf.tasks[i].name
+    if attempt is None and _may_start(state, i):
+        return LogSlice(0, b"", offset, 0, True)
     number = _pick_attempt(state, i, task, attempt)
     growing = number == state.attempt[i] and state.codes[i] in (QUEUED, RUNNING)
     blob = ResourceNames.log_blob(state.workflow_id, task, number, state.blob_incarnation)

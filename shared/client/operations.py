@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import secrets
+import string
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -23,15 +26,26 @@ from shared.client.models import (
 )
 from shared.client.ops import OperationsMixin
 from shared.client.task_logs import TaskLogsMixin
-from shared.client.transport import Transport, payload, segment, shape_error, snippet
+from shared.client.transport import REPEATS, Transport, payload, segment, shape_error, snippet
 from shared.client.wait import UpdateCallback, wait_for
 from shared.errors import ApiError, DagqError
+from shared.names import new_workflow_id
 from shared.states import TaskState
 
 Definition = str | bytes | Mapping[str, Any] | Path
 """A workflow definition: YAML/JSON text or bytes, a parsed mapping, or a file path."""
 
 _M = TypeVar("_M", bound=BaseModel)
+
+
+def client_workflow_id() -> str:
+    """A fresh workflow id in the API's format (``shared.names.new_workflow_id``), made by the
+    client so that its submit can be repeated."""
+    entropy = "".join(secrets.choice(_ID_ALPHABET) for _ in range(6))
+    return new_workflow_id(time.time(), entropy)
+
+
+_ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
 class Client(OperationsMixin, TaskLogsMixin, CostMixin):
@@ -105,17 +119,25 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         if fmt is None:
             fmt = "json" if _is_json(body) else "yaml"
         content_type = "application/json" if fmt == "json" else "application/yaml"
-        params: dict[str, str] = {"id": workflow_id} if workflow_id else {}
+        # Always with an id, so that a submit whose connection broke can be sent again: the
+        # API answers a repeat (same id, same definition) with the workflow the first created.
+        generated = not workflow_id
+        params: dict[str, str] = {"id": workflow_id or client_workflow_id()}
         if no_cache:
             params["no_cache"] = "true"
         if refresh:
             params["refresh"] = ",".join(refresh)
         response = self._request(
-            "POST", "/workflows", params=params, content=body, content_type=content_type
-        )
+            "POST", "/workflows", params=params, content=body, content_type=content_type,
+            repeatable=True,
+        )  # fmt: skip
         data = payload(response)
+        # A repeat that finds the id of our own making existing found what our first try
+        # created (its answer was lost; no other submit picks that id).
+        repeated = bool(response.extensions.get(REPEATS))
+        created = response.status_code == 201 or (generated and repeated)
         try:
-            return Submitted.model_validate({**data, "created": response.status_code == 201})
+            return Submitted.model_validate({**data, "created": created})
         except ValidationError as exc:
             raise shape_error(response, exc) from None
 
@@ -184,8 +206,9 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         """Request cancellation (idempotent; also accepted for finished workflows)."""
         params = {"reason": reason} if reason else None
         return self._model(
-            CancelAccepted, "POST", f"/workflows/{segment(workflow_id)}/cancel", params=params
-        )
+            CancelAccepted, "POST", f"/workflows/{segment(workflow_id)}/cancel", params=params,
+            repeatable=True,  # a cancel is idempotent, and accepted for finished workflows
+        )  # fmt: skip
 
     def retry(self, workflow_id: str) -> RetryAccepted:
         """Rerun a finished workflow from its failures (409 while it is still running)."""

@@ -109,7 +109,9 @@ class TaskLogsMixin:
         offset = 0
         while True:
             piece = self.log_piece(workflow_id, task, attempt=attempt, offset=offset)
-            attempt = piece.attempt  # stay on this attempt (a retry starts another log)
+            # Stay on this attempt (a retry starts another log); 0: none started yet, so ask
+            # for the latest again.
+            attempt = piece.attempt or None
             if piece.data:
                 yield piece
             offset = piece.next_offset

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -20,6 +22,27 @@ _REASONS = {
     "DAGQ_API_SCOPE when the deployment has Entra ID in front of the API)",
     403: "Forbidden: the function key was not accepted",
 }
+
+
+DELAYS_S = (0.0, 0.2, 0.4, 0.8)
+"""Waits before each repeat of a request whose connection broke: at once (a fresh connection),
+then backing off; the storage adapters' schedule (``shared.storage.repeat``, which the client
+may not import: it stands alone)."""
+
+REPEATED_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT"})
+"""Requests repeated after a lost connection unless the caller says otherwise: reads, and PUTs
+(which replace). A POST is repeated only where the caller knows it is idempotent (a submit with
+an id, a cancel); a rerun, a purge and the DELETE of a workflow are not (a repeat of one that
+took effect answers 409 or 404 instead of what happened)."""
+
+_LOST = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+"""The connection broke under a request (the server closed a pooled connection as the request
+went out, or before its answer). A refused connection (the API is not running) and a timeout
+are not repeated: the first is reported at once, the second may still be running."""
+
+
+REPEATS = "dagq_repeats"
+"""A response's ``extensions`` key: how many times its request was sent again."""
 
 
 class Transport:
@@ -60,14 +83,28 @@ class Transport:
         params: Mapping[str, str | int] | None = None,
         content: bytes | None = None,
         content_type: str | None = None,
+        repeatable: bool | None = None,
     ) -> httpx.Response:
-        """A successful response; ApiError for an error answer, ApiUnreachableError for none."""
+        """A successful response; ApiError for an error answer, ApiUnreachableError for none.
+        A request whose connection broke is sent again (``DELAYS_S``) when ``repeatable`` (by
+        default: its method is in ``REPEATED_METHODS``)."""
         headers = {"content-type": content_type} if content_type else None
         base_url = self.config.api_url
+        if repeatable is None:
+            repeatable = method.upper() in REPEATED_METHODS
+        delays = DELAYS_S if repeatable else ()
         try:
-            response = self._http.request(
-                method, path, params=params, content=content, headers=headers
-            )
+            for attempt in range(len(delays) + 1):
+                try:
+                    response = self._http.request(
+                        method, path, params=params, content=content, headers=headers
+                    )
+                    response.extensions = {**response.extensions, REPEATS: attempt}
+                    break
+                except _LOST:
+                    if attempt == len(delays):
+                        raise
+                    time.sleep(delays[attempt] * random.uniform(0.8, 1.2))  # noqa: S311
         except httpx.TimeoutException as exc:
             raise ApiUnreachableError(
                 f"the dagq API at {base_url} did not answer in time ({type(exc).__name__});"

@@ -9,17 +9,14 @@ size is not the claimed one.
 
 from __future__ import annotations
 
+from shared.errors import SizeMismatchError
 from shared.storage.ports import OutputBlobs
-
-
-class SizeMismatch(ValueError):
-    """The blob's size is not the size its event claimed."""
 
 
 async def read_as_claimed(outputs: OutputBlobs, name: str, size: int) -> bytes:
     """The bytes of ``name``, which its event said are ``size`` bytes: at most that many are
-    read, and SizeMismatch if the blob holds another number. NotFoundError if it is missing."""
+    read, and SizeMismatchError if the blob holds another number. NotFoundError if missing."""
     data, total = await outputs.read_range(name, 0, size)
     if total != size or len(data) != size:
-        raise SizeMismatch(f"blob {name!r} holds {total} bytes; its event said {size}")
+        raise SizeMismatchError(f"blob {name!r} holds {total} bytes; its event said {size}")
     return data

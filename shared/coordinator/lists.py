@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 
 from shared import engine
-from shared.coordinator.blob_reads import SizeMismatch, read_as_claimed
+from shared.coordinator.blob_reads import read_as_claimed
 from shared.coordinator.envelope import Envelope
 from shared.definition.workflow import CompiledWorkflow
-from shared.errors import MessageError, NotFoundError
+from shared.errors import MessageError, NotFoundError, SizeMismatchError
 from shared.json_values import parse_untrusted
 from shared.message_fields import parent_output_blob
 from shared.messages import TaskCompletedEvent
@@ -68,7 +68,7 @@ async def _read(
     except NotFoundError:
         log.warning("workflow %s: list output %r of %s is missing", workflow_id, blob, task)
         return None
-    except SizeMismatch as exc:
+    except SizeMismatchError as exc:
         log.warning("workflow %s: list output of %s refused: %s", workflow_id, task, exc)
         return None
     try:

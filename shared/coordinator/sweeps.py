@@ -93,7 +93,7 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
 async def _mark(updater: WorkflowUpdater, now: float) -> None:
     """Record that this partition's sweeps ran (``dagq doctor`` reports overdue sweeps)."""
     try:
-        await updater.storage.registry.mark(
+        await updater.storage.workflows.mark_job(
             ResourceNames.sweep_mark(updater.storage.partition), now
         )
     except Exception as exc:  # advisory: the sweeps themselves did their work

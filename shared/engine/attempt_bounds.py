@@ -8,7 +8,10 @@ stored state does not show it. These bounds are what the engine knows about such
 from __future__ import annotations
 
 from shared.definition.workflow import CompiledWorkflow
-from shared.engine.state import CANCELLED, RuntimeState
+from shared.engine.state import CANCELLED, FAILED, RuntimeState
+from shared.states import WorkflowStatus
+
+_CANCELLING = (WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED)
 
 
 def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
@@ -21,17 +24,20 @@ def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) 
 
 def rerun_base(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
     """The attempt a rerun numbers terminal ``task``'s next attempts after: its stored attempt,
-    or, for a cancelled task, the highest its run can have dispatched.
+    or, for a task a cancel settled, the highest its run can have dispatched.
 
     A cancel can overtake a lost pass: the pass applied a failure and sent the retry (or applied
     a parent's result and sent the child), then died before its flush; the cancel was applied
-    before that event came back, and the task ended cancelled at its stored attempt. The sent
-    attempt is still out there, and its claim is held. A rerun that sent the same number again
-    would be refused as a duplicate by every worker. Only a cancel settles a task while such a
-    dispatch may be out (every other outcome is decided by the same events the lost pass
-    applied, and re-applying them sends the same attempt), so other tasks go on from where they
-    stopped."""
+    before that event came back, and the task ended cancelled at its stored attempt — or
+    failed, when the failure came back after the cancel: a failure under a cancel is not
+    retried (simulation seed 1038). The sent attempt is still out there, and its claim is held.
+    A rerun that sent the same number again would be refused as a duplicate by every worker.
+    Only a cancel settles a task while such a dispatch may be out (every other outcome is
+    decided by the same events the lost pass applied, and re-applying them sends the same
+    attempt), so other tasks go on from where they stopped."""
     current = state.attempt[task]
-    if state.codes[task] != CANCELLED:
+    code = state.codes[task]
+    under_cancel = state.cancel_requested or state.status in _CANCELLING
+    if code != CANCELLED and not (code == FAILED and under_cancel):
         return current
     return max(current, dispatchable_attempts(wf, state, task))

@@ -248,7 +248,7 @@ async def _depths(storage: Storage, names: ResourceNames, queues: set[str]) -> d
 
 
 async def _partitions(storage: Storage, count: int) -> list[PartitionFacts]:
-    marks = await storage.registry.marks()
+    marks = await storage.workflows.job_marks()
 
     async def one(partition: int) -> PartitionFacts:
         view = storage.for_partition(partition)

@@ -8,9 +8,12 @@ list does not grow with every worker that ever ran.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Literal
 
 from shared.views import GpuView, WorkersView, WorkerTaskView, WorkerView
+
+log = logging.getLogger("dagq.ops")
 
 if TYPE_CHECKING:
     from shared.storage.ports import Storage
@@ -78,7 +81,10 @@ async def list_workers(
     kept = []
     for record in records:
         if now - seen_at(record) > forget_after_s:
-            await storage.registry.remove(record.worker_id)
+            try:  # by the row's own key: a forged row's need not match its worker id
+                await storage.registry.remove(record.worker_id, row_key=record.row_key)
+            except Exception as exc:  # one row's trouble never costs the listing
+                log.warning("could not forget worker %.80r: %r", record.worker_id, exc)
         else:
             kept.append(worker_view(record, now, lost_after_s))
     kept.sort(key=lambda w: (w.status != "alive", w.worker_id))

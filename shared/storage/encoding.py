@@ -81,6 +81,14 @@ def purge_marker_from_json(data: bytes) -> PurgeMark:
     return PurgeMark(created_at, incarnation, scoped)
 
 
+def mark_time(data: bytes) -> float | None:
+    """The time a job mark blob holds (``repr`` of a float), or None when unreadable."""
+    try:
+        return finite_time(float(data.decode("ascii")))
+    except (ValueError, TypeError, OverflowError, UnicodeDecodeError):
+        return None
+
+
 EARLIEST_KEY_TIME_S = 0.001
 LATEST_KEY_TIME_S = (10**13 - 1) / 1000
 """The creation times an index RowKey can hold (13 inverted digits of milliseconds)."""

@@ -7,7 +7,9 @@ The coordinator, the API service layer and the worker are written against these 
 the real thing.
 
 Every method is a coroutine; errors are dagq's (``shared.errors``), never SDK exceptions, except for
-transient transport failures which propagate so callers can retry or let the queue redeliver.
+transient transport failures which propagate so callers can retry or let the queue redeliver. A
+call whose connection was lost is repeated by the adapter first (``shared.storage.repeat``: every
+operation here is safe to repeat, and ``REPEATED`` says why).
 """
 
 from __future__ import annotations
@@ -112,6 +114,15 @@ class WorkflowBlobs(Protocol):
 
     async def unmark_purge(self, workflow_id: str) -> None:
         """Delete the purge marker (the last step of a purge); no error if it is gone."""
+        ...
+
+    async def mark_job(self, job: str, at: float) -> None:
+        """Record that the recurring job ``job`` (``sweep``) ran at ``at`` (``shared.names``
+        ``job_mark_blob``: here, where only the app writes)."""
+        ...
+
+    async def job_marks(self) -> dict[str, float]:
+        """Job name -> when it last ran (bounded: ``MAX_JOB_MARKS``; unreadable marks skipped)."""
         ...
 
 

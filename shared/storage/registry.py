@@ -158,6 +158,9 @@ class WorkerRecord:
     attempt went on)."""
     server_seen: float | None = field(default=None, compare=False)
     """The storage service's time of the latest heartbeat (read back, never written)."""
+    row_key: str | None = field(default=None, compare=False)
+    """The key the record was read back under (never written): a forged row's key need not be
+    its ``worker_id``'s, so it is removed by this one."""
 
 
 @dataclass(frozen=True)
@@ -199,8 +202,9 @@ class Registry(Protocol):
         """Create or replace a worker's record."""
         ...
 
-    async def remove(self, worker_id: str) -> None:
-        """Remove a worker's record (no error if it is gone already)."""
+    async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
+        """Remove a worker's record (no error if it is gone already); ``row_key``: the key it
+        was read under, used instead of the one ``worker_id`` makes."""
         ...
 
     async def workers(self) -> builtins.list[WorkerRecord]:
@@ -213,14 +217,6 @@ class Registry(Protocol):
 
     async def queues(self) -> dict[str, float]:
         """Every queue any worker ever polled -> when that was last noted."""
-        ...
-
-    async def mark(self, job: str, at: float) -> None:
-        """Record that the recurring job ``job`` (``sweep``) ran at ``at``."""
-        ...
-
-    async def marks(self) -> dict[str, float]:
-        """Job name -> when it last ran."""
         ...
 
     async def note_failure(self, note: FailureNote) -> None:

@@ -68,8 +68,11 @@ class Tolerated:
         self._clock = clock
         self.reset()
 
-    def reset(self) -> None:
-        """Forget every count and note (a process starting anew; tests)."""
+    def reset(self, clock: Callable[[], float] | None = None) -> None:
+        """Forget every count and note (a process starting anew; tests); with ``clock``, read
+        time from it from now on (the simulation's virtual clock)."""
+        if clock is not None:
+            self._clock = clock
         self._pending: dict[Kind, int] = {}
         self._totals: dict[Kind, int] = {}
         self._details: dict[Kind, str] = {}

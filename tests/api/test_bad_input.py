@@ -1,8 +1,8 @@
 """Bad requests get the right 4xx as problem+json with a clear message, and write NOTHING.
 
 After each request the test lists what exists under this module's prefix on Azurite: no blob
-(except the coordinator's lease sentinel, created with the containers on first storage access),
-no workflow index row (the sweeps' registry marks aside), no queued message.
+(except the coordinator's lease sentinel, created with the containers on first storage access,
+and the sweeps' marks of when they ran), no workflow index row, no queued message.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ tasks:
 
 
 def written(settings: Settings) -> list[str]:
-    """Everything stored under the settings' prefix (the lease sentinel aside)."""
+    """Everything stored under the settings' prefix (the lease sentinel and sweep marks aside)."""
     conn = settings.storage_connection_string
     assert conn is not None
     names = settings.names
@@ -41,7 +41,8 @@ def written(settings: Settings) -> list[str]:
     with BlobServiceClient.from_connection_string(conn) as blobs:
         for container in blobs.list_containers(name_starts_with=f"{names.prefix}-"):
             for blob in blobs.get_container_client(container.name).list_blobs():
-                if blob.name != ResourceNames.lease_blob():
+                sweeps = blob.name.startswith(ResourceNames.JOB_MARK_PREFIX)
+                if blob.name != ResourceNames.lease_blob() and not sweeps:
                     found.append(f"blob {container.name}/{blob.name}")
     with TableServiceClient.from_connection_string(conn) as tables:
         for table in tables.list_tables():

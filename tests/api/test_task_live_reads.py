@@ -90,7 +90,17 @@ async def test_a_task_that_never_ran_says_why_it_has_no_log(
     with pytest.raises(NotFoundError, match=r"never ran.*upstream"):
         await get_log(storage, WF_ID, "b", attempt=None, offset=0)
     with pytest.raises(NotFoundError, match="has not run yet"):
-        await get_log(storage, WF_ID, "later", attempt=None, offset=0)
+        await get_log(storage, WF_ID, "later", attempt=1, offset=0)
+
+
+async def test_a_task_that_has_not_started_reads_as_an_empty_growing_log(
+    flaky: tuple[MemoryStorage, History],
+) -> None:
+    # Before: a 404 (the dashboard logged it as a console error while it waited for the task,
+    # and `dagq logs -f` gave up on a task that had not started yet).
+    storage, _ = flaky
+    piece = await get_log(storage, WF_ID, "later", attempt=None, offset=0)
+    assert (piece.attempt, piece.data, piece.size, piece.growing) == (0, b"", 0, True)
 
 
 async def test_a_queued_attempt_reads_as_an_empty_growing_log() -> None:

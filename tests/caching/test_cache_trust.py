@@ -13,8 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-from shared.coordinator.blob_reads import SizeMismatch, read_as_claimed
+from shared.coordinator.blob_reads import read_as_claimed
 from shared.definition.workflow import CachePolicy, CompiledWorkflow
+from shared.errors import SizeMismatchError
 from shared.storage.memory import MemoryStorage
 from shared.storage.ports import Storage
 from tests.caching.test_cache_memory import pipeline, ran, run, worker
@@ -59,7 +60,7 @@ async def test_a_named_blob_is_read_at_its_claimed_size_or_refused(
     storage: Storage, written: bytes, claimed: int
 ) -> None:
     await storage.outputs.put("wf/t/1/output.json", written)
-    with pytest.raises(SizeMismatch, match=f"holds {len(written)} bytes; its event said"):
+    with pytest.raises(SizeMismatchError, match=f"holds {len(written)} bytes; its event said"):
         await read_as_claimed(storage.outputs, "wf/t/1/output.json", claimed)
     assert await read_as_claimed(storage.outputs, "wf/t/1/output.json", len(written)) == written
 

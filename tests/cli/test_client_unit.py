@@ -222,3 +222,24 @@ def test_an_empty_answer_short_of_its_size_is_never_asked_again_at_once(
     assert len(slept) == 2  # a pause before each new ask
     assert list(client.log_pieces("wf", "t")) == []  # not following: one answer, then done
     assert len(asked) == 4
+
+
+def test_a_submit_whose_answer_was_lost_is_sent_again_under_the_same_id() -> None:
+    """The API acted on the submit, the connection closed before its answer (issue #36): the
+    client sends it again under the id it chose, and the API's 200 for that id is the workflow
+    the first try created."""
+    from tests.support.flaky_proxy import FlakyProxy
+
+    with fake_api() as api:
+        api.on("POST", "/api/workflows", 201, {"id": "x", "status": "pending", "url": "u"})
+        api.on("POST", "/api/workflows", 200, {"id": "x", "status": "pending", "url": "u"})
+        port = int(api.url.rsplit(":", 1)[1])
+        with FlakyProxy("127.0.0.1", port, close_after=[1]) as proxy:
+            with Client(f"http://127.0.0.1:{proxy.port}") as client:
+                submitted = client.submit({"name": "x", "tasks": [{"name": "a"}]})
+            assert proxy.closed_after == 1
+    ids = [request["query"] for request in api.requests]
+    assert len(ids) == 2
+    assert ids[0] == ids[1]
+    assert "id=" in ids[0]
+    assert submitted.created is True

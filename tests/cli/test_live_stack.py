@@ -117,3 +117,29 @@ def test_a_long_task_is_watched_live_and_both_attempts_stay_readable(
     missing = dagq("logs", workflow_id, "train", "--attempt", "3")
     assert missing.code == ExitCode.NOT_FOUND
     assert "no attempt 3" in missing.err
+
+
+WAITS = """
+name: waits
+default_queue: cpu
+tasks:
+  - name: first
+    kwargs:
+      cmd: sleep 3
+  - name: second
+    depends_on: [first]
+    kwargs:
+      cmd: echo "second ran"
+"""
+
+
+def test_logs_follow_on_a_task_that_has_not_started_waits_for_it(dagq: Dagq, stack: Stack) -> None:
+    # Before: `dagq logs -f` on a task still waiting for its parent exited 3 (no log yet).
+    path = stack.logs / "waits.yaml"
+    path.write_text(WAITS)
+    submitted = dagq("submit", str(path), "--json")
+    assert submitted.code == ExitCode.OK, submitted.err
+    workflow_id = json.loads(submitted.out)["id"]
+    followed = dagq("logs", workflow_id, "second", "-f")
+    assert followed.code == ExitCode.OK, followed.err + stack.diagnostics()
+    assert followed.out == "second ran\n"

@@ -47,10 +47,10 @@ async def test_a_message_still_on_its_queue_is_not_resent(
 async def test_each_sweep_marks_when_it_ran(storage: MemoryStorage, clock: FakeClock) -> None:
     coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
     await coord.run_sweeps()
-    assert await storage.registry.marks() == {"sweep": clock.now}
+    assert await storage.workflows.job_marks() == {"sweep": clock.now}
     clock.advance(5)
     await coord.run_sweeps()
-    assert await storage.registry.marks() == {"sweep": clock.now}
+    assert await storage.workflows.job_marks() == {"sweep": clock.now}
 
 
 def test_the_setting_and_the_engine_agree_on_the_default_grace() -> None:

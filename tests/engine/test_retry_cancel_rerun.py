@@ -223,6 +223,30 @@ def test_a_rerun_numbers_a_cancelled_tasks_attempts_past_what_its_run_may_have_s
     assert finished(h.completed("b")) == [W.COMPLETED]
 
 
+def test_a_rerun_numbers_a_task_that_failed_under_a_cancel_past_what_its_run_may_have_sent() -> (
+    None
+):
+    # The simulation's seed 1038 (with lost connections): a pass applied a/1's failure, sent the
+    # retry a/2 and its flush failed (a 503); the cancel was applied, then a/1's failure came
+    # back, and under the cancel it is not retried: the state has "a" FAILED at attempt 1 and
+    # knows nothing of a/2, whose claim a worker holds and whose report came next. That report
+    # is the cancelled run's (stale), not a rerun's, and a rerun must not send a/2 again. A
+    # failure applied under a cancel settles a task as a cancel does.
+    h = History(workflow(task("a", retries=2)))
+    h.activate()
+    h.started("a")
+    h.cancel()
+    assert dispatched(h.failed("a")) == []  # attempt 1, not retried under the cancel
+    assert (h.state("a"), h.st.status) == (S.FAILED, W.CANCELLED)
+    lost = TaskFailedEvent(
+        workflow_id=WF_ID, task="a", attempt=2, reason="exit", exit_code=2, finished_at=h.now
+    )
+    assert not premature(h.wf, h.st, lost)  # before: held for a rerun that never came
+    assert dispatched(h.retry()) == [("a", 4)]  # before: a/2, dropped by every worker
+    assert h.apply(lost) == []  # stale: changes nothing
+    assert h.state("a") is S.QUEUED
+
+
 def test_a_rerun_goes_on_from_the_stored_attempt_of_a_task_that_failed() -> None:
     # A failure is decided by the events a lost pass applied too: no attempt can be out past it.
     h = History(workflow(task("a", retries=2, retry=RetryPolicy(retry_on_exit_codes=(75,)))))

@@ -32,7 +32,7 @@ async def test_a_fresh_deployment_only_lacks_its_first_sweep(storage: Storage) -
     first = await doctor(storage, settings_of(storage), now=now)
     assert checks_of(first) == [("sweep_overdue", "partition 0")]
     assert first.findings[0].severity == "warning"  # nothing is waiting on it yet
-    await storage.registry.mark("sweep", now)
+    await storage.workflows.mark_job("sweep", now)
     assert (await doctor(storage, settings_of(storage), now=now)).healthy is True
 
 
@@ -43,7 +43,7 @@ async def test_queued_work_without_workers_then_a_lost_message(storage: Storage)
     await submit(storage, diamond(), "wf", now)
     await Coordinator(storage, names, fast_options()).run_once()  # task a queued on cpu
     now = time.time()
-    await storage.registry.mark("sweep", now)
+    await storage.workflows.mark_job("sweep", now)
 
     report = await doctor(storage, settings, now=now)
     assert checks_of(report) == [("unserved_queue", "cpu"), ("unknown_queue", "cpu")]
@@ -68,7 +68,7 @@ async def test_queued_work_without_workers_then_a_lost_message(storage: Storage)
 async def test_events_no_coordinator_applies_and_a_skewed_worker(storage: Storage) -> None:
     settings = settings_of(storage, DAGQ_WORKER_LOST_AFTER_S="600")
     now = time.time()
-    await storage.registry.mark("sweep", now + 120)
+    await storage.workflows.mark_job("sweep", now + 120)
     await storage.event_queue.send(encode(ActivateEvent(workflow_id="wf")))
     await storage.registry.beat(worker("fast", last_seen=time.time() + 3600))
     report = await doctor(storage, settings, now=now + 120)
@@ -99,7 +99,7 @@ async def test_a_run_stays_within_its_budgets_and_says_what_it_left_out(
     for wid in ("wf1", "wf2", "wf3"):
         await submit(storage, diamond(), wid, now)
     await Coordinator(storage, settings.names, fast_options()).run_once()  # all running
-    await storage.registry.mark("sweep", now)
+    await storage.workflows.mark_job("sweep", now)
     report = await doctor(storage, settings, now=now)
     partial = [f for f in report.findings if f.check == "partial"]
     assert [f.severity for f in partial] == ["info"]
@@ -116,7 +116,7 @@ async def test_doctor_id_counts_what_the_unfiltered_doctor_counts(storage: Stora
     for wid in ("wf1", "wf2", "wf3"):
         await submit(storage, diamond(), wid, now)
     await Coordinator(storage, settings.names, fast_options()).run_once()  # all running
-    await storage.registry.mark("sweep", now)
+    await storage.workflows.mark_job("sweep", now)
 
     everything = await doctor(storage, settings, now=now)
     one = await doctor(storage, settings, now=now, workflow_id="wf2")
@@ -141,7 +141,7 @@ async def test_doctor_id_examines_its_workflow_beyond_the_budgets(
     for i, wid in enumerate(("wf1", "wf2")):
         await submit(storage, diamond(), wid, now + i)
     await Coordinator(storage, settings.names, fast_options()).run_once()
-    await storage.registry.mark("sweep", now)
+    await storage.workflows.mark_job("sweep", now)
     queue = storage.queues.get(settings.names.task_queue("cpu"))
     for message in await queue.receive(2, 5):
         await queue.delete(message)  # both task messages are lost

@@ -8,8 +8,8 @@ import time
 from shared.storage.ports import Storage
 
 
-async def test_count_includes_received_and_delayed_messages(storage: Storage) -> None:
-    queue = storage.queues.get("tcount-q-cpu")
+async def test_count_includes_received_and_delayed_messages(storage: Storage, prefix: str) -> None:
+    queue = storage.queues.get(f"{prefix}-q-cpu")  # the test's own (one per storage param)
     await queue.ensure()
     assert await queue.approximate_count() == 0
     await queue.send("held")
@@ -20,8 +20,10 @@ async def test_count_includes_received_and_delayed_messages(storage: Storage) ->
     assert await queue.approximate_count() == 1
 
 
-async def test_oldest_visible_at_peeks_the_first_visible_message(storage: Storage) -> None:
-    queue = storage.queues.get("tpeek-events")
+async def test_oldest_visible_at_peeks_the_first_visible_message(
+    storage: Storage, prefix: str
+) -> None:
+    queue = storage.queues.get(f"{prefix}-peek")
     await queue.ensure()
     assert await queue.oldest_visible_at() is None
     await queue.send("later", delay_s=3600)
@@ -31,4 +33,4 @@ async def test_oldest_visible_at_peeks_the_first_visible_message(storage: Storag
     inserted = await queue.oldest_visible_at()
     assert inserted is not None
     assert before - 5 <= inserted <= time.time() + 5
-    assert await storage.queues.get("tpeek-never-created").oldest_visible_at() is None
+    assert await storage.queues.get(f"{prefix}-never-created").oldest_visible_at() is None

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.states import WorkflowStatus
 from shared.storage.azure import AzureStorage
@@ -79,21 +80,22 @@ async def test_worker_ids_with_awkward_characters_round_trip(storage: Storage) -
     assert await storage.registry.workers() == []
 
 
-async def test_queues_and_marks_are_kept(storage: Storage) -> None:
+async def test_queues_and_job_marks_are_kept(storage: Storage) -> None:
     assert await storage.registry.queues() == {}
-    assert await storage.registry.marks() == {}
+    assert await storage.workflows.job_marks() == {}
     await storage.registry.note_queues(["gpu", "cpu"], 100.0)
     await storage.registry.note_queues(["gpu"], 200.0)
-    await storage.registry.mark("sweep", 150.0)
-    await storage.registry.mark("sweep", 160.0)
+    await storage.workflows.mark_job("sweep", 150.0)
+    await storage.workflows.mark_job("sweep", 160.0)
+    await storage.workflows.mark_job("sweep-p1", 170.0)
     assert await storage.registry.queues() == {"gpu": 200.0, "cpu": 100.0}
-    assert await storage.registry.marks() == {"sweep": 160.0}
+    assert await storage.workflows.job_marks() == {"sweep": 160.0, "sweep-p1": 170.0}
 
 
 async def test_the_registry_never_shows_in_the_workflow_index(storage: Storage) -> None:
     await storage.registry.beat(record())
     await storage.registry.note_queues(["gpu"], 1.0)
-    await storage.registry.mark("sweep", 1.0)
+    await storage.workflows.mark_job("sweep", 1.0)
     row = IndexRow("wf-1", "demo", WorkflowStatus.RUNNING, created_at=5.0, updated_at=5.0)
     await storage.index.create(row)
     assert [r.workflow_id for r in (await storage.index.list()).rows] == ["wf-1"]
@@ -133,12 +135,14 @@ async def test_an_unreadable_row_is_skipped_not_fatal(azure_storage: AzureStorag
     await storage.registry.beat(record())
     forged = {"PartitionKey": "worker", "RowKey": "forged", "Tasks": "{not json"}
     await _raw_entity(storage, names.registry_table, forged)
-    bad_mark = {"PartitionKey": "mark", "RowKey": "sweep", "At": "soon"}
-    await _raw_entity(storage, names.registry_table, bad_mark)
+    forged_mark = {"PartitionKey": "mark", "RowKey": "sweep", "At": 9e12}
+    await _raw_entity(storage, names.registry_table, forged_mark)
     assert [r.workflow_id for r in await storage.index.active()] == ["wf-1"]
     assert [r.workflow_id for r in (await storage.index.list()).rows] == ["wf-1"]
     assert [w.worker_id for w in await storage.registry.workers()] == ["vm-1-4242"]
-    assert await storage.registry.marks() == {}
+    # A worker may write the registry table: a mark forged there is no mark (they are kept
+    # where only the app writes), so doctor never reports stopped sweeps as running.
+    assert await storage.workflows.job_marks() == {}
 
 
 async def test_failure_notes_are_kept_one_per_source_and_kind(storage: Storage) -> None:
@@ -160,3 +164,52 @@ async def test_an_unreadable_failure_note_is_skipped(azure_storage: AzureStorage
     forged = {"PartitionKey": "failure", "RowKey": "x", "Source": "w", "Kind": "k", "Count": 1e999}
     await _raw_entity(azure_storage, azure_storage.names.registry_table, forged)
     assert await azure_storage.registry.failures() == []
+
+
+async def test_an_unreadable_job_mark_is_skipped(storage: Storage) -> None:
+    await storage.workflows.mark_job("sweep", 5.0)
+    await storage.outputs.put("x", b"")  # (the outputs container is not where marks live)
+    names: ResourceNames = storage.names  # type: ignore[attr-defined]  # both backends have it
+    del names
+    with pytest.raises(ValueError, match="invalid job name"):
+        await storage.workflows.mark_job("../evil", 1.0)
+    assert await storage.workflows.job_marks() == {"sweep": 5.0}
+
+
+async def test_a_forged_stale_row_is_forgotten_by_its_own_key(azure_storage: AzureStorage) -> None:
+    # Before: an over-long WorkerId made removing the stale row raise (GET /api/workers answered
+    # 503 for good), and a row whose key was not its id's was "removed" by the wrong key on
+    # every read.
+    from shared.ops.workers import list_workers
+
+    storage = azure_storage
+    table = storage.names.registry_table
+    for key, worker_id in (("forged-1", "w" * 1100), ("forged-2", "another-id")):
+        row = {"PartitionKey": "worker", "RowKey": key, "WorkerId": worker_id, "LastSeen": 1.0}
+        await _raw_entity(storage, table, row)
+    assert len(await storage.registry.workers()) == 2
+    later = time.time() + 7200  # both rows unrefreshed for longer than forget_after_s
+    view = await list_workers(storage, now=later, lost_after_s=90, forget_after_s=3600)
+    assert view.workers == []
+    assert await storage.registry.workers() == []
+
+
+async def test_registry_reads_are_bounded_in_bytes(
+    azure_storage: AzureStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: every column of every row was read (forged 1 MiB rows meant gigabytes a day of
+    # GET /api/workers), with no bound but the row count.
+    from shared.storage.azure import registry as azure_registry
+
+    storage = azure_storage
+    table = storage.names.registry_table
+    junk = {"PartitionKey": "worker", "RowKey": "junk", "WorkerId": "junk", "Junk": "x" * 30_000}
+    await _raw_entity(storage, table, junk)
+    [entity] = await storage.registry._partition("worker")  # type: ignore[attr-defined]
+    assert "Junk" not in entity  # the service sent the known columns only
+    for i in range(5):
+        row = {"PartitionKey": "worker", "RowKey": f"w{i}", "WorkerId": f"w{i}", "Host": "h" * 400}
+        await _raw_entity(storage, table, row)
+    monkeypatch.setattr(azure_registry, "MAX_REGISTRY_READ_BYTES", 1000)
+    kept = await storage.registry._partition("worker")  # type: ignore[attr-defined]
+    assert 1 <= len(kept) <= 3

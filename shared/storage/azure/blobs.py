@@ -1,4 +1,5 @@
-"""Blob adapters on Azure Storage: workflow definitions and states, outputs, dead letters.
+"""Blob adapters on Azure Storage: workflow definitions and states, outputs (dead letters:
+``deadletters``).
 
 - Definitions and states are created with If-None-Match ``*`` (create-only); a state is then only
   replaced with If-Match on the ETag it was read with (412 -> StaleStateError), never blindly.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import logging
 from typing import NoReturn
 
 from azure.core import MatchConditions
@@ -24,36 +24,30 @@ from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient, StorageStreamDownloader
 
 from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
+from shared.limits import MAX_JOB_MARKS
 from shared.names import ResourceNames
-from shared.storage.encoding import (
-    dead_letter_from_json,
-    dead_letter_json,
-    finite_time,
-    purge_marker_from_json,
-    purge_marker_json,
-)
-from shared.storage.ports import DeadLetter, PurgeMark, StoredState
-
-log = logging.getLogger("dagq.storage")
+from shared.storage.azure.retry import repeated
+from shared.storage.encoding import mark_time, purge_marker_from_json, purge_marker_json
+from shared.storage.ports import PurgeMark, StoredState
+from shared.storage.repeat import is_repeat
 
 BINARY = ContentSettings(content_type="application/octet-stream")
 JSON = ContentSettings(content_type="application/json")
 
-DEAD_LETTER_SCAN = 5000
-"""Most dead-letter names one listing reads (newest day first): what showing the recent ones
-costs, whatever the container holds."""
 DELETE_CONCURRENCY = 16
 """Blob deletes a purge keeps in flight at once."""
 
 
+@repeated
 async def delete_if_present(container: ContainerClient, name: str) -> bool:
-    """Delete a blob; False (no error) if it was not there."""
+    """Delete a blob; False (no error) if it was not there (on a repeat: True, the earlier try
+    deleted it, as far as anyone can tell)."""
     try:
         await container.delete_blob(name)
     except ResourceNotFoundError as error:
         if getattr(error, "error_code", None) == "ContainerNotFound":
             raise_missing(error, container.container_name, f"blob {name!r}")
-        return False
+        return is_repeat()
     return True
 
 
@@ -93,10 +87,27 @@ async def create_blob_if_absent(
     except ResourceNotFoundError as error:
         raise_missing(error, container.container_name, f"blob {name!r}")
     except (ResourceExistsError, ResourceModifiedError) as error:
-        if _is_create_conflict(error):
-            return None
-        raise
+        if not _is_create_conflict(error):
+            raise
+        if is_repeat():  # perhaps our own earlier try, whose answer was lost
+            return await _etag_if_holding(container, name, data, metadata)
+        return None
     return str(result["etag"])
+
+
+async def _etag_if_holding(
+    container: ContainerClient, name: str, data: bytes, metadata: dict[str, str] | None
+) -> str | None:
+    """The blob's ETag if it holds exactly ``data`` (and ``metadata``, when given), else None."""
+    try:
+        downloader = await container.download_blob(name)
+        stored = await downloader.readall()
+    except ResourceNotFoundError:
+        return None
+    properties = downloader.properties
+    if stored != data or (metadata is not None and dict(properties.metadata or {}) != metadata):
+        return None
+    return str(properties.etag)
 
 
 class AzureWorkflowBlobs:
@@ -105,10 +116,12 @@ class AzureWorkflowBlobs:
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
 
+    @repeated
     async def create_definition(self, workflow_id: str, data: bytes) -> bool:
         name = ResourceNames.definition_blob(workflow_id)
         return await create_blob_if_absent(self.container, name, data) is not None
 
+    @repeated
     async def read_definition(self, workflow_id: str) -> bytes:
         name = ResourceNames.definition_blob(workflow_id)
         try:
@@ -117,6 +130,7 @@ class AzureWorkflowBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"definition of {workflow_id!r}")
 
+    @repeated
     async def create_state(self, workflow_id: str, data: bytes, metadata: dict[str, str]) -> str:
         name = ResourceNames.state_blob(workflow_id)
         etag = await create_blob_if_absent(self.container, name, data, metadata=metadata)
@@ -124,6 +138,7 @@ class AzureWorkflowBlobs:
             raise ConflictError(f"the state of workflow {workflow_id!r} exists already")
         return etag
 
+    @repeated
     async def read_state(self, workflow_id: str) -> StoredState:
         name = ResourceNames.state_blob(workflow_id)
         try:
@@ -135,6 +150,7 @@ class AzureWorkflowBlobs:
         properties = downloader.properties
         return StoredState(data, str(properties.etag), dict(properties.metadata or {}))
 
+    @repeated
     async def write_state(
         self, workflow_id: str, data: bytes, etag: str, metadata: dict[str, str]
     ) -> str:
@@ -150,6 +166,10 @@ class AzureWorkflowBlobs:
                 content_settings=BINARY,
             )
         except ResourceModifiedError as error:
+            if is_repeat():  # perhaps our own earlier try, whose answer was lost
+                written = await _etag_if_holding(self.container, name, data, metadata)
+                if written is not None:
+                    return written
             # If-Match on a deleted blob is a 412 too: tell "vanished" apart (conflict path only).
             if not await blob.exists():
                 raise NotFoundError(
@@ -163,9 +183,11 @@ class AzureWorkflowBlobs:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
         return str(result["etag"])
 
+    @repeated
     async def state_metadata(self, workflow_id: str) -> dict[str, str]:
         return (await self.state_properties(workflow_id))[0]
 
+    @repeated
     async def state_properties(self, workflow_id: str) -> tuple[dict[str, str], str]:
         name = ResourceNames.state_blob(workflow_id)
         try:
@@ -174,6 +196,7 @@ class AzureWorkflowBlobs:
             raise_missing(error, self.container.container_name, f"state of {workflow_id!r}")
         return dict(properties.metadata), str(properties.etag)
 
+    @repeated
     async def delete(self, workflow_id: str, etag: str | None = None) -> None:
         state = ResourceNames.state_blob(workflow_id)
         if etag is None:
@@ -195,6 +218,7 @@ class AzureWorkflowBlobs:
                     raise_missing(error, self.container.container_name, f"blob {state!r}")
         await delete_if_present(self.container, ResourceNames.definition_blob(workflow_id))
 
+    @repeated
     async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:
         name = ResourceNames.purge_marker_blob(workflow_id)
         try:
@@ -204,6 +228,7 @@ class AzureWorkflowBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
+    @repeated
     async def purge_marks(self, limit: int = 1000) -> dict[str, PurgeMark]:
         prefix = ResourceNames.PURGE_MARKER_PREFIX
         names: builtins.list[str] = []
@@ -212,6 +237,7 @@ class AzureWorkflowBlobs:
                 break
             names.append(blob.name)
 
+        @repeated
         async def mark(name: str) -> PurgeMark | None:
             try:
                 downloader = await self.container.download_blob(name)
@@ -224,8 +250,41 @@ class AzureWorkflowBlobs:
             n.removeprefix(prefix): m for n, m in zip(names, found, strict=True) if m is not None
         }
 
+    @repeated
     async def unmark_purge(self, workflow_id: str) -> None:
         await delete_if_present(self.container, ResourceNames.purge_marker_blob(workflow_id))
+
+    @repeated
+    async def mark_job(self, job: str, at: float) -> None:
+        name = ResourceNames.job_mark_blob(job)
+        try:
+            await self.container.upload_blob(
+                name, repr(float(at)).encode(), overwrite=True, content_settings=JSON
+            )
+        except ResourceNotFoundError as error:
+            raise_missing(error, self.container.container_name, f"blob {name!r}")
+
+    @repeated
+    async def job_marks(self) -> dict[str, float]:
+        prefix = ResourceNames.JOB_MARK_PREFIX
+        names: builtins.list[str] = []
+        async for blob in self.container.list_blobs(name_starts_with=prefix):
+            if len(names) >= MAX_JOB_MARKS:
+                break
+            names.append(blob.name)
+
+        @repeated
+        async def at(name: str) -> float | None:
+            try:
+                downloader = await self.container.download_blob(name, offset=0, length=64)
+                return mark_time(await downloader.readall())
+            except ResourceNotFoundError:
+                return None
+
+        times = await asyncio.gather(*(at(name) for name in names))
+        return {
+            n.removeprefix(prefix): t for n, t in zip(names, times, strict=True) if t is not None
+        }
 
 
 def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:
@@ -241,6 +300,7 @@ class AzureOutputBlobs:
     def __init__(self, container: ContainerClient) -> None:
         self.container = container
 
+    @repeated
     async def put(self, name: str, data: bytes, *, content_type: str = "application/json") -> None:
         try:
             await self.container.upload_blob(
@@ -249,11 +309,13 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"blob {name!r}")
 
+    @repeated
     async def create_if_absent(self, name: str, data: bytes) -> bool:
         settings = ContentSettings("application/octet-stream")
         etag = await create_blob_if_absent(self.container, name, data, content_settings=settings)
         return etag is not None
 
+    @repeated
     async def get(self, name: str) -> bytes:
         try:
             downloader = await self.container.download_blob(name)
@@ -261,6 +323,7 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
 
+    @repeated
     async def append(
         self, name: str, data: bytes, *, at: int, content_type: str, create: bool = False
     ) -> None:
@@ -279,6 +342,7 @@ class AzureOutputBlobs:
             if size != at + len(data):  # not our own earlier try that landed
                 raise ConflictError(f"append blob {name!r} holds {size} bytes, not {at}") from None
 
+    @repeated
     async def read_range(self, name: str, start: int, max_bytes: int) -> tuple[bytes, int]:
         blob = self.container.get_blob_client(name)
         try:
@@ -293,6 +357,7 @@ class AzureOutputBlobs:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, f"output blob {name!r}")
 
+    @repeated
     async def delete_prefix(self, prefix: str, *, segments: int | None = None) -> int:
         names = [
             blob.name
@@ -306,72 +371,3 @@ class AzureOutputBlobs:
                 return await delete_if_present(self.container, name)
 
         return sum(await asyncio.gather(*(one(name) for name in names)))
-
-
-class AzureDeadLetters:
-    """DeadLetters in the ``{prefix}-deadletter`` container: one JSON blob per event, named
-    ``{day}/{inverted time}-{message_id}.json`` (``ResourceNames.deadletter_blob``), its receive
-    time also kept in metadata so listing needs no downloads to find the most recent."""
-
-    def __init__(self, container: ContainerClient) -> None:
-        self.container = container
-
-    async def put(self, *, message_id: str, text: str, reason: str, received_at: float) -> str:
-        name = ResourceNames.deadletter_blob(received_at, message_id)
-        try:
-            await self.container.upload_blob(
-                name,
-                dead_letter_json(message_id, text, reason, received_at),
-                overwrite=True,
-                metadata={"received_at": repr(received_at)},
-                content_settings=ContentSettings("application/json"),
-            )
-        except ResourceNotFoundError as error:
-            raise_missing(error, self.container.container_name, f"blob {name!r}")
-        return name
-
-    async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
-        # Newest day first ({YYYY-MM-DD}/...), stopping once a day completes the page or the scan
-        # budget is spent: 50,000 old letters cost nothing to show today's 20. Within a day the
-        # names list newest first (``ResourceNames.deadletter_blob``), so a day stops once it
-        # gave ``limit`` of them: the rest of it is older (names of an earlier dagq, in no useful
-        # order, were all written before the first newest-first name of their day).
-        if limit <= 0:
-            return []
-        stamped: builtins.list[tuple[float, str]] = []
-        try:
-            days = [item.name async for item in self.container.walk_blobs(delimiter="/")]
-            for day in sorted(days, reverse=True):
-                newest_first = 0
-                async for blob in self.container.list_blobs(name_starts_with=day,
-                                                            include=["metadata"]):  # fmt: skip
-                    stamped.append((_received_at(blob.metadata), blob.name))
-                    newest_first += ResourceNames.deadletter_newest_first(blob.name)
-                    if len(stamped) >= DEAD_LETTER_SCAN or newest_first >= limit:
-                        break
-                if len(stamped) >= limit or len(stamped) >= DEAD_LETTER_SCAN:
-                    break
-        except ResourceNotFoundError as error:
-            raise_missing(error, self.container.container_name, "dead letters")
-        recent = sorted(stamped)[-limit:]
-        letters = await asyncio.gather(*(self._read(name) for _, name in recent))
-        return [letter for letter in letters if letter is not None]
-
-    async def _read(self, name: str) -> DeadLetter | None:
-        """The letter, or None (logged) when the blob is not one: the workers' identity may
-        write here, and one forged blob must cost that blob, never ``dagq doctor``."""
-        downloader = await self.container.download_blob(name)
-        data = await downloader.readall()
-        try:
-            return dead_letter_from_json(name, data)
-        except Exception as exc:
-            log.warning("dead letter %s cannot be read, skipped: %s", ascii(name[:200]),
-                        ascii(repr(exc)[:200]))  # fmt: skip
-            return None
-
-
-def _received_at(metadata: dict[str, str] | None) -> float:
-    try:
-        return finite_time((metadata or {}).get("received_at", "0"))
-    except (ValueError, OverflowError):
-        return 0.0

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
+import aiohttp
 from azure.core.credentials_async import AsyncTokenCredential
+from azure.core.pipeline.transport import AioHttpTransport
 from azure.data.tables.aio import TableServiceClient
 from azure.storage.blob.aio import BlobServiceClient
 from azure.storage.queue.aio import QueueServiceClient
 
 from shared.settings import Settings
+from shared.storage.azure.retry import SDK_RETRY
 
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
@@ -29,6 +33,39 @@ def _use_env_settings() -> bool:
     per request (netrc and proxy lookups), which costs a large share of a queue operation's time.
     """
     return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
+
+
+KEEPALIVE_S = 4.0
+"""How long an idle pooled connection is kept for reuse (aiohttp's default: 15 s). Shorter than
+the servers' idle timeouts (Azurite's Node server: 5 s; Azure's front ends and load balancers:
+longer), so that a request never goes out on a connection the server is closing just then."""
+
+
+class _Transport(AioHttpTransport):  # type: ignore[misc]  # the SDK exports it lazily (Any)
+    """The SDK's aiohttp transport with dagq's connection pool: idle connections are dropped
+    after ``KEEPALIVE_S``, and aiohttp does not silently send a PUT or DELETE again when a
+    reused connection breaks (it would hide from the adapters that a conditional write was sent
+    twice: ``shared.storage.azure.retry`` repeats it, knowing)."""
+
+    async def open(self) -> None:
+        if self.session is None and self._session_owner:  # type: ignore[has-type]
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(keepalive_timeout=KEEPALIVE_S),
+                trust_env=_use_env_settings(),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=False,
+            )
+            if hasattr(session, "_retry_connection"):  # aiohttp >= 3.12
+                session._retry_connection = False
+            self.session = session
+        await super().open()
+
+
+def _client_options() -> dict[str, Any]:
+    """Keyword arguments of every service client: the transport, proxy settings, and the SDK
+    retry policy's settings (connection errors are the adapters' to repeat:
+    ``shared.storage.azure.retry``)."""
+    return {"transport": _Transport(), "use_env_settings": _use_env_settings(), **SDK_RETRY}
 
 
 _HTTP_LOGGER = "azure.core.pipeline.policies.http_logging_policy"
@@ -68,12 +105,12 @@ class AzureClients:
         if self._blob is None:
             conn = self.settings.storage_connection_string
             self._blob = (
-                BlobServiceClient.from_connection_string(conn, use_env_settings=_use_env_settings())
+                BlobServiceClient.from_connection_string(conn, **_client_options())
                 if conn
                 else BlobServiceClient(
                     self.settings.service_uri("blob"),
                     credential=self._token_credential(),
-                    use_env_settings=_use_env_settings(),
+                    **_client_options(),
                 )
             )
         return self._blob
@@ -85,14 +122,12 @@ class AzureClients:
             # No message encode/decode policy: messages travel as plain text, matching the
             # Functions host's "messageEncoding": "none".
             self._queue = (
-                QueueServiceClient.from_connection_string(
-                    conn, use_env_settings=_use_env_settings()
-                )
+                QueueServiceClient.from_connection_string(conn, **_client_options())
                 if conn
                 else QueueServiceClient(
                     self.settings.service_uri("queue"),
                     credential=self._token_credential(),
-                    use_env_settings=_use_env_settings(),
+                    **_client_options(),
                 )
             )
         return self._queue
@@ -102,14 +137,12 @@ class AzureClients:
         if self._table is None:
             conn = self.settings.storage_connection_string
             self._table = (
-                TableServiceClient.from_connection_string(
-                    conn, use_env_settings=_use_env_settings()
-                )
+                TableServiceClient.from_connection_string(conn, **_client_options())
                 if conn
                 else TableServiceClient(
                     self.settings.service_uri("table"),
                     credential=self._token_credential(),
-                    use_env_settings=_use_env_settings(),
+                    **_client_options(),
                 )
             )
         return self._table

@@ -27,6 +27,7 @@ from shared.json_values import parse_untrusted
 from shared.limits import INDEX_BATCH, MAX_INDEX_ERROR_CHARS
 from shared.names import INDEX_PARTITION, index_row_key
 from shared.states import WorkflowStatus
+from shared.storage.azure.retry import repeated
 from shared.storage.encoding import (
     MAX_PAGE,
     created_before_key,
@@ -156,6 +157,7 @@ class AzureIndex:
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
+    @repeated
     async def create(self, row: IndexRow) -> None:
         try:
             await self.table.create_entity(to_entity(row, with_cancel=True))
@@ -164,6 +166,7 @@ class AzureIndex:
         except ResourceNotFoundError as error:
             raise _missing_table(error, self.table.table_name) or error from error
 
+    @repeated
     async def project(self, row: IndexRow) -> None:
         # Update-merge of every field but the cancel flag: a cancel written concurrently survives.
         # An update sends If-Match: *, so a row that is gone (purged) stays gone: a projection
@@ -175,6 +178,7 @@ class AzureIndex:
             if missing:
                 raise missing from error
 
+    @repeated
     async def project_many(self, rows: builtins.list[IndexRow]) -> None:
         # Every row is in the one index partition: a transaction writes up to INDEX_BATCH of
         # them in one request (the same update-merge as ``project``, all or none).
@@ -209,12 +213,15 @@ class AzureIndex:
                 f"workflow {workflow_id!r} has no index row"
             ) from error
 
+    @repeated
     async def request_cancel(self, workflow_id: str, created_at: float) -> None:
         await self._set_cancel(workflow_id, created_at, True)
 
+    @repeated
     async def clear_cancel(self, workflow_id: str, created_at: float) -> None:
         await self._set_cancel(workflow_id, created_at, False)
 
+    @repeated
     async def get(self, workflow_id: str, created_at: float) -> IndexRow | None:
         try:
             entity = await self.table.get_entity(
@@ -227,6 +234,7 @@ class AzureIndex:
             return None
         return parsed(entity)
 
+    @repeated
     async def list(
         self,
         *,
@@ -266,6 +274,7 @@ class AzureIndex:
         next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
         return IndexPage(rows, next_token)
 
+    @repeated
     async def delete(self, workflow_id: str, created_at: float) -> None:
         # delete_entity sends If-Match: * and ignores a missing entity.
         try:
@@ -275,6 +284,7 @@ class AzureIndex:
             if missing:
                 raise missing from error
 
+    @repeated
     async def created_before(
         self, before: float, *, limit: int = 100, continuation: str | None = None
     ) -> IndexPage:
@@ -300,6 +310,7 @@ class AzureIndex:
         next_token = encode_continuation({k: v for k, v in token.items() if v}) if token else None
         return IndexPage(rows, next_token)
 
+    @repeated
     async def active(
         self, partition: int | None = None, *, limit: int | None = None
     ) -> builtins.list[IndexRow]:

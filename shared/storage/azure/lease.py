@@ -7,12 +7,16 @@ another holder is a 409 too (False here).
 
 from __future__ import annotations
 
+import uuid
+
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import BlobClient, BlobLeaseClient, ContainerClient
 
 from shared.names import ResourceNames
 from shared.storage.azure.blobs import create_blob_if_absent, raise_missing
+from shared.storage.azure.retry import repeated
+from shared.storage.repeat import call_state
 from shared.storage.rules import check_lease_duration
 
 
@@ -29,6 +33,7 @@ class AzureLease:
         self.blob_name = ResourceNames.lease_blob(partition)
         self.blob: BlobClient = container.get_blob_client(self.blob_name)
 
+    @repeated
     async def ensure_sentinel(self) -> None:
         """Create the (empty) sentinel blob if it does not exist."""
         await create_blob_if_absent(
@@ -38,11 +43,17 @@ class AzureLease:
             content_settings=ContentSettings("application/octet-stream"),
         )
 
+    @repeated
     async def acquire(self, duration_s: int) -> str | None:
         check_lease_duration(duration_s)
+        # One proposed lease id for every try: a repeat of an acquire that took effect renews
+        # our own lease instead of finding it held (409).
+        state = call_state()
+        lease_id = state["lease_id"] = state.get("lease_id") or str(uuid.uuid4())
         for _ in range(2):
             try:
-                lease = await self.blob.acquire_lease(lease_duration=duration_s)
+                lease = BlobLeaseClient(self.blob, lease_id)
+                await lease.acquire(lease_duration=duration_s)
             except ResourceNotFoundError as error:
                 if getattr(error, "error_code", None) == "ContainerNotFound":
                     raise_missing(error, self.container.container_name, "lease sentinel")
@@ -55,6 +66,7 @@ class AzureLease:
             return str(lease.id)
         return None
 
+    @repeated
     async def renew(self, lease_id: str) -> bool:
         try:
             await BlobLeaseClient(self.blob, lease_id).renew()
@@ -64,6 +76,7 @@ class AzureLease:
             raise
         return True
 
+    @repeated
     async def release(self, lease_id: str) -> None:
         try:
             await BlobLeaseClient(self.blob, lease_id).release()
@@ -71,6 +84,7 @@ class AzureLease:
             if not _lost(error):
                 raise
 
+    @repeated
     async def break_lease(self) -> None:
         try:
             await BlobLeaseClient(self.blob).break_lease(lease_break_period=0)
@@ -78,6 +92,7 @@ class AzureLease:
             if not _lost(error):
                 raise
 
+    @repeated
     async def is_held(self) -> bool:
         try:
             properties = await self.blob.get_blob_properties()

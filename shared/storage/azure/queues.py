@@ -17,6 +17,7 @@ from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient, QueueServiceClient
 
 from shared.limits import MAX_VISIBILITY_S
+from shared.storage.azure.retry import repeated
 from shared.storage.ports import ReceivedMessage
 from shared.storage.rules import too_large
 
@@ -47,6 +48,7 @@ class AzureQueue:
         """A send succeeded (or ensure ran): the queue exists, sends need not wait in line."""
         self._first_send = asyncio.Lock()
 
+    @repeated
     async def ensure(self) -> None:
         if self._ensured:
             return
@@ -54,6 +56,7 @@ class AzureQueue:
             await self.client.create_queue()
         self._ensured = self._known = True
 
+    @repeated
     async def send(self, text: str, *, delay_s: float = 0.0) -> None:
         delay = _seconds(delay_s, 0) or None
         try:
@@ -80,6 +83,7 @@ class AzureQueue:
                 await self.client.create_queue()
             await self.client.send_message(text, visibility_timeout=delay, time_to_live=-1)
 
+    @repeated
     async def receive(self, max_messages: int, visibility_s: int) -> list[ReceivedMessage]:
         if max_messages <= 0:
             return []
@@ -115,6 +119,7 @@ class AzureQueue:
             inserted_at=inserted.timestamp() if inserted else None,
         )
 
+    @repeated
     async def delete(self, message: ReceivedMessage) -> bool:
         try:
             await self.client.delete_message(message.id, message.pop_receipt)
@@ -124,6 +129,7 @@ class AzureQueue:
             raise
         return True
 
+    @repeated
     async def extend(self, message: ReceivedMessage, visibility_s: int) -> ReceivedMessage | None:
         try:
             updated = await self.client.update_message(
@@ -143,6 +149,7 @@ class AzureQueue:
             inserted_at=message.inserted_at,
         )
 
+    @repeated
     async def approximate_count(self) -> int:
         try:
             properties = await self.client.get_queue_properties()
@@ -150,6 +157,7 @@ class AzureQueue:
             return 0
         return int(properties.approximate_message_count or 0)
 
+    @repeated
     async def oldest_visible_at(self) -> float | None:
         try:
             peeked = await self.client.peek_messages(max_messages=1)
@@ -173,6 +181,7 @@ class AzureQueues:
             self._handles[azure_name] = handle
         return handle
 
+    @repeated
     async def list_names(self, prefix: str) -> list[str]:
         return sorted(
             [queue.name async for queue in self.service.list_queues(name_starts_with=prefix)]

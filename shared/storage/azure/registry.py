@@ -31,9 +31,16 @@ from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError
 from shared.json_values import json_problem, parse_untrusted
-from shared.limits import MAX_COUNTER, MAX_RECORD_TASKS, MAX_REGISTRY_ROWS, MAX_TIMESTAMP_S
-from shared.names import FAILURE_PARTITION, MARK_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
+from shared.limits import (
+    MAX_COUNTER,
+    MAX_RECORD_TASKS,
+    MAX_REGISTRY_READ_BYTES,
+    MAX_REGISTRY_ROWS,
+    MAX_TIMESTAMP_S,
+)
+from shared.names import FAILURE_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
+from shared.storage.azure.retry import repeated
 from shared.storage.registry import (
     FailureNote,
     WorkerRecord,
@@ -118,6 +125,7 @@ def from_entity(entity: Any) -> WorkerRecord:
         last_seen=_time(entity, "LastSeen"),
         interval_s=_time(entity, "IntervalS"),
         busy_s=_time(entity, "BusyS"),
+        row_key=str(entity["RowKey"]),
         live_errors=_count(entity, "LiveErrors"),
         server_seen=stamp.timestamp() if isinstance(stamp, datetime) else None,
     )
@@ -166,6 +174,17 @@ def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtin
     return out
 
 
+COLUMNS = {
+    WORKER_PARTITION: [
+        "RowKey", "WorkerId", "Host", "Queues", "Slots", "Busy", "Tasks", "Progress", "Gpus",
+        "Version", "StartedAt", "LastSeen", "IntervalS", "BusyS", "LiveErrors", "Timestamp",
+    ],
+    QUEUE_PARTITION: ["RowKey", "NotedAt"],
+    FAILURE_PARTITION: ["RowKey", "Source", "Kind", "Count", "Detail", "At"],
+}  # fmt: skip
+"""The columns each partition's rows are read with (what ``to_entity`` and the others write)."""
+
+
 class AzureRegistry:
     """Registry over the registry table's client."""
 
@@ -173,9 +192,21 @@ class AzureRegistry:
         self.table = table
 
     async def _partition(self, partition: str) -> builtins.list[Any]:
+        """The partition's rows, their known columns only (``COLUMNS``: the service sends no
+        other), within ``MAX_REGISTRY_ROWS`` rows and ``MAX_REGISTRY_READ_BYTES`` of values."""
         query = f"PartitionKey eq {odata_string(partition)}"
+        pages = self.table.query_entities(
+            query, results_per_page=MAX_REGISTRY_ROWS, select=COLUMNS[partition]
+        )
         entities: builtins.list[Any] = []
-        async for entity in self.table.query_entities(query, results_per_page=MAX_REGISTRY_ROWS):
+        held = 0
+        async for entity in pages:
+            held += sum(len(str(value)) for value in entity.values())
+            if held > MAX_REGISTRY_READ_BYTES:
+                log.warning("registry partition %r holds more than %d bytes: read the first"
+                            " %d rows only", partition, MAX_REGISTRY_READ_BYTES,
+                            len(entities))  # fmt: skip
+                break
             entities.append(entity)
             if len(entities) >= MAX_REGISTRY_ROWS:
                 log.warning("registry partition %r has more than %d rows: read the first only",
@@ -183,35 +214,34 @@ class AzureRegistry:
                 break
         return entities
 
+    @repeated
     async def beat(self, record: WorkerRecord) -> None:
         await self.table.upsert_entity(to_entity(record), mode=UpdateMode.REPLACE)
 
-    async def remove(self, worker_id: str) -> None:
+    @repeated
+    async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
+        key = row_key if row_key is not None else worker_row_key(worker_id)
         # delete_entity is a no-op for a missing entity (the SDK swallows the 404): belt and braces.
         with suppress(ResourceNotFoundError):
-            await self.table.delete_entity(WORKER_PARTITION, worker_row_key(worker_id))
+            await self.table.delete_entity(WORKER_PARTITION, key)
 
+    @repeated
     async def workers(self) -> builtins.list[WorkerRecord]:
         entities = await self._partition(WORKER_PARTITION)
         return sorted(_readable(entities, from_entity), key=lambda r: r.worker_id)
 
+    @repeated
     async def note_queues(self, queues: builtins.list[str], at: float) -> None:
         for queue in queues:
             entity = {"PartitionKey": QUEUE_PARTITION, "RowKey": queue, "NotedAt": float(at)}
             await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def queues(self) -> dict[str, float]:
         entities = await self._partition(QUEUE_PARTITION)
         return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "NotedAt"))))
 
-    async def mark(self, job: str, at: float) -> None:
-        entity = {"PartitionKey": MARK_PARTITION, "RowKey": job, "At": float(at)}
-        await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
-
-    async def marks(self) -> dict[str, float]:
-        entities = await self._partition(MARK_PARTITION)
-        return dict(_readable(entities, lambda e: (_text(e, "RowKey"), _time(e, "At"))))
-
+    @repeated
     async def note_failure(self, note: FailureNote) -> None:
         note = bounded_note(note)
         entity = {
@@ -225,6 +255,7 @@ class AzureRegistry:
         }
         await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
 
+    @repeated
     async def failures(self) -> builtins.list[FailureNote]:
         entities = await self._partition(FAILURE_PARTITION)
         return _readable(entities, _note_from_entity)

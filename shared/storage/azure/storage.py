@@ -6,9 +6,10 @@ from dataclasses import dataclass, field, replace
 
 from shared.names import ResourceNames
 from shared.settings import Settings
-from shared.storage.azure.blobs import AzureDeadLetters, AzureOutputBlobs, AzureWorkflowBlobs
+from shared.storage.azure.blobs import AzureOutputBlobs, AzureWorkflowBlobs
 from shared.storage.azure.cache import AzureResultCache
 from shared.storage.azure.clients import AzureClients
+from shared.storage.azure.deadletters import AzureDeadLetters
 from shared.storage.azure.index import AzureIndex
 from shared.storage.azure.lease import AzureLease
 from shared.storage.azure.queues import AzureQueue, AzureQueues

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from shared.storage.memory.clock import Clock
+from shared.storage.repeat import call_state
 from shared.storage.rules import check_lease_duration
 
 
@@ -30,9 +31,16 @@ class MemoryLease:
 
     async def acquire(self, duration_s: int) -> str | None:
         check_lease_duration(duration_s)
+        # Azure's acquire proposes a lease id, the same on every try of one call; proposing the
+        # id that holds the lease renews it (a repeat whose first try took the lease).
+        state = call_state()
         if self._active():
-            return None
-        self.lease_id = str(uuid.uuid4())
+            if self.lease_id is None or state.get("lease_id") != self.lease_id:
+                return None
+            self.duration_s = duration_s
+            self.expires_at = self._until(duration_s)
+            return self.lease_id
+        self.lease_id = state["lease_id"] = state.get("lease_id") or str(uuid.uuid4())
         self.broken = False
         self.duration_s = duration_s
         self.expires_at = self._until(duration_s)

@@ -29,7 +29,6 @@ class MemoryRegistry:
         self.clock = clock
         self.records: dict[str, WorkerRecord] = {}
         self.queue_notes: dict[str, float] = {}
-        self.job_marks: dict[str, float] = {}
         self.failure_notes: dict[tuple[str, str], FailureNote] = {}
 
     async def beat(self, record: WorkerRecord) -> None:
@@ -48,8 +47,8 @@ class MemoryRegistry:
         )
         self.records[record.worker_id] = stored
 
-    async def remove(self, worker_id: str) -> None:
-        self.records.pop(worker_id, None)
+    async def remove(self, worker_id: str, *, row_key: str | None = None) -> None:
+        self.records.pop(worker_id if row_key is None else row_key, None)
 
     async def workers(self) -> builtins.list[WorkerRecord]:
         return [self.records[key] for key in sorted(self.records)[:MAX_REGISTRY_ROWS]]
@@ -60,12 +59,6 @@ class MemoryRegistry:
 
     async def queues(self) -> dict[str, float]:
         return dict(self.queue_notes)
-
-    async def mark(self, job: str, at: float) -> None:
-        self.job_marks[job] = at
-
-    async def marks(self) -> dict[str, float]:
-        return dict(self.job_marks)
 
     async def note_failure(self, note: FailureNote) -> None:
         self.failure_notes[(note.source, note.kind)] = bounded_note(note)

@@ -98,8 +98,11 @@ def _first(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> str:
 
 def _workflow_blobs(container: str) -> Locate:
     def locate(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Target]:
-        if method == "purge_marks":
+        if method in ("purge_marks", "job_marks"):
             return [Target("blob", container)]
+        if method == "mark_job":
+            job = ResourceNames.job_mark_blob(_first(args, kwargs, "job"))
+            return [Target("blob", container, job)]
         workflow_id = _first(args, kwargs, "workflow_id")
         state, definition = (
             ResourceNames.state_blob(workflow_id),

@@ -130,6 +130,8 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
         "mark_purge": (PUT_BLOB,),
         "purge_marks": (LIST_BLOBS,),
         "unmark_purge": (DELETE_BLOB,),
+        "mark_job": (PUT_BLOB,),
+        "job_marks": (LIST_BLOBS, GET_BLOB),
     },
     "outputs": {
         "put": (PUT_BLOB,),
@@ -186,8 +188,6 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
         "workers": (QUERY_ENTITIES,),
         "note_queues": (UPSERT_ENTITY,),
         "queues": (QUERY_ENTITIES,),
-        "mark": (UPSERT_ENTITY,),
-        "marks": (QUERY_ENTITIES,),
         "note_failure": (UPSERT_ENTITY,),
         "failures": (QUERY_ENTITIES,),
     },
