@@ -91,6 +91,9 @@ class Tooth(enum.StrEnum):
     """Workers run duplicate deliveries of an attempt instead of dropping them by the claim."""
     RETRY_UNBOUNDED = "retry-unbounded"
     """The engine grants one more attempt than the retry budget."""
+    NO_SIGNATURE_CHECK = "no-signature-check"
+    """Workers and coordinators take any task message and control event, signed by the app or
+    not (the forger's then run and apply)."""
 
 
 CATCH_WITHIN: dict[Tooth, int] = {
@@ -102,5 +105,6 @@ CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.FORGET_REDELIVERY: 10,
     Tooth.NO_CLAIM: 10,
     Tooth.RETRY_UNBOUNDED: 10,
+    Tooth.NO_SIGNATURE_CHECK: 5,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""
