@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
 from shared.coordinator import Coordinator
+from shared.errors import MessageError
 from shared.messages import (
+    CancelEvent,
     OutputRef,
     TaskCompletedEvent,
     TaskFailedEvent,
@@ -28,6 +31,7 @@ from shared.messages import (
 )
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from sim.faults import Crash, Tooth
+from sim.keys import FORGED_CMD, FORGER, VERIFIER
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from worker_agent.workflow_check import (
@@ -145,6 +149,15 @@ async def worker(world: World, actor: Actor, _generation: int) -> None:
 async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
                    received: ReceivedMessage) -> None:  # fmt: skip
     message = decode_task_message(received.text)
+    try:
+        VERIFIER.check(message)  # as the worker does, before the claim
+    except MessageError as exc:
+        await storage.deadletters.put(message_id=received.id, text=received.text,
+                                      reason=str(exc), received_at=world.now())  # fmt: skip
+        await queue.delete(received)
+        return
+    if message.cmd == FORGED_CMD:
+        world.oracle.fail(actor.name, f"a forged task message passed the check: {message.key}")
     wid = message.workflow_id
     if Tooth.NO_CLAIM not in world.platform.teeth:
         claim = message.claim_blob()
@@ -271,6 +284,29 @@ def _failed(actor: Actor, message: TaskMessage, reason: str, started_at: float) 
 
 
 # -- chaos ---------------------------------------------------------------------------------------
+
+
+async def forger(world: World) -> None:
+    """A compromised worker identity: now and then a task message and a cancel event the app
+    never signed (none, or another key's), for a workflow a user submitted. None may run or be
+    applied (``sim.keys``; the oracle checks both). Its own random stream, so the rest of a seed's
+    choices stay as they were."""
+    rng = random.Random(world.seed * 7919 + 17)
+    while not world.stopping:
+        await asyncio.sleep(rng.uniform(5.0, 40.0))
+        if not world.submitted or world.stopping:
+            continue
+        workflow_id = rng.choice(world.submitted)
+        queue = world.names.task_queue(rng.choice(QUEUES))
+        message = TaskMessage(workflow_id=workflow_id, task="a", attempt=1, queue="cpu",
+                              cmd=FORGED_CMD)  # fmt: skip
+        cancel = CancelEvent(workflow_id=workflow_id, reason="forged")
+        if rng.random() < 0.5:
+            message, cancel = FORGER.sign(message), FORGER.sign(cancel)
+        world.platform.log("forger", f"forges a task message and a cancel of {workflow_id}")
+        partition = world.oracle.workflows[workflow_id].partition
+        await world.raw.queues.get(queue).send(encode(message))
+        await world.raw.for_partition(partition).event_queue.send(encode(cancel))
 
 
 async def chaos(world: World) -> None:

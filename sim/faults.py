@@ -94,6 +94,9 @@ class Tooth(enum.StrEnum):
     PURGE_WHOLE_ID = "purge-whole-id"
     """A purge deletes every outputs-container blob of the id (``{id}/``, as before issue #30),
     not only its own incarnation's: a re-submit before that step loses its blobs."""
+    NO_SIGNATURE_CHECK = "no-signature-check"
+    """Workers and coordinators take any task message and control event, signed by the app or
+    not (the forger's then run and apply)."""
 
 
 CATCH_WITHIN: dict[Tooth, int] = {
@@ -108,5 +111,6 @@ CATCH_WITHIN: dict[Tooth, int] = {
     # Rare: it takes blobs of two incarnations under one id when a purge lands (a re-submit
     # before a stalled step 4, or a purged run's late claim); seeds 45, 56, 141, 268 of 0..299.
     Tooth.PURGE_WHOLE_ID: 50,
+    Tooth.NO_SIGNATURE_CHECK: 5,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

@@ -32,16 +32,22 @@ from shared.deployment import partition_from_metadata
 from shared.engine.state import IS_TERMINAL, RuntimeState
 from shared.errors import NotFoundError
 from shared.names import ResourceNames
+from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from shared.storage.repeat import is_repeat
 from sim.storage import Actor, Platform
 
-BENIGN_DEAD_LETTERS = ("of another incarnation of workflow",)
+BENIGN_DEAD_LETTERS = (
+    "of another incarnation of workflow",
+    "is not signed by the app",
+    "no key in DAGQ_VERIFY_KEYS made",
+)
 """Dead-letter reasons that are the design working, not a fault: a purged workflow's late task
 message or event, which reached its id's next incarnation, is kept aside with its reason (never
 applied or run). A report held for a rerun that never arrived is not among them: only a cancel
 settles a task while a dispatch the state does not show may be out, and a report of such a
-dispatch is stale (``engine.attempt_bounds.rerun_base``)."""
+dispatch is stale (``engine.attempt_bounds.rerun_base``). The forger's messages, unsigned or
+signed with a key not in force, are dead-lettered by design too (``sim.actors.forger``)."""
 
 
 @dataclass
@@ -55,6 +61,9 @@ class Known:
     purge_started: bool = False
     """A purge of the id started (and was not refused) since this incarnation began: its state
     blob may go."""
+    cancels: int = 0
+    """Cancels users asked for (of any incarnation of the id): a workflow no user cancelled must
+    never end cancelled (the forger's cancel events are never applied)."""
     purges: int = 0
     """Purges of the id in flight: one that started before a re-submit may purge the new
     incarnation (seed 198: a purge stalled across a concurrent purge-and-re-submit, then purged
@@ -118,6 +127,10 @@ class Oracle:
             known.incarnation += 1
             known.purge_started = known.purges > 0
             known.last = None
+
+    def cancelling(self, workflow_id: str) -> None:
+        """A user asks to cancel ``workflow_id``."""
+        self.workflows[workflow_id].cancels += 1
 
     def _state(self, workflow_id: str) -> RuntimeState | None:
         blob = self.raw.workflows.container.blobs.get(ResourceNames.state_blob(workflow_id))
@@ -292,6 +305,8 @@ class Oracle:
                 if not known.purge_started:
                     self.fail("end", f"{workflow_id}: state blob vanished without a purge")
                 continue
+            if state.status is WorkflowStatus.CANCELLED and not known.cancels:
+                self.fail("end", f"{workflow_id}: cancelled, but no user cancelled it")
             self._check_index(workflow_id, state)
             self._check_outputs(workflow_id, known, state)
         self._check_queues()

@@ -10,6 +10,7 @@ from typing import Any
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.update import UpdateResult, WorkflowUpdater
 from shared.engine.step import Step
+from shared.signing import Verifier
 from sim.faults import Tooth
 
 
@@ -31,6 +32,8 @@ def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
             return UpdateResult(done=list(envelopes), row=result.row)
 
         patch(WorkflowUpdater, "update", acking)
+    if Tooth.NO_SIGNATURE_CHECK in teeth:
+        patch(Verifier, "check", lambda self, message: None)
     if Tooth.SKIP_LEASE_CHECK in teeth:
         take = Leadership.take
 

@@ -23,6 +23,7 @@ from shared.names import new_workflow_id
 from shared.ops.purge import purge_workflow
 from shared.storage.ports import Storage
 from sim.faults import Crash, TransientError
+from sim.keys import SIGNER
 from sim.storage import Actor, view
 from sim.workload import compile_random
 
@@ -67,9 +68,12 @@ async def operation(world: World, name: str, kind: str) -> None:
     workflow_id = rng.choice(world.submitted)
     world.platform.log(name, f"user: {kind} {workflow_id}")
     if kind == "cancel":
-        await call(world, name, lambda s: service.cancel(s, workflow_id, reason="sim"))
+        world.oracle.cancelling(workflow_id)
+        await call(
+            world, name, lambda s: service.cancel(s, workflow_id, reason="sim", signer=SIGNER)
+        )
     elif kind == "retry":
-        await call(world, name, lambda s: service.retry(s, workflow_id))
+        await call(world, name, lambda s: service.retry(s, workflow_id, signer=SIGNER))
     elif kind == "resubmit":
         await _submit(world, name, workflow_id)
     else:
@@ -88,6 +92,7 @@ async def _submit(world: World, name: str, workflow_id: str) -> None:
             storage, wf, now=world.now() + world.rng.uniform(-1, 1), workflow_id=workflow_id,
             encoded=data, partitions=world.partitions,
             incarnation=1 + world.rng.randrange(MAX_COUNTER),  # seeded, not ``secrets``
+            signer=SIGNER,
         )  # fmt: skip
 
     await call(world, name, submit)

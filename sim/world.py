@@ -24,9 +24,10 @@ from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
 from shared.storage.tolerated import TOLERATED
 from sim import loop as vloop
-from sim.actors import chaos, functions_host, restarting, worker
+from sim.actors import chaos, forger, functions_host, restarting, worker
 from sim.faults import FaultRates, Tooth
 from sim.invariants import Oracle
+from sim.keys import SIGNING_KEY
 from sim.storage import Actor, Platform, deterministic_ids, new_storage
 from sim.teeth import planted
 from sim.users import OPS, users
@@ -56,10 +57,14 @@ class SimConfig:
 
 
 OPTIONS = CoordinatorOptions(
-    lease_s=15, activate_repair_after_s=5.0, cancel_grace_s=60.0, empty_queue_repair_after_s=30.0
+    lease_s=15,
+    activate_repair_after_s=5.0,
+    cancel_grace_s=60.0,
+    empty_queue_repair_after_s=30.0,
+    signing_key=SIGNING_KEY,
 )
 """The coordinator's options in the simulation: short leases and repairs, so a few virtual
-minutes see many hand-overs."""
+minutes see many hand-overs; task messages and control events signed as the app signs them."""
 
 
 @dataclass
@@ -93,6 +98,7 @@ class World:
         loop = asyncio.get_running_loop()
         assert isinstance(loop, vloop.VirtualLoop)
         self.loop: vloop.VirtualLoop = loop
+        self.seed = seed
         self.rng = random.Random(seed)
         self.config = config
         self.platform = Platform(self.rng, lambda: self.now(), config.faults, teeth)
@@ -120,6 +126,7 @@ async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome
         processes.append(restarting(world, f"w{n}", _bind(worker, world)))
     tasks = [asyncio.create_task(p) for p in processes]
     tasks.append(asyncio.create_task(chaos(world)))
+    tasks.append(asyncio.create_task(forger(world)))
     user_ops = asyncio.create_task(users(world))
     await asyncio.sleep(config.fault_s)
     world.platform.faults = FaultRates.quiet()
