@@ -109,8 +109,9 @@ CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.NO_CLAIM: 10,
     Tooth.RETRY_UNBOUNDED: 10,
     # Rare: it takes blobs of two incarnations under one id when a purge lands (a re-submit
-    # before a stalled step 4, or a purged run's late claim); seeds 45, 56, 141, 268 of 0..299.
-    Tooth.PURGE_WHOLE_ID: 50,
+    # before a stalled step 4, or a purged run's late claim). With the forger and the lost
+    # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 catch it (about 60 s).
+    Tooth.PURGE_WHOLE_ID: 450,
     Tooth.NO_SIGNATURE_CHECK: 5,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

@@ -121,4 +121,8 @@ def test_submit_dispatch_claim_report_and_the_cli_survive_lost_connections(
 
     closed = {p.upstream[1]: (p.closed_before, p.closed_after) for p in stack.proxies()}
     assert all(before > 0 for before, _ in closed.values()), closed
-    assert all(after > 0 for _, after in list(closed.values())[:3]), closed
+    # After Azurite acted: blob and table requests. The queue's every 17th request is often a
+    # receive, which the proxy spares (``_receive``), so its count may stay 0 in a short run.
+    blob, _, table = stack.storage
+    assert blob.closed_after > 0, closed
+    assert table.closed_after > 0, closed

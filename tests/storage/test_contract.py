@@ -198,7 +198,7 @@ async def test_the_recent_dead_letters_of_a_busy_day_are_the_newest_not_a_sample
     """Before: names were ``{day}/{message id}``, so a day with more letters than the scan
     bound listed a sample in message-id order (issue #30, item 4). Now a day lists newest
     first, and letters named the old way are still listed."""
-    import shared.storage.azure.blobs as azure_blobs
+    import shared.storage.azure.deadletters as azure_blobs
     from shared.settings import Settings
     from shared.storage.factory import ensure_resources, open_storage
 

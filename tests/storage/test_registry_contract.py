@@ -213,3 +213,11 @@ async def test_registry_reads_are_bounded_in_bytes(
     monkeypatch.setattr(azure_registry, "MAX_REGISTRY_READ_BYTES", 1000)
     kept = await storage.registry._partition("worker")  # type: ignore[attr-defined]
     assert 1 <= len(kept) <= 3
+
+
+def test_a_read_selects_every_column_a_beat_writes() -> None:
+    # The Incarnations column, added to the beat, was first missing from the read's columns.
+    from shared.storage.azure.registry import COLUMNS, to_entity
+
+    written = set(to_entity(record())) - {"PartitionKey"}
+    assert written <= set(COLUMNS["worker"])

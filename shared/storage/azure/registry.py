@@ -177,7 +177,8 @@ def _readable(entities: builtins.list[Any], read: Callable[[Any], T]) -> builtin
 COLUMNS = {
     WORKER_PARTITION: [
         "RowKey", "WorkerId", "Host", "Queues", "Slots", "Busy", "Tasks", "Progress", "Gpus",
-        "Version", "StartedAt", "LastSeen", "IntervalS", "BusyS", "LiveErrors", "Timestamp",
+        "Version", "StartedAt", "LastSeen", "IntervalS", "BusyS", "LiveErrors", "Incarnations",
+        "Timestamp",
     ],
     QUEUE_PARTITION: ["RowKey", "NotedAt"],
     FAILURE_PARTITION: ["RowKey", "Source", "Kind", "Count", "Detail", "At"],
