@@ -347,3 +347,18 @@ class Storage:
         if partition == self.partition:
             return self
         raise NotImplementedError(f"{type(self).__name__} has no partition views")
+
+
+PORTS: dict[str, type] = {
+    "workflows": WorkflowBlobs,
+    "outputs": OutputBlobs,
+    "cache": ResultCache,
+    "deadletters": DeadLetters,
+    "lease": Lease,
+    "queue": Queue,
+    "queues": Queues,
+    "index": Index,
+    "registry": Registry,
+}
+"""Each port by the name the storage layers key their per-method tables by (the permission
+layer's REST operations, the repeat rules)."""

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,8 +95,18 @@ def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
 @pytest.fixture(scope="module")
 def stack(azurite: Azurite, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The app under the local host plus cpu and gpu workers, on a prefix of this module's own."""
-    logs = Path(tmp_path_factory.mktemp("stack"))
-    env = {"DAGQ_STORAGE": azurite.connection_string, "DAGQ_PREFIX": "c" + uuid.uuid4().hex[:12]}
+    with running_stack(azurite, Path(tmp_path_factory.mktemp("stack"))) as started:
+        yield started
+
+
+@contextmanager
+def running_stack(azurite: Azurite, logs: Path, **env: str) -> Iterator[Stack]:
+    """The stack on a prefix of its own, with ``env`` added to its processes' environment."""
+    env = {
+        "DAGQ_STORAGE": azurite.connection_string,
+        "DAGQ_PREFIX": "c" + uuid.uuid4().hex[:12],
+        **env,
+    }
     host = start_host(env, logs / "host.log")
     workers = start_workers(env, logs)
     running = Stack(host=host, workers=workers, env=env, logs=logs)

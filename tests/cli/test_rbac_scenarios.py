@@ -22,7 +22,6 @@ import os
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,8 +33,7 @@ from shared.cli.exitcodes import ExitCode
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 from shared.storage.rbac.usage import read_uses
-from tests.cli.conftest import Result, Stack, start_workers, stop_workers
-from tests.support.api_host import start_host
+from tests.cli.conftest import Result, Stack, running_stack
 
 Dagq = Callable[..., Result]
 
@@ -92,20 +90,9 @@ def stack(
 ) -> Iterator[Stack]:
     """The cli stack, its processes recording their calls to this module's own file."""
     logs = Path(tmp_path_factory.mktemp("stack"))
-    env = {
-        "DAGQ_STORAGE": azurite.connection_string,
-        "DAGQ_PREFIX": "r" + uuid.uuid4().hex[:12],
-        "DAGQ_RBAC_ENFORCE": "1",
-        "DAGQ_RBAC_USAGE": str(usage_file),
-    }
-    host = start_host(env, logs / "host.log")
-    workers = start_workers(env, logs)
-    running = Stack(host=host, workers=workers, env=env, logs=logs)
-    try:
-        yield running
-    finally:
-        stop_workers(workers)
-        host.stop()
+    usage = {"DAGQ_RBAC_ENFORCE": "1", "DAGQ_RBAC_USAGE": str(usage_file)}
+    with running_stack(azurite, logs, **usage) as started:
+        yield started
 
 
 def ok(result: Result, stack: Stack) -> str:

@@ -11,23 +11,13 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 
 from shared.names import ResourceNames
-from shared.storage import ports, registry
+from shared.storage import ports
 from shared.storage.ports import Storage
 from shared.storage.rbac.guard import guarded
 from shared.storage.rbac.operations import OPERATIONS
 from shared.storage.rbac.usage import UsageLog
 
-PORTS = {
-    "workflows": ports.WorkflowBlobs,
-    "outputs": ports.OutputBlobs,
-    "cache": ports.ResultCache,
-    "deadletters": ports.DeadLetters,
-    "lease": ports.Lease,
-    "queue": ports.Queue,
-    "queues": ports.Queues,
-    "index": ports.Index,
-    "registry": registry.Registry,
-}
+PORTS = ports.PORTS
 
 
 @pytest.mark.parametrize("port", sorted(PORTS))

@@ -15,20 +15,9 @@ from shared.storage import azure as azure_adapters
 from shared.storage import ports
 from shared.storage.azure.cache import AzureResultCache
 from shared.storage.ports import IndexRow, Storage
-from shared.storage.registry import Registry
 from shared.storage.repeat import REPEATED, repeating, with_repeats
 
-PORTS = {
-    "workflows": ports.WorkflowBlobs,
-    "outputs": ports.OutputBlobs,
-    "cache": ports.ResultCache,
-    "deadletters": ports.DeadLetters,
-    "lease": ports.Lease,
-    "queue": ports.Queue,
-    "queues": ports.Queues,
-    "index": ports.Index,
-    "registry": Registry,
-}
+PORTS = ports.PORTS
 ADAPTERS = {
     "workflows": azure_adapters.AzureWorkflowBlobs,
     "outputs": azure_adapters.AzureOutputBlobs,
