@@ -335,6 +335,14 @@ class ResourceNames:
         before every newest-first name of the same day was written)."""
         return _DEADLETTER_NEWEST_FIRST.fullmatch(name) is not None
 
+    @staticmethod
+    def deadletter_named_time(name: str) -> float | None:
+        """The receive time a newest-first dead letter's name states, or None."""
+        if _DEADLETTER_NEWEST_FIRST.fullmatch(name) is None:
+            return None
+        inverted = int(name.split("/", 1)[1][:13])
+        return (_MAX_MS - inverted) / 1000
+
 
 def check_workflow_id(workflow_id: str) -> None:
     """Raise InvalidIdError if ``workflow_id`` cannot be a workflow id (no storage access)."""

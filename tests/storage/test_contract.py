@@ -573,3 +573,34 @@ async def test_project_many_writes_every_row_and_keeps_the_cancel_flag(storage: 
     last = await storage.index.get("b129", rows[129].created_at)
     assert last is not None
     assert last.status is WorkflowStatus.RUNNING
+
+
+@pytest.mark.azurite
+async def test_a_forged_dead_letter_neither_stays_most_recent_nor_is_read_whole(
+    settings: object,
+) -> None:
+    # Before: "most recent" was the metadata a writer chose (a forged future received_at kept a
+    # letter first for good) and each letter was downloaded whole (64 MiB per doctor run).
+    import asyncio
+
+    from shared.settings import Settings
+    from shared.storage.factory import ensure_resources, open_storage
+
+    assert isinstance(settings, Settings)
+    async with open_storage(settings) as storage:
+        assert isinstance(storage, AzureStorage)
+        await ensure_resources(storage)
+        container = storage.deadletters.container
+        now = 1_790_000_000.0
+        await container.upload_blob(
+            ResourceNames.deadletter_blob(now, "forged"), b"x" * 300_000,
+            metadata={"received_at": repr(9e12)},
+        )  # fmt: skip
+        await asyncio.sleep(1.1)  # the service's clock, to the second, says what came later
+        for i in range(2):
+            await storage.deadletters.put(message_id=f"real{i}", text="{}", reason="r",
+                                          received_at=now + i)  # fmt: skip
+        recent = await storage.deadletters.list(limit=2)
+        assert sorted(d.message_id for d in recent) == ["real0", "real1"]
+        everything = await storage.deadletters.list(limit=10)
+        assert sorted(d.message_id for d in everything) == ["real0", "real1"]  # forged: skipped

@@ -287,7 +287,7 @@ class AzureWorkflowBlobs:
         }
 
 
-def _total_size(downloader: StorageStreamDownloader[bytes]) -> int:
+def total_size(downloader: StorageStreamDownloader[bytes]) -> int:
     """The whole blob's size from a ranged download (its Content-Range header)."""
     content_range = getattr(downloader.properties, "content_range", None) or ""
     _, _, total = str(content_range).rpartition("/")
@@ -349,7 +349,7 @@ class AzureOutputBlobs:
             if max_bytes > 0:
                 try:
                     downloader = await blob.download_blob(offset=start, length=max_bytes)
-                    return await downloader.readall(), _total_size(downloader)
+                    return await downloader.readall(), total_size(downloader)
                 except HttpResponseError as error:
                     if error.status_code != 416:  # only "nothing at or after start" is empty
                         raise

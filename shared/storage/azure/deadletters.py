@@ -6,18 +6,23 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient
 
 from shared.names import ResourceNames
-from shared.storage.azure.blobs import raise_missing
+from shared.storage.azure.blobs import raise_missing, total_size
 from shared.storage.azure.retry import repeated
 from shared.storage.encoding import dead_letter_from_json, dead_letter_json, finite_time
 from shared.storage.ports import DeadLetter
 
 log = logging.getLogger("dagq.storage")
+
+MAX_DEAD_LETTER_BYTES = 256 * 1024
+"""Most bytes of one dead letter read: an event is at most 64 KiB, its letter (text, reason,
+JSON escapes) well under this; a larger blob is not one dagq wrote, and is skipped unread."""
 
 DEAD_LETTER_SCAN = 5000
 """Most dead-letter names one listing reads (newest day first): what showing the recent ones
@@ -56,15 +61,15 @@ class AzureDeadLetters:
         # order, were all written before the first newest-first name of their day).
         if limit <= 0:
             return []
-        stamped: builtins.list[tuple[float, str]] = []
+        stamped: builtins.list[tuple[float, float, str]] = []
         try:
             days = [item.name async for item in self.container.walk_blobs(delimiter="/")]
             for day in sorted(days, reverse=True):
                 newest_first = 0
                 async for blob in self.container.list_blobs(name_starts_with=day,
                                                             include=["metadata"]):  # fmt: skip
-                    stamped.append((_received_at(blob.metadata), blob.name))
-                    newest_first += ResourceNames.deadletter_newest_first(blob.name)
+                    stamped.append((_written_at(blob), _received_at(blob.metadata), blob.name))
+                    newest_first += _truly_named(blob)
                     if len(stamped) >= DEAD_LETTER_SCAN or newest_first >= limit:
                         break
                 if len(stamped) >= limit or len(stamped) >= DEAD_LETTER_SCAN:
@@ -72,21 +77,49 @@ class AzureDeadLetters:
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, "dead letters")
         recent = sorted(stamped)[-limit:]
-        letters = await asyncio.gather(*(self._read(name) for _, name in recent))
+        letters = await asyncio.gather(*(self._read(name) for _, _, name in recent))
         return [letter for letter in letters if letter is not None]
 
     @repeated
     async def _read(self, name: str) -> DeadLetter | None:
         """The letter, or None (logged) when the blob is not one: the workers' identity may
         write here, and one forged blob must cost that blob, never ``dagq doctor``."""
-        downloader = await self.container.download_blob(name)
+        downloader = await self.container.download_blob(
+            name, offset=0, length=MAX_DEAD_LETTER_BYTES
+        )
         data = await downloader.readall()
         try:
+            size = total_size(downloader)
+            if size > MAX_DEAD_LETTER_BYTES:
+                raise ValueError(f"{size} bytes: not a dead letter dagq wrote")
             return dead_letter_from_json(name, data)
         except Exception as exc:
             log.warning("dead letter %s cannot be read, skipped: %s", ascii(name[:200]),
                         ascii(repr(exc)[:200]))  # fmt: skip
             return None
+
+
+def _written_at(blob: Any) -> float:
+    """When storage wrote a listed letter (the service's Last-Modified, to the second): the first
+    key of "most recent", before the time its writer chose (the workers' identity may write
+    letters: a future ``received_at`` kept a forged one "most recent" for good), which only
+    orders letters written within the same second."""
+    modified = getattr(blob, "last_modified", None)
+    return float(modified.timestamp()) if modified is not None else 0.0
+
+
+NAMED_TIME_SLACK_S = 600.0
+"""How far a letter's named receive time may be from when storage wrote it (clock skew, a slow
+write) and still count as telling the truth."""
+
+
+def _truly_named(blob: Any) -> bool:
+    """A newest-first name whose stated time is when storage wrote it: only such names stop a
+    day's listing early (a name is its writer's choice; the workers' identity may write letters
+    whose names sort first, and they must not push the real recent ones out of the listing)."""
+    named = ResourceNames.deadletter_named_time(blob.name)
+    written = _written_at(blob)
+    return named is not None and abs(named - written) <= NAMED_TIME_SLACK_S
 
 
 def _received_at(metadata: dict[str, str] | None) -> float:
