@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from shared import engine
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
+from shared.coordinator.lists import cached_list
 from shared.coordinator.results import ResultCacheSteps
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.commands import Command, Dispatch, WorkflowFinished
@@ -142,7 +143,10 @@ async def dispatch_all(
             raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
         commands = []
         for hit in hits:
-            commands += engine.complete_from_cache(wf, state, hit.completion, hit.origin, now)
+            lists = cached_list(wf, hit.completion, hit.payload)
+            commands += engine.complete_from_cache(
+                wf, state, hit.completion, hit.origin, now, lists=lists
+            )
         tally.cache_hits += len(hits)
         for command, reason in outcome.unsendable:
             failure = TaskFailedEvent(

@@ -47,6 +47,24 @@ async def read_lists(
     return found
 
 
+def cached_list(
+    wf: CompiledWorkflow, completion: TaskCompletedEvent, payload: bytes | None
+) -> dict[str, object]:
+    """For a completion answered from the cache (``results.Hit``): blob name -> parsed content
+    when the task feeds a ``foreach_from`` list and its output is a blob (the bytes the cache
+    held), as ``read_lists`` gives for a worker's completion. A cached list source's children
+    then expand as they do after a run (they failed to, for want of the list)."""
+    ref = completion.output
+    if ref is None or ref.blob is None or payload is None:
+        return {}
+    if completion.task not in engine.list_sources(wf) or len(payload) > engine.MAX_LIST_BYTES:
+        return {}
+    try:
+        return {ref.blob: parse_untrusted(payload)}
+    except ValueError:
+        return {}
+
+
 async def _read(
     outputs: OutputBlobs, workflow_id: str, event: TaskCompletedEvent, blob: str, size: int
 ) -> object | None:

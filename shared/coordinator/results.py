@@ -50,6 +50,9 @@ class Hit:
     dispatch: Dispatch
     completion: TaskCompletedEvent
     origin: CachedFrom
+    payload: bytes | None = None
+    """A blob output's bytes (copied to this attempt's output blob): a ``foreach_from`` list
+    source's list is read from them, as from a worker's completion (``lists.cached_list``)."""
 
 
 class ResultCacheSteps:
@@ -128,7 +131,7 @@ class ResultCacheSteps:
             finished_at=now,
             output=output,
         )
-        return Hit(dispatch, completion, entry.origin)
+        return Hit(dispatch, completion, entry.origin, payload)
 
     async def record_all(
         self,

@@ -22,10 +22,12 @@ def complete_from_cache(
     completion: TaskCompletedEvent,
     origin: CachedFrom,
     now: float,
+    lists: dict[str, object] | None = None,
 ) -> list[Command]:
     """Apply ``completion`` (an attempt just dispatched, answered from the cache) and record
-    ``origin`` on the task if it completed; return the commands it causes."""
-    commands = apply(wf, state, completion, now)
+    ``origin`` on the task if it completed; return the commands it causes. ``lists``: as for
+    ``apply``, the list a ``foreach_from`` source's blob output holds."""
+    commands = apply(wf, state, completion, now, lists=lists)
     i = expanded(wf, state).index[completion.task]
     if state.codes[i] == COMPLETED and state.attempt[i] == completion.attempt:
         state.note_cached(i, origin)

@@ -93,3 +93,40 @@ async def test_an_entry_is_recorded_only_when_parent_blobs_hold_what_they_claime
     await drive(storage, NAMES, w, done, clock=clock, on_pass=tamper)
     assert "train" in ran(w)
     assert storage.cache.entries == {}
+
+
+async def test_a_cached_list_source_fans_out_as_after_a_run(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    # Before: a cache hit on a foreach_from list source whose output is a blob gave the engine no
+    # list (lists are read from workers' completions), and the expansion failed the task.
+    from shared.definition.compiler import compile_text
+    from shared.states import WorkflowStatus
+    from tests.caching.test_cache_memory import NAMES
+    from tests.coordinator.helpers import load
+    from tests.support.synthetic_worker import Behavior, SyntheticWorker
+
+    wf = compile_text(
+        """
+name: fan
+default_queue: cpu
+tasks:
+  - name: shards
+    cache: true
+    kwargs: {cmd: list}
+  - name: each
+    depends_on: [shards]
+    foreach_from: inputs.shards.items
+    kwargs: {cmd: "work {{ item }}"}
+"""
+    )
+    items = [f"shard-{i:04d}-" + "x" * 40 for i in range(120)]  # over 4 KiB: a blob output
+    script = {"shards": Behavior(output={"items": items})}
+    for wid in ("one", "two"):
+        w = SyntheticWorker(storage, NAMES, ["cpu"], script=script, clock=clock)
+        await run(storage, clock, wf, wid, w)
+        state = await load(storage, wf, wid)
+        assert state.status is WorkflowStatus.COMPLETED, wid
+        ran_each = [name for name in ran(w) if name.startswith("each")]
+        assert len(ran_each) == 120, (wid, ran(w)[:5])
+    assert "shards" not in ran(w)  # the second run's list came from the cache
