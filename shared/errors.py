@@ -282,7 +282,9 @@ class ApiError(DagqError):
     def describe(self) -> str:
         """A readable multi-line account of the problem (title, detail, each listed error)."""
         head = f"{self.title} (HTTP {self.status})"
-        if self.detail and self.detail != self.title:
+        if self.errors:  # the API's detail speaks of its JSON ("every entry of 'errors'")
+            head += f": {len(self.errors)} problem(s); fix each one below and try again"
+        elif self.detail and self.detail != self.title:
             head += f": {self.detail}"
         lines = [head]
         for err in self.errors:

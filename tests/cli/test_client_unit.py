@@ -243,3 +243,21 @@ def test_a_submit_whose_answer_was_lost_is_sent_again_under_the_same_id() -> Non
     assert ids[0] == ids[1]
     assert "id=" in ids[0]
     assert submitted.created is True
+
+
+def test_an_invalid_definition_reads_as_the_cli_speaks() -> None:
+    # Before: "fix every entry of 'errors' and submit again", the API's words about its JSON.
+    error = ApiError(
+        status=400,
+        title="Invalid workflow definition",
+        detail="the workflow definition has 2 problem(s); fix every entry of 'errors' and submit"
+        " again",
+        errors=[
+            {"location": "tasks.b.depends_on", "task": "b", "message": "unknown task 'x'"},
+            {"location": "tasks[2]", "task": None, "message": "duplicate name 'a'"},
+        ],
+    )
+    text = error.describe()
+    assert "'errors'" not in text
+    assert text.splitlines()[0].endswith("2 problem(s); fix each one below and try again")
+    assert "unknown task 'x'" in text
