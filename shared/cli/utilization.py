@@ -50,7 +50,7 @@ def queue_use(view: WorkersView) -> list[QueueUse]:
 
 UTILIZATION_COLUMNS = (
     Column("queue", "name", floor=12),
-    *(Column(c, right=True) for c in ("workers", "slots", "busy", "alive", "utilization")),
+    *(Column(c, right=True) for c in ("workers", "slots", "busy", "slot-time", "utilization")),
 )
 
 

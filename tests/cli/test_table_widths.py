@@ -260,7 +260,7 @@ CASES: dict[str, tuple[Callable[[], RenderableType], dict[str, list[str]], list[
     ),
     "utilization": (
         lambda: utilization.utilization_table(_workers()),
-        {"busy": ["25h00m00s"], "alive": ["443h58m56s"], "utilization": ["6%"]},
+        {"busy": ["25h00m00s"], "slot-time": ["443h58m56s"], "utilization": ["6%"]},
         ["gpu-a100-large"],
     ),
 }
