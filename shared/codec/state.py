@@ -297,6 +297,7 @@ def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
         IndexError,
         ValidationError,
         RecursionError,
+        ArithmeticError,  # a corrupt time of inf or nan: OverflowError in to_ms
     ) as exc:
         raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
 

@@ -279,3 +279,21 @@ def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject) -
     definition[at] = data.draw(hs.integers(0, 255))
     with contextlib.suppress(CodecError):
         decode_definition(b"DQD\x01" + zlib.compress(bytes(definition)))
+
+
+@pytest.mark.parametrize("when", [float("inf"), float("-inf"), float("nan"), 1e300])
+def test_a_corrupt_creation_time_is_a_codec_error(when: float) -> None:
+    # Found by test_dynamic's corruption property: an infinite time raised OverflowError (a 500)
+    # instead of CodecError.
+    import struct
+
+    h = History(chain(2))
+    h.activate()
+    data = encode_state(h.st)
+    body = bytearray(zlib.decompress(data[4:]))
+    header = struct.Struct("<IBBIdddd")
+    fields = list(header.unpack_from(body, 0))
+    fields[4] = when  # created_at
+    header.pack_into(body, 0, *fields)
+    with contextlib.suppress(CodecError):
+        decode_state(data[:4] + zlib.compress(bytes(body)), h.wf)
