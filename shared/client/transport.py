@@ -17,6 +17,9 @@ from shared.errors import ApiError, ApiUnreachableError
 
 _M = TypeVar("_M", bound=BaseModel)
 
+PROBLEM_BASE = "https://dagq.dev/problems/"
+"""Every problem document dagq's API answers with has a ``type`` under this URI."""
+
 _REASONS = {
     401: "Unauthorized: set DAGQ_API_KEY (or --api-key) to a function key of the app (and "
     "DAGQ_API_SCOPE when the deployment has Entra ID in front of the API)",
@@ -117,7 +120,7 @@ class Transport:
                 f" (URL from: {self.config.source})"
             ) from None
         if response.status_code >= 400:
-            raise problem_error(response)
+            raise problem_error(response, self.config.source)
         return response
 
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -182,14 +185,28 @@ def snippet(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def problem_error(response: httpx.Response) -> ApiError:
-    """Turn an error response into ApiError, reading RFC 7807 problem details when present."""
+def problem_error(
+    response: httpx.Response, source: str = "default"
+) -> ApiError | ApiUnreachableError:
+    """Turn an error response into ApiError, reading RFC 7807 problem details when present; a
+    4xx that is no dagq problem (a 404 page, Azurite's XML) is ApiUnreachableError: the URL is
+    not a dagq API (``source``: where the URL came from)."""
     status = response.status_code
     data: Any = None
     try:
         data = response.json()
     except ValueError:
         data = None
+    kind = response.headers.get("content-type", "no content type").split(";")[0]
+    dagq = isinstance(data, dict) and (
+        str(data.get("type", "")).startswith(PROBLEM_BASE) or kind == "application/problem+json"
+    )
+    if not dagq and 400 <= status < 500 and status not in _REASONS:
+        return ApiUnreachableError(
+            f"this is not a dagq API: {response.url} answered HTTP {status} ({kind}) to a dagq"
+            f" request; set DAGQ_API_URL (or --api-url) to the app's URL, e.g."
+            f" http://127.0.0.1:7071 for the local stack (URL from: {source})"
+        )
     if isinstance(data, dict):
         errors = data.get("errors")
         error = ApiError(

@@ -261,3 +261,31 @@ def test_an_invalid_definition_reads_as_the_cli_speaks() -> None:
     assert "'errors'" not in text
     assert text.splitlines()[0].endswith("2 problem(s); fix each one below and try again")
     assert "unknown task 'x'" in text
+
+
+def test_a_url_that_is_not_a_dagq_api_says_so(no_config: Path) -> None:
+    # Before: a 404 page (or Azurite's XML, on its port) read as "Not Found (HTTP 404)", exit 3,
+    # as if the workflow did not exist.
+    with fake_api() as api:
+        api.on(
+            "GET", "/api/workflows/wf", 404, "<html>nothing here</html>", content_type="text/html"
+        )
+        with (
+            Client(api.url, config_path=no_config) as client,
+            pytest.raises(ApiUnreachableError) as caught,
+        ):
+            client.get("wf")
+    message = str(caught.value)
+    assert "this is not a dagq API" in message
+    assert "HTTP 404 (text/html)" in message
+    assert "DAGQ_API_URL" in message
+
+
+async def test_the_storage_port_is_not_a_dagq_api(azurite: object, no_config: Path) -> None:
+    from devtools.azurite import Azurite
+
+    assert isinstance(azurite, Azurite)
+    url = f"http://127.0.0.1:{azurite.bound['blob']}"
+    with Client(url, config_path=no_config) as client, pytest.raises(ApiUnreachableError) as caught:
+        client.get("wf")
+    assert "this is not a dagq API" in str(caught.value)
