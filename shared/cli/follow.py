@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from collections import deque
 from typing import Any
@@ -17,6 +18,7 @@ from rich.text import Text
 
 from shared.cli import render
 from shared.cli.exitcodes import for_status
+from shared.cli.unserved import UnservedQueues
 from shared.client import Client, Workflow
 from shared.states import TaskState, WorkflowStatus
 
@@ -65,6 +67,7 @@ def follow(
     (a wall time: the retry) is where the elapsed time counts from; ``pace=False`` leaves out the
     rate and ETA (a cancel's pace says nothing). Raises WaitTimeoutError after ``timeout_s``."""
     meter = PaceMeter()
+    unserved = UnservedQueues(client, lambda text: print(text, file=sys.stderr))
 
     def measure(wf: Workflow) -> render.Pace:
         wall = time.time()
@@ -80,6 +83,7 @@ def follow(
         with Live(console=console, refresh_per_second=4, transient=False) as live:
 
             def show(wf: Workflow) -> None:
+                unserved.check(wf)
                 if wf.run >= min_run:
                     live.update(render.live_view(wf, measure(wf)))
 
@@ -95,6 +99,7 @@ def follow(
     last: list[Any] = [None]
 
     def print_changes(wf: Workflow) -> None:
+        unserved.check(wf)
         if wf.run < min_run:
             return  # the retry is not applied yet: its status is stale
         pace = measure(wf)

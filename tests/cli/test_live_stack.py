@@ -143,3 +143,23 @@ def test_logs_follow_on_a_task_that_has_not_started_waits_for_it(dagq: Dagq, sta
     followed = dagq("logs", workflow_id, "second", "-f")
     assert followed.code == ExitCode.OK, followed.err + stack.diagnostics()
     assert followed.out == "second ran\n"
+
+
+NO_WORKER = """
+name: nobody-serves
+tasks:
+  - name: waits
+    queue: tpu
+    kwargs:
+      cmd: echo never
+"""
+
+
+def test_waiting_on_a_queue_no_worker_polls_is_said_once(dagq: Dagq, stack: Stack) -> None:
+    # Before: `dagq submit --wait` printed "queued 1" until its timeout, silently.
+    path = stack.logs / "nobody.yaml"
+    path.write_text(NO_WORKER)
+    waited = dagq("submit", str(path), "--wait", "--timeout", "25")
+    assert waited.code == ExitCode.TIMEOUT, waited.out + waited.err
+    assert waited.err.count("which no live worker polls") == 1, waited.err
+    assert "`dagq-worker tpu`" in waited.err
