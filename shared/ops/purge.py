@@ -181,21 +181,37 @@ async def resume_purge(storage: Storage, workflow_id: str, mark: PurgeMark) -> b
     return True
 
 
+READ_TRIES = 3
+"""Reads of a workflow's status and state that a purge makes before it gives up on seeing one
+workflow in both (the id purged and submitted again in between, each time)."""
+
+
 async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     """Purge one terminal workflow, or finish its interrupted purge.
 
     NotFoundError if there is no such workflow (or it is purged already); ConflictError if it is
     still pending, running or cancelling, or its submit never completed.
     """
+    from shared.codec.metadata import incarnation_from_metadata
     from shared.names import check_workflow_id
     from shared.storage.workflow_reads import read_workflow
 
     check_workflow_id(workflow_id)
-    try:
-        status, etag, metadata = await _terminal_etag(storage, workflow_id)
-        _wf, state = await read_workflow(storage, workflow_id)  # its creation time never changes
-    except NotFoundError:
-        return await _purge_without_state(storage, workflow_id)
+    for _ in range(READ_TRIES):
+        try:
+            status, etag, metadata = await _terminal_etag(storage, workflow_id)
+            _wf, state = await read_workflow(storage, workflow_id)  # its creation time is fixed
+        except NotFoundError:
+            return await _purge_without_state(storage, workflow_id)
+        # Both reads of one workflow: the id may have been purged and submitted again between
+        # them (simulation seed 993), and a mark of the new creation time with the old
+        # incarnation purged the new workflow's row (and, from its ETag, more).
+        if state.incarnation == incarnation_from_metadata(metadata):
+            break
+    else:
+        raise ConflictError(
+            f"workflow {workflow_id!r} was purged and submitted again while it was read: try again"
+        )
     if status not in TERMINAL:
         mark = (await storage.workflows.purge_marks()).get(workflow_id)
         if mark is not None and _other_incarnation(mark, metadata):

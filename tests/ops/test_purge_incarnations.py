@@ -232,3 +232,53 @@ async def test_a_purge_past_its_state_delete_that_stalls_before_its_check_spares
     storage.workflows.mark_purge = stalled_past_a_resubmit  # type: ignore[method-assign]
     await purge_workflow(storage, "wf-t")
     assert (await load(storage, diamond(), "wf-t")).incarnation == 2
+
+
+async def test_a_purge_that_stalls_while_the_id_is_purged_and_submitted_again_spares_it() -> None:
+    """Seed 993 of the simulation: a purge read the status and ETag of the id's workflow, stalled,
+    and read its state after another user had purged it and submitted the id again; it marked and
+    deleted the index row of the new workflow (the new creation time with the old incarnation),
+    leaving that workflow listed nowhere and swept by nobody."""
+    import contextlib
+
+    from shared.errors import StaleStateError
+
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-s", incarnation=1)
+    await _run_to_end(storage, "wf-s", clock)
+    workflows = storage.workflows
+    read_state = workflows.read_state
+    stalled = [True]
+    failing: list[bool] = []
+
+    async def stalling(workflow_id: str) -> Any:
+        if stalled[0]:  # meanwhile: another user purges the id and submits it again
+            stalled[0] = False
+            workflows.read_state = read_state  # type: ignore[method-assign]
+            await purge_workflow(storage, "wf-s")
+            clock.advance(60)
+            await service.submit(
+                storage, diamond(), now=clock.now, workflow_id="wf-s", incarnation=2
+            )  # pending: not to be purged
+            failing.append(True)  # from now on, the (outer) purge's state delete fails
+        return await read_state(workflow_id)
+
+    workflows.read_state = stalling  # type: ignore[method-assign]
+    delete = workflows.delete
+
+    async def unavailable(workflow_id: str, etag: str | None = None) -> None:
+        if failing:
+            raise OSError("503: the state delete did not reach storage")
+        await delete(workflow_id, etag)
+
+    workflows.delete = unavailable  # type: ignore[method-assign]
+    with contextlib.suppress(OSError, StaleStateError, ConflictError):
+        await purge_workflow(storage, "wf-s")
+    workflows.delete = delete  # type: ignore[method-assign]
+    with pytest.raises(ConflictError):  # the user tries again: the new workflow is not finished
+        await purge_workflow(storage, "wf-s")
+    state = await load(storage, diamond(), "wf-s")
+    assert (state.incarnation, state.status) == (2, WorkflowStatus.PENDING)
+    rows = (await storage.index.list()).rows
+    assert [(row.workflow_id, row.created_at) for row in rows] == [("wf-s", state.created_at)]

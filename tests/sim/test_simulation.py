@@ -16,6 +16,9 @@ CI_SEEDS = range(1000, 1100)
 """The budget ``make test`` runs (``make sim`` runs seeds 0..SEEDS-1)."""
 
 REGRESSION_SEEDS = {
+    993: "a purge read the id's status, stalled while the id was purged and submitted again, then"
+    " marked the new creation time with the old incarnation and deleted the new workflow's index"
+    " row; tests/ops/test_purge_incarnations.py",
     5: "a coordinator decided from a state cached in an earlier lease tenure (dead-lettered a"
     " completion as never dispatched); tests/coordinator/test_cache_tenure.py",
     4: "a worker ran a late redelivery of a task whose workflow had failed;"
