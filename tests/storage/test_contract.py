@@ -208,16 +208,17 @@ async def test_the_recent_dead_letters_of_a_busy_day_are_the_newest_not_a_sample
         assert isinstance(storage, AzureStorage)
         await ensure_resources(storage)
         day = 1_790_000_000.0
+        # A letter named the old way ({day}/{message id}.json), a day earlier, written before
+        # the others (as an earlier dagq wrote it): it still lists.
+        container = storage.deadletters.container
+        old_name = f"{time.strftime('%Y-%m-%d', time.gmtime(day - 86_400))}/legacy.json"
+        body = b'{"message_id": "legacy", "text": "{}", "reason": "r", "received_at": 1.0}'
+        await container.upload_blob(old_name, body, metadata={"received_at": repr(day - 86_400)})
         for i in range(30):  # message ids in time order: a listing by them is oldest first
             await storage.deadletters.put(message_id=f"m{i:02d}", text="{}", reason="r",
                                           received_at=day + i)  # fmt: skip
         recent = await storage.deadletters.list(limit=3)
         assert [d.message_id for d in recent] == ["m27", "m28", "m29"]
-        # A letter named the old way ({day}/{message id}.json), a day earlier, still lists.
-        container = storage.deadletters.container
-        old_name = f"{time.strftime('%Y-%m-%d', time.gmtime(day - 86_400))}/legacy.json"
-        body = b'{"message_id": "legacy", "text": "{}", "reason": "r", "received_at": 1.0}'
-        await container.upload_blob(old_name, body, metadata={"received_at": repr(day - 86_400)})
         (only,) = await storage.deadletters.list(limit=1)
         assert only.message_id == "m29"
         monkeypatch.setattr(azure_blobs, "DEAD_LETTER_SCAN", 5000)
