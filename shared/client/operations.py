@@ -33,7 +33,6 @@ from shared.names import new_workflow_id
 from shared.states import TaskState
 
 
-
 @runtime_checkable
 class BuiltDefinition(Protocol):
     """A definition built in Python (``dagq.Workflow``): it gives its mapping."""
@@ -111,10 +110,10 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         no_cache: bool = False,
         refresh: Sequence[str] = (),
     ) -> Submitted:
-        """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With ``workflow_id`` the
-        submit is idempotent: the same id and definition return the existing workflow.
-        ``no_cache``: no result is taken from or written to the result cache; ``refresh``: these
-        cached tasks are recomputed and their entries replaced."""
+        """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With
+        ``workflow_id`` the submit is idempotent: the same id and definition return the existing
+        workflow. ``no_cache``: no result is taken from or written to the result cache;
+        ``refresh``: these cached tasks are recomputed and their entries replaced."""
         if isinstance(definition, Path):
             return self.submit_file(
                 definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh

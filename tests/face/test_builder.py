@@ -36,7 +36,9 @@ def test_every_field_of_the_format() -> None:
         result_policy="all_tasks_succeed",
         env={"A": "1"},
     )
-    prep = wf.task("prep", cmd="echo '{\"shards\": [1, 2]}' > $DAGQ_OUTPUT", cwd="/tmp", env={"B": "2"})
+    prep = wf.task(
+        "prep", cmd="echo '{\"shards\": [1, 2]}' > $DAGQ_OUTPUT", cwd="/tmp", env={"B": "2"}
+    )
     shard = wf.task(
         "shard",
         cmd="echo {{ item }}",
@@ -127,7 +129,8 @@ NAMES = st.text(
     alphabet=st.sampled_from("ABCxyz019_.=-"), min_size=1, max_size=20
 )  # the task-name alphabet of docs/workflow-format.md
 AWKWARD = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from("\n'\":#{}[]&*!|>%@`"),
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"))
+    | st.sampled_from("\n'\":#{}[]&*!|>%@`"),
     max_size=40,
 )
 
