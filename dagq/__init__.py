@@ -7,8 +7,8 @@
     wf.task("train", cmd="echo train {{ lr }}", after=[prep], foreach={"lr": [0.1, 1.0]})
     wf.validate()                                  # the API's compiler, located errors
     with dagq.Client() as client:                  # DAGQ_API_URL / DAGQ_API_KEY / config file
-        submitted = client.submit(wf)
-        print(client.wait(submitted.id).status)
+        run = dagq.Run.submit(client, wf)          # or client.submit(wf): a Submitted
+        print(run.wait().status, run.outputs())
 
 Importing ``dagq`` loads neither azure-functions nor the Azure Storage SDKs: ``pip install
 'dagq[cli]'`` is enough. See docs/python.md.
@@ -17,6 +17,7 @@ Importing ``dagq`` loads neither azure-functions nor the Azure Storage SDKs: ``p
 from __future__ import annotations
 
 from dagq.builder import Task, Workflow
+from dagq.run import Run
 from shared.client import (
     Accepted,
     ApiError,
@@ -46,6 +47,7 @@ __all__ = [
     "DefinitionError",
     "Issue",
     "RetryAccepted",
+    "Run",
     "Submitted",
     "Task",
     "TaskDetail",

@@ -101,6 +101,7 @@ PINNED = {
         "DefinitionError",
         "Issue",
         "RetryAccepted",
+        "Run",
         "Submitted",
         "Task",
         "TaskDetail",
