@@ -4,6 +4,7 @@ located errors, the round trip YAML -> builder -> YAML, and examples/pipeline.py
 from __future__ import annotations
 
 import dataclasses
+import re
 import runpy
 from pathlib import Path
 from typing import Any
@@ -135,10 +136,19 @@ AWKWARD = st.text(
 )
 
 
-@given(name=NAMES, wf_name=AWKWARD, cmd=AWKWARD, value=AWKWARD)
+WF_NAMES = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"))
+    | st.sampled_from("'\":#{}[]&*!|>%@`"),
+    max_size=40,
+)  # a workflow name: any text without control characters
+
+
+@given(name=NAMES, wf_name=WF_NAMES, cmd=AWKWARD, value=AWKWARD)
 def test_names_and_quoting_survive_yaml(name: str, wf_name: str, cmd: str, value: str) -> None:
-    wf = dagq.Workflow(wf_name or "w", env={"V": value})
-    wf.task(name, cmd=cmd or "true", env={"V": value})
+    # braces start templates (docs/workflow-format.md), checked by their own tests
+    cmd = cmd.replace("{", "(").replace("}", ")") if cmd.strip() else "true"
+    wf = dagq.Workflow(wf_name if wf_name.strip() else "w", env={"V": value})
+    wf.task(name, cmd=cmd, env={"V": value})
     text = wf.to_yaml()
     assert yaml.safe_load(text) == wf.to_dict()
     assert dagq.Workflow.from_yaml(text).to_dict() == wf.to_dict()
@@ -150,7 +160,7 @@ def test_names_and_quoting_survive_yaml(name: str, wf_name: str, cmd: str, value
         return
     (task,) = wf.validate().tasks
     assert task.name == name
-    assert task.cmd == (cmd or "true")
+    assert task.cmd == cmd
     assert task.env["V"] == value
 
 
@@ -173,3 +183,36 @@ def test_client_submits_a_workflow() -> None:
     assert api.requests[0]["headers"]["content-type"] == "application/json"
     assert _submitted(api) == wf.to_dict()
     assert submitted.created is True
+
+
+def test_the_builder_knows_every_key_of_the_format() -> None:
+    from shared.definition.spec import TaskKwargs, TaskSpec, WorkflowSpec
+
+    wf = dagq.Workflow(
+        "w",
+        default_queue="q",
+        default_task_timeout_s=1,
+        max_parallelism=1,
+        result_policy="all_sinks_succeed",
+        env={},
+    )
+    wf.task("a", cmd="true", env={}, cwd="/", cache=True, dep_policy="all", condition="true")
+    wf.task(
+        "b", cmd="true", after=["a"], queue="q", foreach_from="inputs.a.x", retries=0, retry={},
+        timeout_s=1, queue_timeout_s=1, gpus=0,
+    )  # fmt: skip
+    wf.task("c", cmd="echo {{ x }}", foreach={"x": [1]})
+    data = wf.to_dict()
+    assert set(data) == set(WorkflowSpec.model_fields)
+    assert {k for t in data["tasks"] for k in t} == set(TaskSpec.model_fields)
+    assert {k for t in data["tasks"] for k in t["kwargs"]} == set(TaskKwargs.model_fields)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/python.md", "docs/cli.md"])
+def test_the_docs_python_uses_only_dagq_and_builds(doc: str) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
+    assert blocks
+    for block in blocks:
+        assert "shared" not in block, f"{doc} shows shared.*: use dagq"
+        offline = block.split("with dagq.Client()")[0].split("with Client()")[0]
+        exec(compile(offline, doc, "exec"), {})  # the builder part runs and validates
