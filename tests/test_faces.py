@@ -17,10 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = sorted(
     ".".join(init.parent.relative_to(ROOT).parts)
-    for pattern in ("shared/*/__init__.py", "worker_agent/__init__.py")
+    for pattern in ("shared/*/__init__.py", "worker_agent/__init__.py", "dagq/__init__.py")
     for init in ROOT.glob(pattern)
 )
-"""The packages that must have a face: shared's (each a floor of the house) and the worker's.
+"""The packages that must have a face: shared's (each a floor of the house), the worker's and
+``dagq``, the face users import.
 
 A subpackage inside one (``shared/definition/passes``) may be a plain folder of modules, but a face
 it has must resolve too. devtools is a folder of ``python -m`` tools, not an API."""
@@ -89,6 +90,29 @@ PINNED = {
         "status_from_metadata",
     },
     "worker_agent": {"Agent", "WorkerSettings", "main"},
+    "dagq": {
+        "Accepted",
+        "ApiError",
+        "ApiUnreachableError",
+        "CancelAccepted",
+        "Client",
+        "CompiledWorkflow",
+        "DagqError",
+        "DefinitionError",
+        "Issue",
+        "RetryAccepted",
+        "Run",
+        "Submitted",
+        "Task",
+        "TaskDetail",
+        "TaskInfo",
+        "WaitTimeoutError",
+        "Workflow",
+        "WorkflowPage",
+        "WorkflowState",
+        "WorkflowSummary",
+        "compile_text",
+    },
 }
 
 
@@ -133,6 +157,23 @@ def test_lazy_faces_import_nothing_heavy() -> None:
         "    'shared.storage.', 'shared.coordinator.', 'shared.api.', 'shared.ops.',\n"
         "    'worker_agent.')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout) == []
+
+
+def test_import_dagq_loads_no_server_dependency() -> None:
+    """``import dagq`` (the client and the builder) needs only ``pip install 'dagq[cli]'``: it
+    loads neither azure-functions nor the Azure Storage SDKs, nor a server package of shared."""
+    code = (
+        "import json, sys\n"
+        "import dagq\n"
+        "wf = dagq.Workflow('w'); wf.task('a', cmd='true'); wf.validate()\n"
+        "server = ('azure', 'aiohttp', 'shared.storage', 'shared.api', 'shared.coordinator',\n"
+        "    'shared.ops', 'shared.engine', 'worker_agent')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(server))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True

@@ -16,7 +16,7 @@ MAX_TOP_LEVEL = 15
 
 def _modules() -> list[Path]:
     found = [ROOT / "function_app.py"]
-    for folder in ("shared", "worker_agent", "devtools"):
+    for folder in ("shared", "worker_agent", "dagq", "devtools"):
         found += sorted((ROOT / folder).rglob("*.py"))
     return found
 

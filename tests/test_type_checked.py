@@ -31,4 +31,4 @@ def test_mypy_checks_every_program() -> None:
     targets = set(config["files"])
     missing = _programs() - targets
     assert not missing, f"add {sorted(missing)} to [tool.mypy] files in pyproject.toml"
-    assert {"function_app.py", "shared", "worker_agent", "devtools"} <= targets
+    assert {"function_app.py", "dagq", "shared", "worker_agent", "devtools", "examples"} <= targets

@@ -8,7 +8,7 @@ import string
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import httpx
 from pydantic import BaseModel, JsonValue, ValidationError
@@ -32,8 +32,17 @@ from shared.errors import ApiError, DagqError
 from shared.names import new_workflow_id
 from shared.states import TaskState
 
-Definition = str | bytes | Mapping[str, Any] | Path
-"""A workflow definition: YAML/JSON text or bytes, a parsed mapping, or a file path."""
+
+@runtime_checkable
+class BuiltDefinition(Protocol):
+    """A definition built in Python (``dagq.Workflow``): it gives its mapping."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+Definition = str | bytes | Mapping[str, Any] | Path | BuiltDefinition
+"""A workflow definition: YAML/JSON text or bytes, a parsed mapping, a file path, or a workflow
+built in Python (anything with ``to_dict()``, such as ``dagq.Workflow``)."""
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -101,14 +110,16 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         no_cache: bool = False,
         refresh: Sequence[str] = (),
     ) -> Submitted:
-        """Submit a workflow definition (text, bytes, mapping or path). With ``workflow_id`` the
-        submit is idempotent: the same id and definition return the existing workflow.
-        ``no_cache``: no result is taken from or written to the result cache; ``refresh``: these
-        cached tasks are recomputed and their entries replaced."""
+        """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With
+        ``workflow_id`` the submit is idempotent: the same id and definition return the existing
+        workflow. ``no_cache``: no result is taken from or written to the result cache;
+        ``refresh``: these cached tasks are recomputed and their entries replaced."""
         if isinstance(definition, Path):
             return self.submit_file(
                 definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh
             )
+        if isinstance(definition, BuiltDefinition):
+            definition = definition.to_dict()
         if isinstance(definition, Mapping):
             body = json.dumps(definition).encode()
             fmt = "json"
