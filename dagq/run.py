@@ -37,10 +37,11 @@ class Run:
         workflow_id: str | None = None,
         no_cache: bool = False,
         refresh: Sequence[str] = (),
+        notify: Sequence[str] | None = None,
     ) -> Run:
         """Submit ``definition`` (a ``dagq.Workflow``, text, mapping or path): ``Client.submit``."""
         submitted = client.submit(
-            definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh
+            definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh, notify=notify
         )
         return cls(client, submitted.id)
 

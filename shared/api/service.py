@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -82,11 +83,12 @@ def compile_definition(
     max_expansion_width: int | None = None,
     no_cache: bool = False,
     refresh: tuple[str, ...] = (),
+    notify: Sequence[str] | None = None,
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread), with the submit's result caching overrides (``no_cache``: none for this
-    run; ``refresh``: these tasks recompute and replace their entries). Raises DefinitionError
-    listing every problem."""
+    run; ``refresh``: these tasks recompute and replace their entries) and its webhooks
+    (``notify``: URLs added to ``notify:``). Raises DefinitionError listing every problem."""
     from shared.codec.definition import encode_definition
     from shared.definition.compiler import compile_text
     from shared.definition.passes.cache import with_cache_overrides
@@ -95,7 +97,17 @@ def compile_definition(
     width = MAX_EXPANSIONS if max_expansion_width is None else max_expansion_width
     wf = compile_text(text, source="request body", fmt=fmt, max_expansion_width=width)
     wf = with_cache_overrides(wf, no_cache=no_cache, refresh=refresh, source="request body")
+    wf = _with_notify(wf, notify)
     return wf, encode_definition(wf)
+
+
+def _with_notify(wf: CompiledWorkflow, notify: Sequence[str] | None) -> CompiledWorkflow:
+    """``wf`` with a submit's ``notify`` URLs (issue 29: ``--notify URL``, ``?notify=URL``)."""
+    if not notify:
+        return wf
+    from shared.definition.passes.notify import with_notify
+
+    return with_notify(wf, notify, source="request body")
 
 
 async def submit(
@@ -108,6 +120,7 @@ async def submit(
     partitions: int = 1,
     incarnation: int | None = None,
     signer: Signer | None = None,
+    notify: Sequence[str] | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -117,10 +130,16 @@ async def submit(
     the definition blob when the caller already has it (``compile_definition``). The workflow
     joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
     activate event goes to that partition's event queue. ``incarnation``: the new state's
-    (default: ``new_incarnation()``; the simulation passes its seeded one).
+    (default: ``new_incarnation()``; the simulation passes its seeded one). ``notify``: webhook
+    URLs added to the definition's ``notify:`` (already added when ``compile_definition`` had
+    them; stored in the definition blob, so a repeated submit compares them too).
     """
     from shared.codec.definition import decode_definition, encode_definition
 
+    if notify:
+        with_urls = _with_notify(wf, notify)
+        if with_urls != wf:
+            wf, encoded = with_urls, None
     data = encode_definition(wf) if encoded is None else encoded
     if workflow_id is not None:
         check_workflow_id(workflow_id)

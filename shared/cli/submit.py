@@ -23,6 +23,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="examples:\n  dagq submit examples/pipeline.yaml --wait\n"
         "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
         "  dagq submit pipeline.yaml --refresh train    # retrain, reuse the rest\n"
+        "  dagq submit nightly.yaml --notify https://hooks.example.com/dagq\n"
         "  generate-flow | dagq submit -",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -46,6 +47,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="TASK",
         help="recompute this cached task (a foreach task's name: all of it) and replace its"
         " cache entry; repeat for several",
+    )
+    parser.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="POST to this webhook when the run completes, fails or is cancelled (JSON body, see"
+        " docs/notifications.md); repeat for several",
     )
     parser.add_argument("--wait", action="store_true", help="follow the workflow until it ends")
     add_follow_options(parser)
@@ -89,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
             fmt="json" if fmt == "json" else None,
             no_cache=args.no_cache,
             refresh=args.refresh,
+            notify=args.notify,
         )
         if not submitted.created:
             err.print(

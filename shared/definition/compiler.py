@@ -7,7 +7,8 @@ and compiles; ``compile_workflow`` compiles a ``WorkflowSpec``. Both raise
 Compiling is one ``Compilation`` (``shared.definition.compilation``) handed to each pass of
 ``shared.definition.passes`` in the order ``run_passes`` shows:
 
-    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> cache -> build
+    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> cache -> notify
+    -> build
 
 A pass reports what it finds and lets the next ones run, so one submit sees every problem; only
 the budgets pass ends the compilation early. Every pass is linear in the size of the definition
@@ -32,6 +33,7 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    notify,
     values,
 )
 from shared.definition.spec import WorkflowSpec
@@ -51,6 +53,7 @@ def run_passes(c: Compilation) -> CompiledWorkflow:
     foreach_from.resolve_foreach_from(c)  # the parent's output and {{ item }} templates
     acyclic.check_acyclic(c)  # no dependency cycle
     cache.check_cache(c)  # cache: version and ttl
+    notify.check_notify(c)  # notify: webhook URLs and events
     return build.build_workflow(c)  # every issue, or the CompiledWorkflow
 
 
