@@ -32,7 +32,7 @@ SLOT_FORMAT = "%Y%m%dT%H%M%SZ"
 """A slot in a run id: UTC, basic ISO 8601 (16 characters)."""
 MAX_SCHEDULE_NAME = 64 - 1 - 16
 """A name leaves room for ``-`` and the slot in a workflow id (at most 64 characters)."""
-SCHEDULE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}$" % (MAX_SCHEDULE_NAME - 1))
+SCHEDULE_NAME_RE = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_SCHEDULE_NAME - 1}}}$")
 MAX_CATCH_UP = 100
 """Most missed slots one schedule starts after downtime (``--catch-up``)."""
 MAX_SCHEDULE_DEFINITION_BYTES = 480 * 1024

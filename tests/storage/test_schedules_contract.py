@@ -32,7 +32,8 @@ async def test_a_created_schedule_is_read_back_whole(storage: Storage) -> None:
     assert await storage.schedules.create(record(definition=BIG))
     got = await storage.schedules.get("nightly")
     assert got == record(definition=BIG)
-    assert got is not None and got.etag
+    assert got is not None
+    assert got.etag
     assert not await storage.schedules.create(record(definition="other"))  # the name is taken
     assert (await storage.schedules.get("nightly")) == record(definition=BIG)
 
@@ -52,7 +53,9 @@ async def test_update_is_under_the_etag(storage: Storage) -> None:
     etag = await storage.schedules.update(noted)
     assert etag != read.etag
     got = await storage.schedules.get("nightly")
-    assert got == noted and got is not None and got.etag == etag
+    assert got == noted
+    assert got is not None
+    assert got.etag == etag
     with pytest.raises(StaleStateError):
         await storage.schedules.update(replace(read, paused=True))  # read before the update
     await storage.schedules.delete("nightly")

@@ -89,7 +89,7 @@ def from_entity(entity: Any) -> ScheduleRecord:
         timezone=str(entity["Timezone"]),
         params={str(k): str(v) for k, v in params.items()},
         notify=[str(url) for url in notify],
-        concurrency=concurrency,  # type: ignore[arg-type]  # checked above
+        concurrency=concurrency,
         catch_up=int(entity["CatchUp"]),
     )
     etag = getattr(entity, "metadata", {}).get("etag") or ""
