@@ -152,7 +152,8 @@ class Workflow:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=1000)
 
     def validate(self, params: Mapping[str, Scalar] | None = None) -> CompiledWorkflow:
-        """Compile as the API does (with these parameter values, as a submit gives them); raise
+        """Compile as the API does (with these parameter values, as a submit gives them; without
+        them a required parameter needs none); raise
         ``DefinitionError`` with every issue, each naming the ``file:line`` of the task's
         ``wf.task(...)`` call."""
         texts = None
@@ -160,8 +161,9 @@ class Workflow:
             texts = dict(item.partition("=")[::2] for item in param_query(params))
         try:
             return compile_text(
-                self.to_yaml(), source=f"workflow {self.name!r}", fmt="yaml", params=texts
-            )
+                self.to_yaml(), source=f"workflow {self.name!r}", fmt="yaml", params=texts,
+                require_params=params is not None,
+            )  # fmt: skip
         except DefinitionError as exc:
             raise DefinitionError([self._locate(i) for i in exc.issues], exc.source) from None
 

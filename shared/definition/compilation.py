@@ -110,6 +110,9 @@ class Options:
     """Most tasks one foreach_from may expand to at run time (``Settings``)."""
     params: Mapping[str, str] | None = None
     """Parameter values given at submit, as text (``--param NAME=VALUE``)."""
+    require_params: bool = True
+    """False: a required parameter without a value is no problem (``dagq validate`` without
+    ``--param``); a stand-in of its type fills it."""
 
 
 @dataclass(slots=True, eq=False)

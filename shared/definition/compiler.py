@@ -85,9 +85,11 @@ def compile_text(
     fmt: Format | None = None,
     max_expansion_width: int = MAX_EXPANSIONS,
     params: Mapping[str, str] | None = None,
+    require_params: bool = True,
 ) -> CompiledWorkflow:
     """Parse and compile in one step (what the API and ``dagq validate`` do), with the parameter
-    values given at submit (``params``, as text)."""
+    values given at submit (``params``, as text); ``require_params=False`` lets a required
+    parameter go without a value (checking a definition alone)."""
     with paused_gc():
         spec, shape_error, partial = parse_for_validation(data, source=source, fmt=fmt)
         if shape_error is not None:
@@ -95,7 +97,7 @@ def compile_text(
             if partial is not None:
                 c = Compilation(
                     partial.spec,
-                    Options(source=source, params=params),
+                    Options(source=source, params=params, require_params=require_params),
                     partial.positions,
                     partial.unparsed,
                 )
@@ -107,5 +109,5 @@ def compile_text(
             raise shape_error
         assert spec is not None
         text = data if isinstance(data, str) else data.decode("utf-8-sig")
-        options = Options(source, text, max_expansion_width, params)
+        options = Options(source, text, max_expansion_width, params, require_params)
         return run_passes(Compilation(spec, options))

@@ -25,6 +25,9 @@ from shared.definition.templating import (
 from shared.definition.templating.template import unsafe_placement_message
 from shared.limits import MAX_PARAM_CHARS, MAX_PARAMS, MAX_PARAMS_BYTES
 
+_STAND_INS: dict[str, Scalar] = {"number": 0, "bool": False}
+"""The value of a required parameter when none is needed (validating a definition alone)."""
+
 
 def resolve_params(c: Compilation) -> None:
     """Fill ``param_values``, ``param_vars`` and ``env`` (see the module's docstring)."""
@@ -53,6 +56,8 @@ def resolve_params(c: Compilation) -> None:
                 value = ""
         elif default is not None:
             value = default
+        elif not c.options.require_params:
+            value = _STAND_INS[kind] if kind != "string" else f"<{name}>"
         else:
             issues.add(
                 f"params.{name}",
