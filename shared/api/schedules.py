@@ -72,10 +72,9 @@ def compile_spec(
     (``service.compile_definition``; DefinitionError naming every problem). CPU-bound."""
     from shared.api.service import compile_definition
 
-    extra: dict[str, object] = {"params": spec.params} if spec.params else {}
     return compile_definition(
         spec.definition, fmt, max_expansion_width=max_expansion_width,
-        notify=spec.notify or None, **extra,  # type: ignore[arg-type]
+        notify=spec.notify or None, params=spec.params or None,
     )  # fmt: skip
 
 

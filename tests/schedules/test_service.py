@@ -106,3 +106,41 @@ async def test_a_slot_whose_id_holds_another_workflow_is_noted_and_passed_over()
     assert record.note
     assert "not started" in record.note
     assert record.runs == [run_id("every", slot + 60)]
+
+
+PARAMS = """
+name: nightly
+params:
+  lr: 0.1
+  checkpoint: {description: which checkpoint}
+tasks:
+  - name: train
+    kwargs: {cmd: "train --lr {{ params.lr }} --ckpt {{ params.checkpoint }}"}
+"""
+
+
+async def test_a_run_gets_the_schedules_params_and_webhooks() -> None:
+    from shared.codec.definition import decode_definition
+
+    storage = memory_storage()
+    scheduled = spec(
+        definition=PARAMS, params={"checkpoint": "ckpt-42", "lr": "0.01"},
+        notify=["https://hooks.example.com/dagq"],
+    )  # fmt: skip
+    schedules.check_spec(scheduled)
+    await schedules.create(storage, scheduled, now=T0)
+    assert await run_schedules(storage, T0 + 60) == 1
+    [run] = (await storage.schedules.get("every")).runs  # type: ignore[union-attr]
+    wf = decode_definition(await storage.workflows.read_definition(run))
+    assert wf.params == {"checkpoint": "ckpt-42", "lr": 0.01}
+    assert [t.url for t in wf.notify] == ["https://hooks.example.com/dagq"]
+    assert "--lr 0.01 --ckpt ckpt-42" in wf.tasks[0].cmd
+
+
+def test_params_are_checked_as_each_run_will_be() -> None:
+    with pytest.raises(DefinitionError) as caught:
+        schedules.check_spec(spec(definition=PARAMS, params={"lr": "fast"}))
+    assert "checkpoint" in str(caught.value)  # required, not given
+    assert "number parameter" in str(caught.value)
+    with pytest.raises(DefinitionError):
+        schedules.check_spec(spec(definition=PARAMS, params={"checkpoint": "c", "nope": "1"}))
