@@ -306,6 +306,12 @@ class Settings(BaseSettings):
         " links of notifications; default: https:// and the host's WEBSITE_HOSTNAME.",
     )
 
+    @field_validator("eventgrid_endpoint", "public_url", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: str | None) -> str | None:
+        # infra/ sets DAGQ_EVENTGRID_ENDPOINT to '' when there is no topic.
+        return value.strip() or None if isinstance(value, str) else value
+
     @field_validator("prefix")
     @classmethod
     def _valid_prefix(cls, value: str) -> str:
