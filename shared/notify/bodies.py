@@ -140,7 +140,7 @@ def teams_body(report: Report) -> dict[str, Any]:
         ],
     }
     if report.url:
-        card["actions"] = [{"type": "Action.OpenUrl", "title": "Dashboard", "url": report.url}]
+        card["actions"] = [{"type": "Action.OpenUrl", "title": "Open dashboard", "url": report.url}]
     attachment = {"contentType": "application/vnd.microsoft.card.adaptive", "content": card}
     return {"type": "message", "attachments": [attachment]}
 
