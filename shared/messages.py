@@ -305,6 +305,23 @@ TaskEvent = TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
+class NotifyMessage(SignedMessage):
+    """Coordinator -> the notify function, on ``{prefix}-notify`` (issue 29): tell the webhook
+    ``target`` (its index in ``notify:``; None: the Event Grid topic) of ``event`` at ``at``;
+    ``tries`` deliveries failed so far, the first at ``first_at`` (``shared.notify``)."""
+
+    kind: Literal["notify"] = "notify"
+    workflow_id: WorkflowId
+    incarnation: Incarnation | None = None
+    run: int = Field(default=1, ge=0, le=MAX_COUNTER)
+    event: Literal["completed", "failed", "cancelled", "task_failed"]
+    task: TaskName | None = None
+    at: Timestamp
+    target: int | None = Field(default=None, ge=0, le=MAX_COUNTER)
+    tries: int = Field(default=0, ge=0, le=MAX_COUNTER)
+    first_at: Timestamp | None = None
+
+
 def encode(message: _Message) -> str:
     """Compact JSON text of a message, checked against the budget."""
     text = message.model_dump_json(exclude_defaults=False, exclude_none=True)
