@@ -131,8 +131,7 @@ class TaskMessage(SignedMessage):
     carried). A redelivery of a finished workflow's message is late, and dropped, only if its run
     is not ahead of the state's: a later run is a rerun the state does not show yet, and runs."""
     params: dict[str, str] | None = None
-    """The workflow's parameters as text (None: it declares none): the worker sets each as
-    ``DAGQ_PARAM_<NAME>`` in the task's environment."""
+    """The workflow's parameters as text (None: none declared); each is DAGQ_PARAM_<NAME>."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""
