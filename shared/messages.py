@@ -305,9 +305,8 @@ _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
 class NotifyMessage(SignedMessage):
-    """Coordinator -> the notify function, on ``{prefix}-notify`` (issue 29): tell the webhook
-    ``target`` (its index in ``notify:``; None: the Event Grid topic) of ``event`` at ``at``;
-    ``tries`` deliveries failed so far, the first at ``first_at`` (``shared.notify``)."""
+    """Coordinator -> notify function (``{prefix}-notify``): tell webhook ``target`` (index in
+    ``notify:``; None: Event Grid) of ``event``; ``tries`` failed, the first at ``first_at``."""
 
     kind: Literal["notify"] = "notify"
     workflow_id: WorkflowId
