@@ -113,3 +113,19 @@ def test_a_bad_name_or_definition_exits_2(dagq: Dagq, nightly: str, tmp_path: Pa
     result = dagq("schedule", "create", "gone", str(tmp_path / "nope.yaml"), "--cron", "0 2 * * *")
     assert result.code == ExitCode.USAGE
     assert "cannot read" in result.err
+
+
+def test_the_schedule_line_of_examples_nightly_yaml_works(
+    dagq: Dagq, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    root = Path(__file__).resolve().parents[2]
+    header = (root / "examples" / "nightly.yaml").read_text().splitlines()
+    [line] = [ln for ln in header if ln.lstrip("# ").startswith("dagq schedule create")]
+    args = shlex.split(line.lstrip("# "))
+    monkeypatch.chdir(root)
+    result = dagq(*args[1:], "--json")
+    assert result.code == ExitCode.OK, result.err
+    assert json.loads(result.out)["timezone"] == "Europe/Berlin"
+    assert dagq("schedule", "delete", "nightly").code == ExitCode.OK
