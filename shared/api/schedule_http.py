@@ -61,9 +61,9 @@ def _param_values(req: func.HttpRequest) -> dict[str, str]:
 
 def _catch_up(req: func.HttpRequest) -> int:
     raw = (req.params.get("catch_up") or "1").strip()
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 4 or int(raw) > MAX_CATCH_UP:
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= MAX_CATCH_UP:
         raise bad_request(
-            f"query parameter 'catch_up' must be a whole number from 0 to {MAX_CATCH_UP},"
+            f"query parameter 'catch_up' must be a whole number from 1 to {MAX_CATCH_UP},"
             f" not {raw[:40]!r}"
         )
     return int(raw)

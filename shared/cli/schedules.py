@@ -85,7 +85,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=int,
         default=1,
         metavar="N",
-        help="after downtime, start at most the N latest missed slots (default 1; 0: none)",
+        help="after downtime, start at most the N latest missed slots (default 1: the latest)",
     )
     create.add_argument("--json", action="store_true", help="print the API's JSON")
     create.set_defaults(handler=run_create)
@@ -119,8 +119,8 @@ def _print_view(args: argparse.Namespace, view: ScheduleView) -> int:
 
 @report_errors
 def run_create(args: argparse.Namespace) -> int:
-    if not 0 <= args.catch_up <= 100:
-        print("dagq schedule create: --catch-up takes 0 to 100", file=sys.stderr)
+    if not 1 <= args.catch_up <= 100:
+        print("dagq schedule create: --catch-up takes 1 to 100", file=sys.stderr)
         return 2
     with open_client(args) as client:
         view = client.create_schedule(

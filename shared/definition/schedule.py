@@ -113,9 +113,9 @@ def spec_problems(
     if (
         isinstance(catch_up, bool)
         or not isinstance(catch_up, int)
-        or not 0 <= catch_up <= MAX_CATCH_UP
+        or not 1 <= catch_up <= MAX_CATCH_UP
     ):
-        problems.append(f"catch_up {catch_up!r}: use a whole number from 0 to {MAX_CATCH_UP}")
+        problems.append(f"catch_up {catch_up!r}: use a whole number from 1 to {MAX_CATCH_UP}")
     size = len(definition.encode("utf-8", errors="replace"))
     if size > MAX_SCHEDULE_DEFINITION_BYTES:
         problems.append(

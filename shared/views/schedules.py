@@ -34,7 +34,7 @@ class ScheduleView(View):
     """While the previous run is active, a slot starts anyway (allow), is skipped (forbid) or
     cancels that run first (replace)."""
     catch_up: int
-    """Most missed slots started after downtime (the latest ones)."""
+    """Most missed slots started after downtime, the latest ones (1-100)."""
     paused: bool
     created_at: Epoch
     next_runs: list[Epoch]

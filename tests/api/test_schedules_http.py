@@ -76,6 +76,7 @@ def test_a_schedule_is_created_listed_shown_paused_resumed_and_deleted(http: htt
         ({"name": "tz2", "cron": "* * * * *", "timezone": "../../etc/passwd"}, "unknown time zone"),
         ({"name": "cc", "cron": "* * * * *", "concurrency": "never"}, "concurrency"),
         ({"name": "cu", "cron": "* * * * *", "catch_up": "101"}, "catch_up"),
+        ({"name": "cu0", "cron": "* * * * *", "catch_up": "0"}, "from 1 to 100"),
         ({"cron": "* * * * *"}, "'name' is required"),
         ({"name": "nocron"}, "'cron' is required"),
     ],

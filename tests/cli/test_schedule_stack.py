@@ -86,7 +86,7 @@ def test_a_schedule_from_create_to_delete(dagq: Dagq, nightly: str) -> None:
         (("--cron", "0 2 * * *", "--timezone", "Europe/Atlantis"), "unknown time zone"),
         (("--cron", "0 2 * * *", "--param", "novalue"), "expected NAME=VALUE"),
         (("--cron", "0 2 * * *", "--concurrency", "sometimes"), "invalid choice"),
-        (("--cron", "0 2 * * *", "--catch-up", "500"), "--catch-up takes 0 to 100"),
+        (("--cron", "0 2 * * *", "--catch-up", "500"), "--catch-up takes 1 to 100"),
     ],
 )
 def test_bad_input_exits_2_with_what_is_wrong(
