@@ -172,6 +172,8 @@ REPEATED: dict[str, str] = {
     "registry.queues": "a read",
     "registry.note_failure": "an upsert of the same note",
     "registry.failures": "a read",
+    "registry.note_machine": "an upsert of the same row",
+    "registry.machines": "a read",
     # -- schedules --
     "schedules.create": "insert; a repeat's 409 is this call's own create when the row holds "
     "exactly this record",

@@ -194,6 +194,8 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
         "queues": (QUERY_ENTITIES,),
         "note_failure": (UPSERT_ENTITY,),
         "failures": (QUERY_ENTITIES,),
+        "note_machine": (UPSERT_ENTITY,),
+        "machines": (QUERY_ENTITIES,),
     },
     "schedules": {
         "create": (INSERT_ENTITY,),
