@@ -7,8 +7,8 @@ and compiles; ``compile_workflow`` compiles a ``WorkflowSpec``. Both raise
 Compiling is one ``Compilation`` (``shared.definition.compilation``) handed to each pass of
 ``shared.definition.passes`` in the order ``run_passes`` shows:
 
-    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> cache -> notify
-    -> build
+    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> cache
+    -> notify -> build
 
 A pass reports what it finds and lets the next ones run, so one submit sees every problem; only
 the budgets pass ends the compilation early. Every pass is linear in the size of the definition

@@ -19,6 +19,7 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    notify,
     values,
 )
 from tests.spec.helpers import compile_dict, issues_of, task, workflow
@@ -31,16 +32,21 @@ PASSES: dict[str, tuple[Any, str]] = {
     "foreach_from": (foreach_from, "resolve_foreach_from"),
     "acyclic": (acyclic, "check_acyclic"),
     "cache": (cache, "check_cache"),
+    "notify": (notify, "check_notify"),
     "build": (build, "build_workflow"),
 }
 """Each pass's module and entry point."""
 
 
 def documented_order() -> list[str]:
-    """The order the compiler's docstring states (``values -> expansion -> ...``)."""
-    doc = compiler.__doc__ or ""
-    (line,) = [ln.strip() for ln in doc.splitlines() if ln.strip().startswith("values ->")]
-    return re.split(r"\s*->\s*", line)
+    """The order the compiler's docstring states (``values -> expansion -> ...``, continued on
+    the lines after it that start with ``->``)."""
+    lines = [ln.strip() for ln in (compiler.__doc__ or "").splitlines()]
+    (start,) = [i for i, ln in enumerate(lines) if ln.startswith("values ->")]
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("->"):
+        end += 1
+    return re.split(r"\s*->\s*", " ".join(lines[start:end]))
 
 
 @pytest.fixture
@@ -69,6 +75,7 @@ def test_the_documented_order_is_the_issue_s() -> None:
         "foreach_from",
         "acyclic",
         "cache",
+        "notify",
         "build",
     ]
     assert list(PASSES) == documented_order()
@@ -96,6 +103,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
             task("x", depends_on=["y"]),  # acyclic
             task("y", depends_on=["x"]),
             name=" ",  # values
+            notify=[{"url": "ftp://hooks.example.com/"}],  # notify
         )
     )
     assert ran == documented_order()
@@ -105,6 +113,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
         "tasks.b.depends_on",
         "tasks.d.foreach_from",
         "tasks.x.depends_on",
+        "notify[0].url",
     ]
 
 
