@@ -32,6 +32,7 @@ from shared.views.base import (
 from shared.views.cost import (
     CostGroup,
     CostReport,
+    PoolMachines,
     TaskCost,
     WorkflowCost,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "LogLocation",
     "NotifyView",
     "PartitionHealth",
+    "PoolMachines",
     "Problem",
     "PurgeReport",
     "PurgedItem",
