@@ -8,7 +8,8 @@ parse far faster than a list of objects, and zlib sees the repeats.
 
 Version 2 adds the ``foreach_from`` column ``x``; version 3 the result-caching column ``k`` and
 the GPU column ``gpu``; version 4 the webhooks ``nt`` (``notify:``, issue 29). A definition is
-written in the oldest version that holds it.
+written in the oldest version that holds it. The workflow parameters (``prm``, a JSON object)
+may be in any version: they are shown, never needed to run.
 """
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ def _dep_policy(raw: Any) -> Any:
 
 def _str_dict(raw: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
+
+
+def _params(raw: Any) -> dict[str, Any]:
+    """The workflow parameters (``prm``): name -> string, number or bool."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in raw.values()
+    ):
+        raise CodecError("definition blob is corrupt: params")
+    return {str(k): v for k, v in raw.items()}
 
 
 def _optional_str(raw: Any) -> str | None:
@@ -190,6 +200,9 @@ def encode_definition(wf: CompiledWorkflow) -> bytes:
         doc["src"] = wf.source
     if wf.notify:
         doc["nt"] = [[t.url, list(t.events), t.secret, t.format] for t in wf.notify]
+    if wf.params:
+        # Any version: the tasks hold the values already; a reader without this key shows none.
+        doc["prm"] = wf.params
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
     version = max([1] + [v for key, v in _VERSION_OF_COLUMN.items() if key in doc])
     return frame(DEFINITION_MAGIC, version, text)
@@ -228,6 +241,7 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
             result_policy=result_policy,
             source=doc.get("src"),
             notify=_notify(doc.get("nt", [])),
+            params=_params(doc.get("prm", {})),
         )
     except CodecError:
         raise

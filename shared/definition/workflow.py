@@ -142,6 +142,11 @@ class CompiledWorkflow:
     """The definition as submitted (YAML or JSON text), kept for display; never parsed again."""
     notify: tuple[NotifyTarget, ...] = ()
     """The webhooks told of the run's end: ``notify:`` and the submit's ``--notify URL``."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The workflow parameters of this run, name -> value (a string, number or bool): the
+    defaults of ``params:`` and the values given at submit. Already filled into the tasks'
+    ``{{ params.NAME }}`` (but for a ``foreach_from`` task's cmd and env, which the engine fills
+    as it expands); each task also gets them as ``DAGQ_PARAM_<NAME>`` (the task message)."""
 
     @classmethod
     def of(
@@ -153,6 +158,7 @@ class CompiledWorkflow:
         result_policy: ResultPolicy = "all_sinks_succeed",
         source: str | None = None,
         notify: tuple[NotifyTarget, ...] = (),
+        params: dict[str, Any] | None = None,
     ) -> CompiledWorkflow:
         """Build from task definitions whose ``parents`` are already indices, deriving ``index``
         and ``children``. No validation: ``shared.definition.compiler`` validates before it calls
@@ -171,6 +177,7 @@ class CompiledWorkflow:
             children=tuple(tuple(k) for k in kids),
             source=source,
             notify=notify,
+            params=params or {},
         )
 
     @cached_property

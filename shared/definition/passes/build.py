@@ -25,6 +25,7 @@ def build_workflow(c: Compilation) -> CompiledWorkflow:
         result_policy=spec.result_policy,
         source=c.options.source_text,
         notify=notify,
+        params=c.param_values,
     )
 
 
