@@ -39,6 +39,7 @@ def definition(url: str) -> str:
     return f"""
 name: nightly
 default_queue: cpu
+params: {{lr: 0.5}}
 notify:
   - {{url: "{url}", events: [failed, task_failed], secret: {SECRET}}}
 tasks:
@@ -138,6 +139,7 @@ async def test_signed_webhook_retried_after_a_500(settings: Settings) -> None:
     assert failed["workflow"]["status"] == "failed"
     assert failed["workflow"]["url"] == f"{PUBLIC}/api/ui#/runs/{wid}"
     assert failed["workflow"]["duration_s"] >= 0
+    assert failed["workflow"]["params"] == {"lr": 0.5}
     assert failed["failed_count"] == 1
     train = failed["failed_tasks"][0]
     assert train["name"] == "train"
