@@ -151,7 +151,7 @@ async def test_signed_webhook_retried_after_a_500(settings: Settings) -> None:
 
 async def test_dead_letter_after_the_bound(settings: Settings) -> None:
     with receiver(always=500) as hook:
-        async with failed_run(settings, hook.url()) as (storage, _):
+        async with failed_run(settings, hook.url()) as (storage, wid):
             deliverer = Deliverer(storage, settings.names, options(bound_s=2.5))
             outcomes = await pump(deliverer, storage, settings.names, quiet_s=3.0)
             letters = await storage.deadletters.list()
@@ -164,7 +164,11 @@ async def test_dead_letter_after_the_bound(settings: Settings) -> None:
     reasons = [letter.reason for letter in letters]
     assert len(reasons) == 2
     assert all(
-        re.fullmatch(r"not delivered in 2\.5 s \(\d+ tries\); last: HTTP 500 .*", r)
+        re.fullmatch(
+            rf"notification {re.escape(wid)}\.\d+\.1\.(failed|task_failed\.train)\.0 to 127\.0\.0\.1:"
+            r" not delivered in 2\.5 s \(\d+ tries\); last: HTTP 500 .*",
+            r,
+        )
         for r in reasons
     ), reasons
 
