@@ -165,8 +165,8 @@ async def test_dead_letter_after_the_bound(settings: Settings) -> None:
     assert len(reasons) == 2
     assert all(
         re.fullmatch(
-            rf"notification {re.escape(wid)}\.\d+\.1\.(failed|task_failed\.train)\.0 to 127\.0\.0\.1:"
-            r" not delivered in 2\.5 s \(\d+ tries\); last: HTTP 500 .*",
+            rf"notification {re.escape(wid)}\.\d+\.1\.(failed|task_failed\.train)\.0"
+            r" to 127\.0\.0\.1: not delivered in 2\.5 s \(\d+ tries\); last: HTTP 500 .*",
             r,
         )
         for r in reasons
