@@ -126,3 +126,20 @@ def split_params(text: str) -> Template:
 def without_params(text: str) -> str:
     """``text`` with its ``{{ params.NAME }}`` placeholders left out."""
     return _PARAM_RE.sub("", text)
+
+
+_ANY_PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
+
+
+def misspelled(text: str, declared: Mapping[str, object]) -> str | None:
+    """A placeholder that is surely meant as a parameter but is not written as one:
+    ``{{ lr }}`` or ``{{ param.lr }}`` for a declared ``lr`` (in a task without foreach it would
+    stay literal text). None if there is none."""
+    if "{{" not in text:
+        return None
+    for match in _ANY_PLACEHOLDER_RE.finditer(text):
+        name = match.group(1)
+        bare = name.split(".", 1)[1] if name.startswith("param.") else name
+        if bare in declared:
+            return match.group(0)
+    return None

@@ -94,3 +94,18 @@ def test_every_task_message_carries_the_values_as_text() -> None:
     plain, _ = service.compile_definition("name: x\ntasks: [{name: a, kwargs: {cmd: 'true'}}]")
     message = build_message("n2", plain, Dispatch(0, "a", 1, "default", incarnation=7, run=1))
     assert message.params is None
+
+
+def test_values_given_to_submit_keep_the_submit_s_cache_overrides() -> None:
+    cached = DEFINITION.replace("kwargs: {cmd:", "cache: true, kwargs: {cmd:")
+    wf, _ = service.compile_definition(cached, params={"checkpoint": "c0"}, no_cache=True)
+    assert wf.tasks[0].cache is None
+    again = service.with_params(wf, {"checkpoint": "c9"})
+    assert again.params["checkpoint"] == "c9"
+    assert again.tasks[0].cache is None
+    refreshed, _ = service.compile_definition(
+        cached, params={"checkpoint": "c0"}, refresh=("eval",)
+    )
+    assert service.with_params(refreshed, {"checkpoint": "c9"}).tasks[0].cache == (
+        refreshed.tasks[0].cache
+    )

@@ -204,3 +204,19 @@ def test_too_long_a_value_is_refused() -> None:
     (issue,) = problems(NIGHTLY, checkpoint="x" * 5000)
     assert issue.location == "params.checkpoint"
     assert "limit" in issue.message
+
+
+@pytest.mark.parametrize("written", ["{{ lr }}", "{{ param.lr }}"])
+def test_a_parameter_written_without_params_is_pointed_at(written: str) -> None:
+    (issue,) = problems(workflow(task("a", f"fit --lr {written}"), params={"lr": 0.1}))
+    assert issue.location == "tasks.a.kwargs.cmd"
+    assert "write {{ params.lr }}" in issue.message
+    # Without params: declared, the text is what it always was (ai4s-jobq).
+    (t,) = compiled(workflow(task("a", f"fit --lr {written}"))).tasks
+    assert t.cmd == f"fit --lr {written}"
+
+
+def test_a_foreach_task_naming_a_parameter_bare_is_told_its_spelling() -> None:
+    definition = workflow(task("t", "fit {{ s }} {{ lr }}", foreach={"s": [1]}), params={"lr": 1})
+    (issue,) = problems(definition)
+    assert "the workflow parameter is {{ params.lr }}" in issue.message

@@ -250,9 +250,13 @@ def _check_variables(
         known = sorted(task.foreach)
         unknown = sorted(variables - set(known))
         for var in unknown:
-            c.issues.add(
-                f"{w.loc}.kwargs", partial(_unknown_variable, c.suggester, var, known), task.name
+            message = (
+                f"unknown template variable {{{{ {var} }}}}: the workflow parameter is"
+                f" {{{{ params.{var} }}}}"
+                if var in c.spec.params
+                else partial(_unknown_variable, c.suggester, var, known)
             )
+            c.issues.add(f"{w.loc}.kwargs", message, task.name)
         return ok and not unknown
     for i, params in enumerate(all_params):
         missing = sorted(variables - params.keys())

@@ -125,6 +125,14 @@ def unknown_param(suggester: Suggester, var: str, names: list[str]) -> str:
 def fill(c: Compilation, text: str, loc: str, task: str | None, *, quote: bool) -> str:
     """``text`` of a task without foreach (or of the workflow's env) with its ``{{ params.NAME
     }}`` filled; each problem reported at ``loc`` (the text is returned as is then)."""
+    if c.spec.params and (wrong := parameters.misspelled(text, c.spec.params)) is not None:
+        name = wrong.strip("{} ").removeprefix("param.")
+        c.issues.add(
+            loc,
+            f"{wrong} is not a template here: write {{{{ params.{name} }}}} for the parameter",
+            task,
+        )
+        return text
     if not parameters.uses_params(text):
         return text
     bad = parameters.malformed_placeholder(text)
