@@ -47,8 +47,8 @@ class Run:
             workflow_id=workflow_id,
             no_cache=no_cache,
             refresh=refresh,
-            notify=notify,
             params=params,
+            notify=notify,
         )
         return cls(client, submitted.id)
 

@@ -131,7 +131,8 @@ class TaskMessage(SignedMessage):
     carried). A redelivery of a finished workflow's message is late, and dropped, only if its run
     is not ahead of the state's: a later run is a rerun the state does not show yet, and runs."""
     params: dict[str, str] | None = None
-    """The workflow's parameters as text (None: none declared); each is DAGQ_PARAM_<NAME>."""
+    """The workflow's parameters as text (None: it declares none): the worker sets each as
+    ``DAGQ_PARAM_<NAME>`` in the task's environment."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""
@@ -305,8 +306,7 @@ _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
 class NotifyMessage(SignedMessage):
-    """Coordinator -> notify function (``{prefix}-notify``): tell webhook ``target`` (index in
-    ``notify:``; None: Event Grid) of ``event``; ``tries`` failed, the first at ``first_at``."""
+    """Coordinator -> ``{prefix}-notify``: tell ``target`` (None: Event Grid) of ``event``."""
 
     kind: Literal["notify"] = "notify"
     workflow_id: WorkflowId
@@ -316,8 +316,8 @@ class NotifyMessage(SignedMessage):
     task: TaskName | None = None
     at: Timestamp
     target: int | None = Field(default=None, ge=0, le=MAX_COUNTER)
-    tries: int = Field(default=0, ge=0, le=MAX_COUNTER)
-    first_at: Timestamp | None = None
+    tries: int = Field(default=0, ge=0, le=MAX_COUNTER)  # failed so far (shared.notify)
+    first_at: Timestamp | None = None  # the first try's time: retries end a bound after it
 
 
 def encode(message: _Message) -> str:

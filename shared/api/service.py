@@ -83,14 +83,14 @@ def compile_definition(
     max_expansion_width: int | None = None,
     no_cache: bool = False,
     refresh: tuple[str, ...] = (),
-    notify: Sequence[str] | None = None,
     params: Mapping[str, str] | None = None,
+    notify: Sequence[str] | None = None,
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread), with the submit's result caching overrides (``no_cache``: none for this
-    run; ``refresh``: these tasks recompute and replace their entries), its webhooks (``notify``:
-    URLs added to ``notify:``) and parameter values (``params``, as text: each read as its
-    declared type). Raises DefinitionError listing every problem."""
+    run; ``refresh``: these tasks recompute and replace their entries), parameter values
+    (``params``, as text: each read as its declared type) and webhooks (``notify``: URLs added
+    to ``notify:``). Raises DefinitionError listing every problem."""
     from shared.codec.definition import encode_definition
     from shared.definition.compiler import compile_text
     from shared.definition.passes.cache import with_cache_overrides
@@ -124,8 +124,8 @@ async def submit(
     partitions: int = 1,
     incarnation: int | None = None,
     signer: Signer | None = None,
-    notify: Sequence[str] | None = None,
     params: Mapping[str, str] | None = None,
+    notify: Sequence[str] | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -135,11 +135,12 @@ async def submit(
     the definition blob when the caller already has it (``compile_definition``). The workflow
     joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
     activate event goes to that partition's event queue. ``incarnation``: the new state's
-    (default: ``new_incarnation()``; the simulation passes its seeded one). ``notify``: webhook
-    URLs added to the definition's ``notify:`` (already added when ``compile_definition`` had
-    them; stored in the definition blob, so a repeated submit compares them too). ``params``:
+    (default: ``new_incarnation()``; the simulation passes its seeded one). ``params``:
     parameter values as text (a schedule's); when given, ``wf`` is compiled again from its source
     with them (``compile_definition(params=...)`` does this in one step) and ``encoded`` ignored.
+    ``notify``: webhook URLs added to the definition's ``notify:`` (already added when
+    ``compile_definition`` had them; stored in the definition blob, so a repeated submit compares
+    them too).
     """
     from shared.codec.definition import decode_definition, encode_definition
 

@@ -24,8 +24,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="examples:\n  dagq submit examples/pipeline.yaml --wait\n"
         "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
         "  dagq submit pipeline.yaml --refresh train    # retrain, reuse the rest\n"
-        "  dagq submit nightly.yaml --notify https://hooks.example.com/dagq\n"
         "  dagq submit examples/nightly.yaml --param checkpoint=ckpt-0042 --param lr=0.01\n"
+        "  dagq submit nightly.yaml --notify https://hooks.example.com/dagq\n"
         "  generate-flow | dagq submit -",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -50,6 +50,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="recompute this cached task (a foreach task's name: all of it) and replace its"
         " cache entry; repeat for several",
     )
+    add_param_option(parser)
     parser.add_argument(
         "--notify",
         action="append",
@@ -58,7 +59,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="POST to this webhook when the run completes, fails or is cancelled (JSON body, see"
         " docs/notifications.md); repeat for several",
     )
-    add_param_option(parser)
     parser.add_argument("--wait", action="store_true", help="follow the workflow until it ends")
     add_follow_options(parser)
     parser.add_argument(
@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
             fmt="json" if fmt == "json" else None,
             no_cache=args.no_cache,
             refresh=args.refresh,
-            notify=args.notify,
             params=params,
+            notify=args.notify,
         )
         if not submitted.created:
             err.print(

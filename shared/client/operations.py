@@ -129,19 +129,19 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
         fmt: Literal["yaml", "json"] | None = None,
         no_cache: bool = False,
         refresh: Sequence[str] = (),
-        notify: Sequence[str] | None = None,
         params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With
         ``workflow_id`` the submit is idempotent: the same id and definition return the existing
         workflow. ``no_cache``: no result is taken from or written to the result cache;
-        ``refresh``: these cached tasks are recomputed and their entries replaced; ``notify``:
-        webhook URLs told when the run ends (added to the definition's ``notify:``). ``params``:
-        values of the workflow's parameters (``params:``), sent as text (a bool as true/false)."""
+        ``refresh``: these cached tasks are recomputed and their entries replaced. ``params``:
+        values of the workflow's parameters (``params:``), sent as text (a bool as true/false);
+        ``notify``: webhook URLs told when the run ends (added to the definition's ``notify:``)."""
         if isinstance(definition, Path):
             return self.submit_file(
                 definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh,
-                notify=notify, params=params,
+                params=params, notify=notify,
             )  # fmt: skip
         if isinstance(definition, BuiltDefinition):
             definition = definition.to_dict()
@@ -163,10 +163,10 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
             query["no_cache"] = "true"
         if refresh:
             query["refresh"] = ",".join(refresh)
-        if notify:
-            query["notify"] = list(notify)  # ?notify=URL, repeated
         if params:
             query["param"] = param_query(params)
+        if notify:
+            query["notify"] = list(notify)  # ?notify=URL, repeated
         response = self._request(
             "POST", "/workflows", params=query, content=body, content_type=content_type,
             repeatable=True,
@@ -188,8 +188,8 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
         workflow_id: str | None = None,
         no_cache: bool = False,
         refresh: Sequence[str] = (),
-        notify: Sequence[str] | None = None,
         params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit the definition in a YAML or JSON file."""
         path = Path(path)
@@ -200,7 +200,7 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
         fmt: Literal["yaml", "json"] | None = "json" if path.suffix.lower() == ".json" else None
         return self.submit(
             body, workflow_id=workflow_id, fmt=fmt, no_cache=no_cache, refresh=refresh,
-            notify=notify, params=params,
+            params=params, notify=notify,
         )  # fmt: skip
 
     def get(self, workflow_id: str, *, tasks: bool = True) -> Workflow:

@@ -8,8 +8,8 @@ parse far faster than a list of objects, and zlib sees the repeats.
 
 Version 2 adds the ``foreach_from`` column ``x``; version 3 the result-caching column ``k`` and
 the GPU column ``gpu``; version 4 the webhooks ``nt`` (``notify:``, issue 29). A definition is
-written in the oldest version that holds it. The workflow parameters (``prm``, a JSON object) may
-be in any version: they are shown, never needed to run.
+written in the oldest version that holds it. The workflow parameters (``prm``, a JSON object)
+may be in any version: they are shown, never needed to run.
 """
 
 from __future__ import annotations

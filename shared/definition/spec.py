@@ -192,6 +192,31 @@ class TaskSpec(_Spec):
         )
 
 
+# -- notifications (issue 29; docs/notifications.md) -----------------------------------------
+
+
+NotifyEventSpec = Literal["completed", "failed", "cancelled", "task_failed"]
+_DEFAULT_EVENTS: tuple[NotifyEventSpec, ...] = ("completed", "failed", "cancelled")
+
+
+class NotifySpec(_Spec):
+    """A webhook told when the workflow ends (dagq): see docs/notifications.md."""
+
+    url: str = Field(max_length=MAX_NOTIFY_URL)
+    """The endpoint dagq POSTs to: ``https://`` (a deployment refuses plain ``http``, loopback,
+    private and link-local addresses unless its settings allow them)."""
+    events: list[NotifyEventSpec] = Field(
+        default_factory=lambda: list(_DEFAULT_EVENTS), min_length=1
+    )
+    """Which events are sent: the run ``completed``, ``failed`` or was ``cancelled``, and
+    ``task_failed`` (a task failed for good, its retries spent) while it runs."""
+    secret: str | None = Field(default=None, min_length=1, max_length=MAX_NOTIFY_SECRET)
+    """Sign each request: the ``X-Dagq-Signature`` header is ``sha256=`` and the hex
+    HMAC-SHA256, with this key, of the ``X-Dagq-Timestamp`` value, a ``.`` and the body."""
+    format: Literal["json", "slack", "teams"] = "json"
+    """The body: dagq's JSON (documented), or the payload of a Slack or Teams incoming webhook."""
+
+
 ParamType = Literal["string", "number", "bool"]
 """The type of a workflow parameter: what a value given at submit (text) is read as."""
 
@@ -217,31 +242,6 @@ class ParamSpec(_Spec):
 ParamDeclaration = Scalar | ParamSpec | None
 """A parameter as declared: its default (string, number or bool), a mapping ``{default,
 description, type}``, or null (required, a string)."""
-
-
-# -- notifications (issue 29; docs/notifications.md) -----------------------------------------
-
-
-NotifyEventSpec = Literal["completed", "failed", "cancelled", "task_failed"]
-_DEFAULT_EVENTS: tuple[NotifyEventSpec, ...] = ("completed", "failed", "cancelled")
-
-
-class NotifySpec(_Spec):
-    """A webhook told when the workflow ends (dagq): see docs/notifications.md."""
-
-    url: str = Field(max_length=MAX_NOTIFY_URL)
-    """The endpoint dagq POSTs to: ``https://`` (a deployment refuses plain ``http``, loopback,
-    private and link-local addresses unless its settings allow them)."""
-    events: list[NotifyEventSpec] = Field(
-        default_factory=lambda: list(_DEFAULT_EVENTS), min_length=1
-    )
-    """Which events are sent: the run ``completed``, ``failed`` or was ``cancelled``, and
-    ``task_failed`` (a task failed for good, its retries spent) while it runs."""
-    secret: str | None = Field(default=None, min_length=1, max_length=MAX_NOTIFY_SECRET)
-    """Sign each request: the ``X-Dagq-Signature`` header is ``sha256=`` and the hex
-    HMAC-SHA256 of the body with this key."""
-    format: Literal["json", "slack", "teams"] = "json"
-    """The body: dagq's JSON (documented), or the payload of a Slack or Teams incoming webhook."""
 
 
 class WorkflowSpec(_Spec):

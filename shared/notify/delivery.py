@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -121,6 +122,7 @@ class Deliverer:
             return await self._later(msg, text, message_id, "the state does not show it yet", now)
         if msg.target is not None and msg.target >= len(wf.notify):
             return await self._dead(text, message_id, f"no webhook {msg.target}", now)
+        where = f"notification {self.delivery_id(msg)} to {self._host(msg, wf)}: "
         report = await build_report(
             self.storage, msg, wf, state,
             public_url=self.options.public_url, cost=self._cost(wf, state, now),
@@ -128,12 +130,19 @@ class Deliverer:
         try:
             answer = await self._post(msg, wf, report, now)
         except RefusedTarget as exc:
-            return await self._dead(text, message_id, f"webhook refused: {exc}", now)
+            return await self._dead(text, message_id, f"{where}webhook refused: {exc}", now)
         if answer.ok:
             return "delivered"
         if answer.permanent:
-            return await self._dead(text, message_id, f"webhook answered {answer.detail}", now)
-        return await self._later(msg, text, message_id, answer.detail, now)
+            reason = f"{where}webhook answered {answer.detail}"
+            return await self._dead(text, message_id, reason, now)
+        return await self._later(msg, text, message_id, answer.detail, now, where)
+
+    @staticmethod
+    def _host(msg: NotifyMessage, wf: CompiledWorkflow) -> str:
+        if msg.target is None:
+            return "the Event Grid topic"
+        return urlsplit(wf.notify[msg.target].url).hostname or "?"
 
     def delivery_id(self, msg: NotifyMessage) -> str:
         """The same for every try of one notification (``X-Dagq-Delivery``, CloudEvent id)."""
@@ -173,13 +182,20 @@ class Deliverer:
         return {name: getattr(cost, name) for name in fields}
 
     async def _later(
-        self, msg: NotifyMessage, text: str, message_id: str, reason: str, now: float
+        self,
+        msg: NotifyMessage,
+        text: str,
+        message_id: str,
+        reason: str,
+        now: float,
+        where: str = "",
     ) -> Outcome:
         tries = msg.tries + 1
         first = msg.first_at if msg.first_at is not None else now
         delay = self.options.delay(tries)
         if now + delay - first > self.options.bound_s:
-            reason = f"not delivered in {self.options.bound_s:g} s ({tries} tries); last: {reason}"
+            bound = self.options.bound_s
+            reason = f"{where}not delivered in {bound:g} s ({tries} tries); last: {reason}"
             return await self._dead(text, message_id, reason, now)
         again = replace_message(msg, tries=tries, first_at=first)
         if self._signer is not None:

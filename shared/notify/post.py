@@ -116,7 +116,10 @@ async def post_eventgrid(endpoint: str, events: list[dict[str, Any]], timeout_s:
 
     if _credential is None:
         _credential = DefaultAzureCredential()
-    token = await _credential.get_token(EVENTGRID_SCOPE)
+    try:
+        token = await _credential.get_token(EVENTGRID_SCOPE)
+    except Exception as exc:  # no identity, or Entra unreachable: tried again later
+        return Answer(None, f"no token for Event Grid: {type(exc).__name__}: {exc}"[:300])
     headers = {
         "Authorization": f"Bearer {token.token}",
         "Content-Type": "application/cloudevents-batch+json; charset=utf-8",

@@ -106,14 +106,13 @@ async def build_report(
         task = next((f for f in failed if f.name == msg.task), None)
         if task is None and msg.task in wf.index:
             task = await _failed_task(storage, wf, state, wf.index[msg.task])
-    params = getattr(wf, "params", None)  # issue 29's run parameters, once the definition has them
     return Report(
         event=msg.event,
         workflow_id=state.workflow_id,
         name=wf.name,
         status=state.status.value,
         run=msg.run,
-        params=dict(params) if isinstance(params, dict) else {},
+        params=dict(wf.params),
         created_at=state.created_at,
         finished_at=state.finished_at,
         at=msg.at,

@@ -152,3 +152,30 @@ def test_client_sends_each_notify_url_as_its_own_parameter() -> None:
             client.submit(BASE, notify=["https://a.example/h?x=1", "https://b.example/"])
     query = parse_qs(api.requests[0]["query"])
     assert query["notify"] == ["https://a.example/h?x=1", "https://b.example/"]
+
+
+def test_the_workflow_view_and_dagq_status_show_the_webhooks_by_host() -> None:
+    from rich.console import Console
+
+    from shared.api.reads import workflow_view
+    from shared.cli.render import status_view
+    from shared.engine import new_state
+
+    wf = compile_text(WITH_NOTIFY)
+    view = workflow_view(wf, new_state(wf, "n1", NOW, 7))
+    shown = view.model_dump(mode="json")["notify"]
+    assert shown == [
+        {"host": "hooks.example.com", "events": ["failed", "task_failed"], "format": "json",
+         "signed": True},
+        {"host": "hooks.slack.com", "events": ["completed", "failed", "cancelled"],
+         "format": "slack", "signed": False},
+    ]  # fmt: skip
+    assert "s3cret" not in view.model_dump_json()
+    assert "/services/" not in view.model_dump_json()  # a Slack URL is its credential
+    console = Console(width=200, record=True)
+    console.print(status_view(view))
+    text = console.export_text()
+    assert (
+        "notifies hooks.example.com (failed, task_failed, signed); hooks.slack.com (completed,"
+        " failed, cancelled, slack)"
+    ) in text

@@ -39,6 +39,7 @@ def definition(url: str) -> str:
     return f"""
 name: nightly
 default_queue: cpu
+params: {{lr: 0.5}}
 notify:
   - {{url: "{url}", events: [failed, task_failed], secret: {SECRET}}}
 tasks:
@@ -138,6 +139,7 @@ async def test_signed_webhook_retried_after_a_500(settings: Settings) -> None:
     assert failed["workflow"]["status"] == "failed"
     assert failed["workflow"]["url"] == f"{PUBLIC}/api/ui#/runs/{wid}"
     assert failed["workflow"]["duration_s"] >= 0
+    assert failed["workflow"]["params"] == {"lr": 0.5}
     assert failed["failed_count"] == 1
     train = failed["failed_tasks"][0]
     assert train["name"] == "train"
@@ -149,7 +151,7 @@ async def test_signed_webhook_retried_after_a_500(settings: Settings) -> None:
 
 async def test_dead_letter_after_the_bound(settings: Settings) -> None:
     with receiver(always=500) as hook:
-        async with failed_run(settings, hook.url()) as (storage, _):
+        async with failed_run(settings, hook.url()) as (storage, wid):
             deliverer = Deliverer(storage, settings.names, options(bound_s=2.5))
             outcomes = await pump(deliverer, storage, settings.names, quiet_s=3.0)
             letters = await storage.deadletters.list()
@@ -162,7 +164,11 @@ async def test_dead_letter_after_the_bound(settings: Settings) -> None:
     reasons = [letter.reason for letter in letters]
     assert len(reasons) == 2
     assert all(
-        re.fullmatch(r"not delivered in 2\.5 s \(\d+ tries\); last: HTTP 500 .*", r)
+        re.fullmatch(
+            rf"notification {re.escape(wid)}\.\d+\.1\.(failed|task_failed\.train)\.0"
+            r" to 127\.0\.0\.1: not delivered in 2\.5 s \(\d+ tries\); last: HTTP 500 .*",
+            r,
+        )
         for r in reasons
     ), reasons
 

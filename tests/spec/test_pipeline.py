@@ -80,7 +80,7 @@ def test_the_documented_order_is_the_issue_s() -> None:
         "foreach_from",
         "acyclic",
         "cache",
-        "notify",  # (issue 29: the webhooks)
+        "notify",
         "build",
     ]
     assert list(PASSES) == documented_order()
@@ -108,6 +108,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
             task("x", depends_on=["y"]),  # acyclic
             task("y", depends_on=["x"]),
             name=" ",  # values
+            notify=[{"url": "ftp://hooks.example.com/"}],  # notify
         )
     )
     assert ran == documented_order()
@@ -117,6 +118,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
         "tasks.b.depends_on",
         "tasks.d.foreach_from",
         "tasks.x.depends_on",
+        "notify[0].url",
     ]
 
 
