@@ -179,25 +179,52 @@ def _repeated(local: datetime, tz: ZoneInfo) -> bool:
     return earlier.utcoffset() != local.utcoffset()
 
 
+DST_MARGIN_S = 3 * 3600.0
+"""How far before croniter's backward estimate the forward walk starts: croniter walking back
+through a fall-back hour may land an hour off (a slot of the repeated hour taken at its first
+occurrence), never more than a transition's shift."""
+MAX_WIDENINGS = 12
+
+
 def due_slots(cron: str, timezone: str, *, after: float, now: float, limit: int) -> list[float]:
     """The latest ``limit`` slots in ``(after, now]``, oldest first, as UTC timestamps (whole
-    seconds). Walks back from ``now``, so a long downtime costs ``limit`` steps, not one per
-    missed slot."""
+    seconds). A long downtime costs about ``limit`` steps, not one per missed slot: croniter's
+    backward walk estimates where the latest ``limit`` slots begin, and the slots are then taken
+    walking forward from a little before it (the forward walk is right across daylight saving
+    time; the backward one is not always), widening the window until it holds ``limit`` slots or
+    reaches ``after``."""
     from croniter import croniter
 
     if limit <= 0 or now <= after:
         return []
     tz = zone(timezone)
-    start = datetime.fromtimestamp(now, tz) + timedelta(seconds=1)
-    it = croniter(cron, start)
+    back = croniter(cron, datetime.fromtimestamp(now, tz) + timedelta(seconds=1))
+    earliest = now
+    for _ in range(limit):
+        earliest = min(earliest, float(back.get_prev(float)))
+    span = now - earliest + DST_MARGIN_S
     found: list[float] = []
-    while len(found) < limit:
-        slot = float(it.get_prev(float))
-        if slot <= after:
+    for _ in range(MAX_WIDENINGS):
+        start = max(after, now - span)
+        found = _forward(cron, tz, start, now)
+        if len(found) >= limit or start <= after:
             break
-        if slot <= now and _kept(cron, tz, slot) and slot not in found:
+        span *= 4
+    return found[-limit:]
+
+
+def _forward(cron: str, tz: ZoneInfo, start: float, end: float) -> list[float]:
+    """Every kept slot in ``(start, end]``, oldest first."""
+    from croniter import croniter
+
+    it = croniter(cron, datetime.fromtimestamp(start, tz))
+    found: list[float] = []
+    while True:
+        slot = float(it.get_next(float))
+        if slot > end:
+            return found
+        if slot > start and _kept(cron, tz, slot) and (not found or slot > found[-1]):
             found.append(slot)
-    return sorted(found)
 
 
 def next_slots(cron: str, timezone: str, *, after: float, count: int = 1) -> list[float]:

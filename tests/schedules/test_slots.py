@@ -82,6 +82,17 @@ def test_an_every_hour_schedule_runs_both_hours_of_the_fall_back() -> None:
     assert [datetime.fromtimestamp(s, UTC).hour for s in slots] == [0, 1, 2]
 
 
+def test_the_latest_slot_in_the_second_of_two_repeated_hours() -> None:
+    # New York falls back at 02:00 EDT on 1 November 2026: 01:00-01:59 happens twice. At 01:00:17
+    # EST (06:00:17 UTC) the latest every-minute slot is 06:00 UTC, not the first 01:00 (05:00 UTC)
+    # where croniter's backward walk lands (hypothesis found it).
+    now = datetime(2026, 11, 1, 6, 0, 17, tzinfo=UTC).timestamp()
+    [slot] = due_slots("* * * * *", "America/New_York", after=now - 86400, now=now, limit=1)
+    assert slot == datetime(2026, 11, 1, 6, 0, tzinfo=UTC).timestamp()
+    hourly = due_slots("0 * * * *", "America/New_York", after=now - 3 * 3600, now=now, limit=5)
+    assert [datetime.fromtimestamp(s, UTC).hour for s in hourly] == [4, 5, 6]
+
+
 def test_a_long_downtime_starts_only_the_latest_slots() -> None:
     after = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     now = after + 90 * 86400 + 30  # three months of every minute
