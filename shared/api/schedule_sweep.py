@@ -10,9 +10,11 @@ workflow), and a sweep killed after a submit and before it noted the slot makes 
 submit that id again, which finds it.
 
 ``forbid`` skips a slot while the schedule's previous run is active; ``replace`` cancels that run
-first. A slot whose definition no longer compiles, or whose id holds another definition, is
-noted on the schedule (``schedule show``) and passed over: it never blocks the later slots. Any
-other failure (storage) leaves the slot un-noted, so the next sweep submits it again.
+first. The previous run is the previous slot's (whether or not a sweep lived to note it) or the
+latest one noted. A slot whose definition no longer compiles, or whose id holds another
+definition, is noted on the schedule (``schedule show``) and passed over: it never blocks the
+later slots. Any other failure (storage) leaves the slot un-noted, so the next sweep submits it
+again.
 """
 
 from __future__ import annotations
@@ -93,15 +95,14 @@ class _Starter:
         submitted = 0
         for slot in slots:
             workflow_id = run_id(spec.name, slot)
-            previous = runs[-1] if runs else None
-            if previous is not None and previous != workflow_id and spec.concurrency != "allow":
-                status = await self._status(previous)
-                if status is not None and not status.is_terminal:
-                    if spec.concurrency == "forbid":
-                        note = f"slot {_at(slot)} skipped: {previous} was still {status}"
-                        log.info("schedule %s: %s", spec.name, note)
-                        continue
-                    await self._cancel(previous, workflow_id)
+            active = None if spec.concurrency == "allow" else await self._active(record, runs, slot)
+            if active is not None:
+                previous, status = active
+                if spec.concurrency == "forbid":
+                    note = f"slot {_at(slot)} skipped: {previous} was still {status}"
+                    log.info("schedule %s: %s", spec.name, note)
+                    continue
+                await self._cancel(previous, workflow_id)
             try:
                 await self._submit(record, workflow_id)
             except (DefinitionError, ConflictError) as exc:  # no longer compiles, id taken
@@ -113,6 +114,20 @@ class _Starter:
                 runs.append(workflow_id)
         await self._note(record, slots[-1], runs[-KEPT_RUNS:], note)
         return submitted
+
+    async def _active(
+        self, record: ScheduleRecord, runs: list[str], slot: float
+    ) -> tuple[str, WorkflowStatus] | None:
+        """The schedule's previous run if it is still active: the run of the slot before
+        ``slot`` (started even when a killed sweep did not note it) or the latest run noted."""
+        spec = record.spec
+        before = due_slots(spec.cron, spec.timezone, after=float("-inf"), now=slot - 1, limit=1)
+        candidates = [run_id(spec.name, s) for s in before] + runs[-1:]
+        for previous in dict.fromkeys(candidates):
+            status = await self._status(previous)
+            if status is not None and not status.is_terminal:
+                return previous, status
+        return None
 
     async def _status(self, workflow_id: str) -> WorkflowStatus | None:
         from shared.codec.metadata import status_from_metadata

@@ -144,3 +144,21 @@ def test_params_are_checked_as_each_run_will_be() -> None:
     assert "number parameter" in str(caught.value)
     with pytest.raises(DefinitionError):
         schedules.check_spec(spec(definition=PARAMS, params={"checkpoint": "c", "nope": "1"}))
+
+
+async def test_forbid_sees_a_run_whose_slot_a_killed_sweep_did_not_note() -> None:
+    from tests.schedules.test_sweep_azurite import _killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(concurrency="forbid"), now=T0)
+    # The sweep submits the first slot's run and dies before it notes it on the schedule.
+    await run_schedules(_killed(storage, "schedules", "update"), T0 + 60)
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.runs == []
+    # The next slot: the unnoted run is still pending, so forbid skips the slot.
+    assert await run_schedules(storage, T0 + 120) == 0
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.note is not None
+    assert "skipped" in record.note
