@@ -47,9 +47,17 @@ def watch(wf: CompiledWorkflow, state: RuntimeState, eventgrid: bool) -> Watch |
 
 
 def _failed(state: RuntimeState) -> frozenset[int]:
-    if not state.tally[FAILED]:
-        return frozenset()
-    return frozenset(i for i, code in enumerate(state.codes) if code == FAILED)
+    """The numbers of the failed tasks: a scan of the state codes in C (``bytearray.find``), so a
+    100,000-task workflow with webhooks costs each update little."""
+    found: list[int] = []
+    codes, at = state.codes, 0
+    for _ in range(state.tally[FAILED]):
+        at = codes.find(FAILED, at)
+        if at < 0:
+            break
+        found.append(at)
+        at += 1
+    return frozenset(found)
 
 
 def notices(
@@ -57,7 +65,10 @@ def notices(
 ) -> list[NotifyMessage]:
     """The notifications the change from ``before`` to ``state`` calls for."""
     events: list[tuple[NotifyEvent, str | None]] = []
-    if before.failed is not None and state.tally[FAILED]:
+    changed = before.failed is not None and (
+        state.tally[FAILED] != len(before.failed) or state.run != before.run
+    )
+    if changed and before.failed is not None:
         new = sorted(_failed(state) - before.failed)
         if new:
             running = engine.expanded(wf, state)

@@ -13,7 +13,7 @@ from shared.messages import NotifyMessage
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
-from tests.coordinator.helpers import FakeClock, diamond, drive, load, submit
+from tests.coordinator.helpers import FakeClock, diamond, drive, fan, load, retrying, submit
 from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
@@ -84,3 +84,20 @@ async def test_a_failed_task_and_run_are_both_told(
 async def test_no_notify_no_message(storage: MemoryStorage, clock: FakeClock) -> None:
     await run(storage, clock, diamond(), b=Behavior(always_fail=True))
     assert notify_messages(storage) == []
+
+
+async def test_a_failure_that_a_retry_mends_is_no_task_failure(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    wf = with_targets(diamond(**retrying(2)), NotifyTarget(HOOK, ("completed", "task_failed")))
+    await run(storage, clock, wf, b=Behavior(fail_times=2))
+    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.COMPLETED
+    assert [(m.event, m.task) for m in notify_messages(storage)] == [("completed", None)]
+
+
+async def test_many_failures_each_told_once(storage: MemoryStorage, clock: FakeClock) -> None:
+    wf = with_targets(fan(30), NotifyTarget(HOOK, ("task_failed",)))
+    failing = {f"leaf{i:05d}": Behavior(always_fail=True) for i in range(0, 30, 3)}
+    await run(storage, clock, wf, **failing)
+    told = [m.task for m in notify_messages(storage)]
+    assert sorted(told) == sorted(failing)  # type: ignore[type-var]
