@@ -172,12 +172,17 @@ def test_every_module_of_shared_is_on_a_floor() -> None:
     )
 
 
-def test_make_lint_runs_the_contracts() -> None:
+def test_make_lint_runs_each_linter_once_and_ci_still_checks_infra() -> None:
     makefile = (ROOT / "Makefile").read_text()
     lint = makefile[makefile.index("\nlint:") :].split("\n\n")[0]
-    assert "lint-imports" in lint
+    tools = [line.split()[0].removeprefix("$(VENV)/bin/") for line in lint.strip().splitlines()[1:]]
+    assert tools == ["ruff", "ruff", "mypy", "lint-imports"], "make lint: ruff, format, mypy, contracts"
+    assert "infra-check" not in lint, "make lint stays fast: the infra tools are make infra-check"
+    infra = makefile[makefile.index("\ninfra-check:") :].split("\n\n")[0]
+    assert "lint-imports" not in infra, "the contracts run once, in make lint"
     commands = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line[:1] != "#"]
     assert commands.index("make lint") < commands.index("make test"), "CI lints before it tests"
+    assert "make infra-check" in commands, "CI still checks infra/ with the field's tools"
 
 
 def test_the_drawn_house_has_no_circle_nothing_upward_and_at_most_12_floors() -> None:
