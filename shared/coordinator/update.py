@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from shared import codec, engine
 from shared.coordinator.acks import Acknowledger
 from shared.coordinator.apply import Tally, apply_events, defer, dispatch_all
-from shared.coordinator.cache import CachedState, WorkflowCache
 from shared.coordinator.cas import read_modify_write
 from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
@@ -27,6 +26,7 @@ from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.results import ResultCacheSteps
+from shared.coordinator.state_cache import CachedState, WorkflowCache
 from shared.coordinator.stats import PassStats
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
