@@ -176,7 +176,9 @@ def test_make_lint_runs_each_linter_once_and_ci_still_checks_infra() -> None:
     makefile = (ROOT / "Makefile").read_text()
     lint = makefile[makefile.index("\nlint:") :].split("\n\n")[0]
     tools = [line.split()[0].removeprefix("$(VENV)/bin/") for line in lint.strip().splitlines()[1:]]
-    assert tools == ["ruff", "ruff", "mypy", "lint-imports"], "make lint: ruff, format, mypy, contracts"
+    assert tools == ["ruff", "ruff", "mypy", "lint-imports"], (
+        "make lint: ruff, format, mypy, contracts"
+    )
     assert "infra-check" not in lint, "make lint stays fast: the infra tools are make infra-check"
     infra = makefile[makefile.index("\ninfra-check:") :].split("\n\n")[0]
     assert "lint-imports" not in infra, "the contracts run once, in make lint"
