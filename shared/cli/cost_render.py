@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable, Phrases
-from shared.cli.render import duration
+from shared.cli.style import duration
 from shared.views import CostReport, WorkflowCost
 
 TASK_COLUMNS = (

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable
 from shared.cli.live_render import gpu_text, progress_text
-from shared.cli.render import duration
+from shared.cli.style import duration
 from shared.views import DoctorReport, WorkersView, WorkerView
 
 WORKER_STATUS_STYLE = {"alive": "green", "lost": "bold red"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from shared.cli import render
+from shared.cli import render, style
 from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
 from shared.cli.queries import health_lines
@@ -89,7 +89,7 @@ def test_every_state_has_a_place_and_a_style() -> None:
     from shared.states import TaskState, WorkflowStatus
 
     assert sorted(render.STATE_ORDER) == sorted(TaskState)
-    assert set(render.STATE_STYLE) == set(TaskState)
+    assert set(style.STATE_STYLE) == set(TaskState)
     assert set(render.STATUS_STYLE) == set(WorkflowStatus)
     assert {s: for_status(s) for s in WorkflowStatus if s.is_terminal} == {
         WorkflowStatus.COMPLETED: ExitCode.OK,
