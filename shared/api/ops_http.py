@@ -15,8 +15,6 @@ from shared.api.context import CONTEXT
 from shared.api.http import _handler, json_response
 from shared.api.request import route_param as _route
 
-PURGEABLE = ("completed", "failed", "cancelled")
-
 
 async def _workers(req: func.HttpRequest) -> func.HttpResponse:
     from shared.ops.workers import list_workers
