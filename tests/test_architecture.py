@@ -188,8 +188,11 @@ def test_make_lint_runs_each_linter_once_and_ci_still_checks_infra() -> None:
 
 
 def test_the_drawn_house_has_no_circle_nothing_upward_and_at_most_12_floors() -> None:
+    """No circle between rooms, nor between modules (issue 34: render <-> live_render, state <->
+    attempt_history, world <-> actors, http <-> query were circles hidden behind function-level
+    imports and ``if TYPE_CHECKING:``)."""
     rooms = house.read_rooms()
-    verdict = house.judge(rooms, house.plan())
+    verdict = house.judge(rooms, house.plan(), house.read_modules())
     assert verdict.problems == []
     assert 1 < len(verdict.floors) <= house.MAX_FLOORS
     assert verdict.floors[-1] == [house.KERNEL]
@@ -204,6 +207,14 @@ def test_the_house_names_a_circle_and_an_upward_import() -> None:
     upward = {"api": frozenset({"engine"}), house.KERNEL: frozenset({"engine"})}
     assert house.judge(upward, planned).problems == [
         "kernel imports engine, which is not below it in the plan"
+    ]
+    modules = {
+        "shared.cli.render": frozenset({"shared.cli.live_render"}),
+        "shared.cli.live_render": frozenset({"shared.cli.render"}),
+    }
+    assert house.judge({}, planned, modules).problems == [
+        "a circle between modules: shared.cli.live_render -> shared.cli.render"
+        " -> shared.cli.live_render"
     ]
     tall = {f"room{i}": frozenset({f"room{i + 1}"}) for i in range(house.MAX_FLOORS)}
     plan = [frozenset({f"room{i}"}) for i in range(house.MAX_FLOORS + 1)]
