@@ -1,5 +1,5 @@
 """What the coordinator keeps between passes: states with their ETags (compiled definitions are
-cached once per process, shared with the API, in ``shared.storage.workflow_reads``).
+cached once per process, shared with the API, in ``shared.readback.workflow_reads``).
 
 A cached state is exactly what the blob held at ``etag`` when this coordinator last read or wrote
 it; if another writer moved the blob on (it should not: one writer), the next flush gets a 412 and
@@ -42,7 +42,7 @@ def state_weight(cached: CachedState) -> int:
 
 
 class WorkflowCache:
-    """States of recently active workflows (definitions: ``shared.storage.workflow_reads``), at
+    """States of recently active workflows (definitions: ``shared.readback.workflow_reads``), at
     most ``max_bytes`` of them by ``state_weight``.
 
     Sized for a partition's whole active set (``DAGQ_STATE_CACHE_MB``): each pass and each sweep

@@ -42,8 +42,8 @@ from shared.errors import (
     WrongPartitionError,
 )
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent
+from shared.readback.workflow_reads import cached_definition, forget_definition
 from shared.storage.ports import IndexRow, Storage
-from shared.storage.workflow_reads import cached_definition, forget_definition
 
 log = logging.getLogger("dagq.coordinator")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from shared.cost.model import workflow_cost
 from shared.cost.prices import PriceTable
-from shared.storage.workflow_reads import read_workflow
+from shared.readback.workflow_reads import read_workflow
 from shared.views.cost import CostGroup, CostReport, WorkflowCost
 
 if TYPE_CHECKING:

@@ -202,7 +202,7 @@ def _within_budget(rows: list[IndexRow], partial: list[str]) -> list[IndexRow]:
 async def _row_of(storage: Storage, workflow_id: str) -> IndexRow:
     """The index row of one workflow, derived from its state (authoritative)."""
     from shared.engine.projection import index_row
-    from shared.storage.workflow_reads import read_workflow
+    from shared.readback.workflow_reads import read_workflow
 
     wf, state = await read_workflow(storage, workflow_id)
     return index_row(wf, state)
@@ -211,7 +211,7 @@ async def _row_of(storage: Storage, workflow_id: str) -> IndexRow:
 async def _examine(storage: Storage, row: IndexRow) -> tuple[WorkflowFacts, list[QueuedTask]]:
     from shared.engine.state import QUEUED
     from shared.engine.step import in_state
-    from shared.storage.workflow_reads import read_workflow
+    from shared.readback.workflow_reads import read_workflow
 
     facts = WorkflowFacts(row.workflow_id, row.name, row.status, row.created_at, list(row.queues))
     if row.status is not WorkflowStatus.RUNNING:

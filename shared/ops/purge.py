@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING
 from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.limits import CACHE_SCAN_ROTATE_S
 from shared.names import ResourceNames
+from shared.readback.workflow_reads import cached_definition, forget_definition
 from shared.states import WorkflowStatus
 from shared.storage.ports import PurgeMark
 from shared.storage.tolerated import TOLERATED, Kind, describe
-from shared.storage.workflow_reads import cached_definition, forget_definition
 from shared.views import PurgedItem, PurgedView, PurgeReport
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     """
     from shared.codec.metadata import incarnation_from_metadata
     from shared.names import check_workflow_id
-    from shared.storage.workflow_reads import read_workflow
+    from shared.readback.workflow_reads import read_workflow
 
     check_workflow_id(workflow_id)
     for _ in range(READ_TRIES):

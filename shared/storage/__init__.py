@@ -6,8 +6,9 @@
   ``shared.storage.factory.open_storage`` opens them from Settings;
 - ``shared.storage.memory``: the same interfaces in memory, for fast tests (the contract tests in
   ``tests/storage/`` run against both);
-- ``shared.storage.modelled``: any Storage slowed to Azure's modelled latencies and limits (bench);
-- ``shared.storage.workflow_reads``: a workflow's definition and state read back and decoded.
+- ``shared.storage.modelled``: any Storage slowed to Azure's modelled latencies and limits (bench).
+
+A workflow read back and decoded is the room above, ``shared.readback``.
 
 Every name here is imported on first use (PEP 562): the worker reads the ports without paying for
 an adapter, and the Functions app starts without the Azure storage SDKs (its cold-start budget).
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
         WorkflowBlobs,
     )
     from shared.storage.registry import Registry, WorkerRecord, WorkerTask
-    from shared.storage.workflow_reads import cached_definition, read_definition, read_workflow
 
 __all__ = [
     "AzureModel",
@@ -63,12 +63,9 @@ __all__ = [
     "WorkerTask",
     "WorkflowBlobs",
     "azure_storage",
-    "cached_definition",
     "ensure_resources",
     "memory_storage",
     "open_storage",
-    "read_definition",
-    "read_workflow",
 ]
 
 __getattr__ = lazy_names(
@@ -95,6 +92,5 @@ __getattr__ = lazy_names(
         # Not the function ``modelled``: once its module is imported, ``shared.storage.modelled``
         # is the module (import it from there).
         "shared.storage.modelled": ("AzureModel", "ModelledStorage", "StorageModel"),
-        "shared.storage.workflow_reads": ("cached_definition", "read_definition", "read_workflow"),
     },
 )
