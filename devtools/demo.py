@@ -197,7 +197,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def save_results(client: Client, workflow_id: str, folder: Path) -> tuple[dict[str, Any], Path]:
     """Write every task's output (outputs.json) and log (logs/<task>.log) under ``folder``."""
-    from shared.errors import ApiError
+    from shared.client.errors import ApiError
 
     folder.mkdir(parents=True, exist_ok=True)
     outputs = client.outputs(workflow_id)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
+from shared.errors import DagqError, MessageError, NotFoundError
 from shared.messages import (
     FailureReason,
     TaskEvent,
@@ -38,6 +38,7 @@ from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
+from worker_agent.errors import AttemptError, StartError
 from worker_agent.files import (
     AttemptPaths,
     closing_fd,
