@@ -12,26 +12,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
     from shared.readback.workflow_reads import (
-        cached_definition,
-        forget_definition,
-        read_definition,
-        read_workflow,
+        cached_definition as cached_definition,
+    )
+    from shared.readback.workflow_reads import (
+        forget_definition as forget_definition,
+    )
+    from shared.readback.workflow_reads import (
+        read_definition as read_definition,
+    )
+    from shared.readback.workflow_reads import (
+        read_workflow as read_workflow,
     )
 
-__all__ = ["cached_definition", "forget_definition", "read_definition", "read_workflow"]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.readback.workflow_reads": (
-            "cached_definition",
-            "forget_definition",
-            "read_definition",
-            "read_workflow",
-        )
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)
