@@ -13,7 +13,10 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
+from shared.codec.definition import decode_definition
+from shared.codec.state import decode_state
 from shared.definition.workflow import CompiledWorkflow
+from shared.engine import expanded
 from shared.errors import NotFoundError
 from shared.lru import Lru
 from shared.names import check_workflow_id
@@ -46,10 +49,6 @@ _caches: weakref.WeakKeyDictionary[WorkflowBlobs, Lru[str, CompiledWorkflow]] = 
 async def cached_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow:
     """The compiled definition of ``workflow_id`` (a valid id). Raises NotFoundError from
     storage, CodecError for a blob that cannot be decoded."""
-    from shared.codec.definition import (
-        decode_definition,  # heavy; the Functions app imports this early
-    )
-
     cache = _caches.setdefault(storage.workflows, Lru(DEFINITIONS_CACHED_BYTES, definition_weight))
     wf = cache.get(workflow_id)
     if wf is None:
@@ -80,9 +79,6 @@ async def read_workflow(
 ) -> tuple[CompiledWorkflow, RuntimeState]:
     """A workflow as it runs (its definition plus any ``foreach_from`` expansions) and its
     current state (the state blob is authoritative)."""
-    from shared.codec.state import decode_state
-    from shared.engine import expanded
-
     wf = await read_definition(storage, workflow_id)
     try:
         stored = await storage.workflows.read_state(workflow_id)
