@@ -7,6 +7,7 @@ with the repository's own contracts.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -227,3 +228,52 @@ def test_docs_show_the_house_as_drawn() -> None:
     assert f"```\n{drawing}\n```" in (ROOT / "docs" / "architecture.md").read_text(), (
         "docs/architecture.md's drawn house is out of date: paste `python -m devtools.house`"
     )
+
+
+def _modules_of(*packages: str) -> list[Path]:
+    return sorted(
+        path
+        for package in packages
+        for path in (ROOT / package).rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    )
+
+
+def test_docs_name_every_module_of_shared_and_the_worker() -> None:
+    """docs/architecture.md is the map: each module of shared/ and worker_agent/ is named there, in
+    backquotes, by its file name or a path ending in it (`blobs.py`, `azure/deadletters.py`)."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    unnamed = [
+        str(path.relative_to(ROOT))
+        for path in _modules_of("shared", "worker_agent")
+        if not re.search(rf"`(?:[\w./]+/)?{re.escape(path.name)}`", doc)
+    ]
+    assert unnamed == [], "name these modules in docs/architecture.md, where their package is"
+
+
+START_UP = ("shared/api/", "shared/cli/", "worker_agent/cli.py", "shared/coordinator/__main__.py")
+"""Where an import inside a function keeps a start-up fast (docs/architecture.md, the cold-start
+rule): the app's handlers, the CLI's commands, the programs' entry points."""
+LOADED_WHEN_NEEDED = ("azure.", "cryptography")
+"""Optional or heavy libraries imported by the one function that needs them."""
+
+
+def test_function_level_imports_only_where_the_cold_start_rule_says() -> None:
+    strays = []
+    for path in _modules_of("shared", "worker_agent", "dagq"):
+        where = str(path.relative_to(ROOT))
+        if where.startswith(START_UP):
+            continue
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom):
+                    module = node.module or ""
+                elif isinstance(node, ast.Import):
+                    module = node.names[0].name
+                else:
+                    continue
+                if not module.startswith(LOADED_WHEN_NEEDED):
+                    strays.append(f"{where}:{node.lineno} {module}")
+    assert strays == [], "import at the top of the module (docs/architecture.md, cold start)"
