@@ -9,7 +9,7 @@ from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
 from shared.cli.queries import health_lines
 from shared.client import Workflow
-from tests.cli.fake_api import task_body, workflow_body
+from tests.support.fake_api import task_body, workflow_body
 
 
 def _workflow(counts: dict[str, int], status: str = "running", **extra: object) -> Workflow:

@@ -24,7 +24,7 @@ from shared.views import (
     WorkflowCost,
     WorkflowSummary,
 )
-from tests.cli.fake_api import task_body, workflow_body
+from tests.support.fake_api import task_body, workflow_body
 
 NOW = 2_000_000_000.0
 LONG = "preprocess-the-entire-imagenet-validation-split-for-evaluation"

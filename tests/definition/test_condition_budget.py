@@ -15,7 +15,7 @@ from shared.definition.conditions.reads import OUTPUT_SIZE
 from shared.errors import ConditionBudgetError, ConditionError
 from shared.limits import MAX_CONDITION_STEPS
 from shared.messages import INLINE_OUTPUT_BYTES
-from tests.spec.helpers import one_issue, task, workflow
+from tests.definition.helpers import one_issue, task, workflow
 
 WEDGE = " and ".join(['all(inputs["p*"] == inputs["p.n=0"])'] * 6)
 """The reported shape: repeated whole-output comparisons over a 10,000-parent glob."""

@@ -9,7 +9,7 @@ from shared.definition.compiler import compile_text, compile_workflow, parse_def
 from shared.definition.workflow import RetryPolicy
 from shared.errors import DefinitionError
 from shared.limits import MAX_CMD_BYTES, MAX_DEPENDENCIES, MAX_ENV_BYTES, MAX_EXPANSIONS, MAX_TASKS
-from tests.spec.helpers import compile_dict, issues_of, one_issue, task, workflow
+from tests.definition.helpers import compile_dict, issues_of, one_issue, task, workflow
 
 # -- what a valid definition compiles to -------------------------------------------------------
 

@@ -21,7 +21,7 @@ from shared.definition.passes import (
     foreach_from,
     values,
 )
-from tests.spec.helpers import compile_dict, issues_of, task, workflow
+from tests.definition.helpers import compile_dict, issues_of, task, workflow
 
 PASSES: dict[str, tuple[Any, str]] = {
     "values": (values, "check_workflow_fields"),

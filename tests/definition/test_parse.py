@@ -9,7 +9,7 @@ import pytest
 from shared.definition.compiler import compile_text, parse_definition
 from shared.errors import DefinitionError
 from shared.limits import MAX_DEFINITION_BYTES
-from tests.spec.helpers import issues_of, one_issue, task, workflow
+from tests.definition.helpers import issues_of, one_issue, task, workflow
 
 
 def _issues(text: str | bytes, **kwargs: object) -> list[str]:

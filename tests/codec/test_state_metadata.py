@@ -9,8 +9,7 @@ from shared.codec.metadata import status_from_metadata
 from shared.codec.state import state_metadata
 from shared.engine import new_state
 from shared.states import WorkflowStatus
-
-from .history import task, workflow
+from tests.engine.history import task, workflow
 
 
 @pytest.mark.parametrize("status", list(WorkflowStatus))

@@ -15,7 +15,7 @@ from shared.client import (
     config_file_path,
 )
 from shared.errors import DagqError
-from tests.cli.fake_api import fake_api, workflow_body
+from tests.support.fake_api import fake_api, workflow_body
 
 
 def test_config_precedence_arguments_then_env_then_file(tmp_path: Path) -> None:

@@ -13,8 +13,7 @@ from shared.engine.commands import Dispatch
 from shared.engine.transitions import new_state
 from shared.messages import ActivateEvent, OutputRef, TaskCompletedEvent
 from shared.names import ResourceNames
-
-from .history import WF_ID, chain
+from tests.engine.history import WF_ID, chain
 
 # Written by dagq at dc43a24 (state version 5): chain(2) of incarnation 7, t0 completed with a
 # log and a blob output, t1 failed with a log; every name in the flat layout.

@@ -10,7 +10,7 @@ import pytest
 from shared.definition.foreach import expansion_name
 from shared.definition.templating import parse_template, render_value
 from shared.names import safe_name_problem
-from tests.spec.helpers import compile_dict, one_issue, task, workflow
+from tests.definition.helpers import compile_dict, one_issue, task, workflow
 
 
 def test_matrix_expands_in_declared_order_last_parameter_fastest() -> None:

@@ -14,7 +14,7 @@ from shared.definition.conditions import ParentView, compile_condition
 from shared.definition.templating import parse_template, render_value, variable_env
 from shared.errors import DefinitionError
 from shared.names import safe_name_problem
-from tests.spec.helpers import compile_dict, task, workflow
+from tests.definition.helpers import compile_dict, task, workflow
 
 PROFILE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -19,8 +19,7 @@ from shared.errors import CodecError
 from shared.messages import TaskCompletedEvent, TaskFailedEvent
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
-
-from .history import WF_ID, History, chain, fan, task, workflow
+from tests.engine.history import WF_ID, History, chain, fan, task, workflow
 
 
 def assert_same(a: RuntimeState, b: RuntimeState) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from shared.definition.workflow import ExpandFrom
 from shared.engine.capture import items_of
-from tests.spec.helpers import issues_of, task, workflow
+from tests.definition.helpers import issues_of, task, workflow
 
 
 def test_a_foreach_from_reference_gets_a_did_you_mean() -> None:

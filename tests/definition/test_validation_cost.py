@@ -18,7 +18,7 @@ from shared.limits import (
     MAX_GLOB_MATCHES,
     MAX_SUGGESTION_WORK,
 )
-from tests.spec.helpers import issues_of, task, workflow
+from tests.definition.helpers import issues_of, task, workflow
 
 
 class CountingMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]

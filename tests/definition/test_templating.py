@@ -20,7 +20,7 @@ from shared.definition.templating import (
     variable_env,
 )
 from shared.errors import TemplateSyntaxError
-from tests.spec.helpers import compile_dict, issues_of, one_issue, task, workflow
+from tests.definition.helpers import compile_dict, issues_of, one_issue, task, workflow
 
 SHELLS = sorted({os.path.realpath(sh) for sh in ("/bin/sh", shutil.which("bash")) if sh})
 """Every shell a worker might be: /bin/sh is dash on Debian, bash on others."""
