@@ -129,18 +129,28 @@ class WorkflowUpdater:
             if len(envelopes) > 1:  # find the culprit: the others must not be held back
                 return await self._one_by_one(workflow_id, envelopes, stats, sent)
             return UpdateResult(done=await self.acks.failed(workflow_id, envelopes, exc, stats))
-        except Exception as exc:  # storage trouble, a lost lease, flush conflicts: redelivery
-            self.cache.forget(workflow_id)
-            stats.events_unacked += len(envelopes)
-            if isinstance(exc, DispatchError):
-                stats.send_failures += 1
-            elif isinstance(exc, DispatchBoundError):
-                stats.dispatch_rounds_exhausted += 1
-                log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
-            elif not isinstance(exc, LeaseError):
-                log.warning("workflow %s: update failed, events left for redelivery: %r",
-                            workflow_id, exc)  # fmt: skip
-            return UpdateResult()
+        # Storage trouble, a lost lease, flush conflicts: the events are left for redelivery.
+        except DispatchError:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            stats.send_failures += 1
+        except DispatchBoundError as exc:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            stats.dispatch_rounds_exhausted += 1
+            log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
+        except LeaseError:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+        except Exception as exc:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            log.warning(
+                "workflow %s: update failed, events left for redelivery: %r", workflow_id, exc
+            )
+        return UpdateResult()
+
+    def _left_for_redelivery(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats
+    ) -> None:
+        self.cache.forget(workflow_id)
+        stats.events_unacked += len(envelopes)
 
     async def _one_by_one(
         self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, sent: set[SentKey]
@@ -174,14 +184,11 @@ class WorkflowUpdater:
             return UpdateResult()
         except NotFoundError:
             return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
-        except (CodecError, WrongPartitionError) as exc:
-            reason = str(exc)
-            if isinstance(exc, CodecError):
-                reason = f"workflow {workflow_id}: stored definition or state cannot be decoded"
-                reason += f": {exc}"
-            log.error(reason)
-            done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
-            return UpdateResult(done=done)
+        except CodecError as exc:
+            reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
+            return await self._dead_letter_all(envelopes, reason, stats)
+        except WrongPartitionError as exc:
+            return await self._dead_letter_all(envelopes, str(exc), stats)
         await bound_inline_outputs(
             self.storage.outputs, cached.state, envelopes,
             inline_limit=self.options.inline_output_bytes,
@@ -296,6 +303,14 @@ class WorkflowUpdater:
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)
         return UpdateResult(done=done, row=row)
+
+    async def _dead_letter_all(
+        self, envelopes: list[Envelope], reason: str, stats: PassStats
+    ) -> UpdateResult:
+        """Dead-letter every event of a workflow that cannot be loaded, for ``reason``."""
+        log.error(reason)
+        done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
+        return UpdateResult(done=done)
 
     def _drop_other_incarnation(
         self, workflow_id: str, envelopes: list[Envelope], created_at: float | None
