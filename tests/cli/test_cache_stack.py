@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.conftest import Result, Stack
+from tests.cli.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

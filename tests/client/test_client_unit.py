@@ -228,7 +228,7 @@ def test_a_submit_whose_answer_was_lost_is_sent_again_under_the_same_id() -> Non
     """The API acted on the submit, the connection closed before its answer (issue #36): the
     client sends it again under the id it chose, and the API's 200 for that id is the workflow
     the first try created."""
-    from tests.support.flaky_proxy import FlakyProxy
+    from devtools.testing.flaky_proxy import FlakyProxy
 
     with fake_api() as api:
         api.on("POST", "/api/workflows", 201, {"id": "x", "status": "pending", "url": "u"})

@@ -19,20 +19,8 @@ from shared.errors import CodecError
 from shared.messages import TaskCompletedEvent, TaskFailedEvent
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
+from tests.codec.equality import assert_same
 from tests.engine.history import WF_ID, History, chain, fan, task, workflow
-
-
-def assert_same(a: RuntimeState, b: RuntimeState) -> None:
-    """Every observable field and the derived bookkeeping are equal."""
-    for name in (
-        "workflow_id", "status", "run", "created_at", "updated_at", "finished_at",
-        "cancel_requested", "cancel_requested_at", "error", "n_ok", "n_bad", "n_terminal",
-        "base_attempt", "sent_ms", "history", "n_history", "incarnation",
-    ):  # fmt: skip
-        assert getattr(a, name) == getattr(b, name), name
-    assert a.counts() == b.counts()
-    assert [a.task(i) for i in range(len(a))] == [b.task(i) for i in range(len(b))]
-    assert [t for t in a.ready if a.codes[t] == 1] == list(b.ready)
 
 
 def roundtrip(h: History) -> RuntimeState:

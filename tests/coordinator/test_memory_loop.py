@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from pydantic import JsonValue
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.coordinator import Coordinator, LeaseState
 from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.errors import LeaseError
@@ -16,7 +17,6 @@ from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 

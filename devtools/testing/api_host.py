@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.signing import app_env
+from devtools.testing.signing import app_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 FAST_SWEEPS = "*/1 * * * * *"
