@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from shared import codec, engine
 from shared.coordinator.acks import Acknowledger
-from shared.coordinator.apply import Tally, apply_events, defer, dispatch_all
+from shared.coordinator.apply import apply_events, defer
 from shared.coordinator.cas import read_modify_write
-from shared.coordinator.dispatch import Dispatcher, SentKey
+from shared.coordinator.dispatch import Dispatcher, DispatchStep, SentKey, dispatch_all
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.lists import read_lists
@@ -28,6 +28,7 @@ from shared.coordinator.projector import Projector
 from shared.coordinator.results import ResultCacheSteps
 from shared.coordinator.state_cache import CachedState, WorkflowCache
 from shared.coordinator.stats import PassStats
+from shared.coordinator.tally import Tally
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
 from shared.engine.projection import index_row
@@ -242,8 +243,8 @@ class WorkflowUpdater:
                 raise ApplyError(f"the engine's sweep raised {exc!r}", None) from exc
             # Dispatch before the flush: a crash in between re-sends on redelivery (workers
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
-            await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
-                               commands, tallies[-1], sent, now, results=self.results)  # fmt: skip
+            step = DispatchStep(workflow_id, wf, state, tallies[-1], sent, now, self.results)
+            await dispatch_all(self._dispatcher, self.leadership.ok, step, commands)
 
         async def write(state: RuntimeState, data: bytes, etag: str) -> str:
             if not self.leadership.ok():

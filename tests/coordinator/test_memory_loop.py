@@ -272,10 +272,10 @@ async def test_dispatch_rounds_past_their_bound_are_counted_and_logged(
     storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    from shared.coordinator import apply
+    from shared.coordinator import dispatch
 
-    assert apply.dispatch_rounds(unsendable(100)) == 102
-    monkeypatch.setattr(apply, "dispatch_rounds", lambda wf: 3)  # an engine gone wrong
+    assert dispatch.dispatch_rounds(unsendable(100)) == 102
+    monkeypatch.setattr(dispatch, "dispatch_rounds", lambda wf: 3)  # an engine gone wrong
     wf = unsendable(100)
     await submit(storage, wf, "huge", clock())
     result = await Coordinator(storage, NAMES, fast_options(), clock=clock).run_once()
