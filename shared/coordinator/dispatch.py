@@ -19,6 +19,7 @@ from shared import engine
 from shared.coordinator.lists import cached_list
 from shared.coordinator.results import ResultCacheSteps
 from shared.coordinator.tally import Tally
+from shared.definition.templating import render_value
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.state import RuntimeState
@@ -60,6 +61,7 @@ def build_message(
         incarnation=command.incarnation,
         incarnation_blobs=True if command.incarnation_blobs else None,
         run=command.run,
+        params={k: render_value(v) for k, v in wf.params.items()} if wf.params else None,
     )
 
 

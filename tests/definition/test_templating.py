@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,38 +20,10 @@ from shared.definition.templating import (
 )
 from shared.errors import TemplateSyntaxError
 from tests.definition.helpers import compile_dict, issues_of, one_issue, task, workflow
+from tests.definition.shell_cases import FRAGMENTS, PAYLOADS, SHELLS, run
 
-SHELLS = sorted({os.path.realpath(sh) for sh in ("/bin/sh", shutil.which("bash")) if sh})
-"""Every shell a worker might be: /bin/sh is dash on Debian, bash on others."""
-PAYLOADS = [
-    "$(touch PWNED)",
-    "`touch PWNED`",
-    "'; touch PWNED; '",
-    '"; touch PWNED; "',
-    "x\ntouch PWNED\n",
-    "'\ntouch PWNED\n#",
-    "a[$(touch PWNED)]",
-    "\\'$(touch PWNED)\\'",
-    "$'\\x27'; touch PWNED; $'\\x27'",
-    "}; touch PWNED; {",
-    ")); touch PWNED; ((",
-    "EOF\ntouch PWNED\nEOF",
-]
-"""Values that create ./PWNED if any shell ever reads them as code."""
 REPORTED = ['echo "{{ v }}"', "echo '{{ v }}'", "python3 -c \"print('{{ v }}')\""]
 """The three commands of the report (issue 11 §4) that ran the value."""
-
-
-def run(shell: str, cmd: str, cwd: Path, env: dict[str, str] | None = None) -> None:
-    subprocess.run(
-        [shell, "-c", cmd],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=10,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -218,15 +189,6 @@ def test_bash_error_recovery_cannot_run_the_next_line_of_a_value(
     rendered = parse_command(cmd).render({"v": payload}, quote=True)
     run(shell, rendered, tmp_path, env=variable_env({"v": payload}))
     assert not (tmp_path / "PWNED").exists(), rendered
-
-
-FRAGMENTS = [
-    " ", "echo ", "printf %s ", "true", ";", "\n", " && ", " | ", "'", '"', "\\", "$", "$(", "(",
-    ")", "${X:-", "}", "`", "$'", "#", "<<EOF\n", "\nEOF\n", "$((", "))", "[[ ", " ]]", "x=",
-    "a", "-", "case a in a) ", " esac", ":", "{ ", "; }", "\\\n", "[", "]", "=", "arr",
-    "> /dev/null", "$x", '"$x"', "((", "1",
-]  # fmt: skip
-"""Shell syntax to build commands from (nothing here creates ./PWNED by itself)."""
 
 
 @st.composite
