@@ -11,13 +11,15 @@ import pytest
 
 import shared.client.errors
 import shared.errors as errors
+import shared.notify.errors
 import worker_agent.errors
 from shared.api.problems import problem_for
 from shared.errors import DagqError
 
 ROOT = Path(__file__).resolve().parents[1]
-ERROR_MODULES = (errors, shared.client.errors, worker_agent.errors)
-"""The kernel's errors, and the client's and the worker's (room-only errors, in their rooms)."""
+ERROR_MODULES = (errors, shared.client.errors, shared.notify.errors, worker_agent.errors)
+"""The kernel's errors, and the client's, the notifications' and the worker's (room-only errors,
+in their rooms)."""
 
 
 def _error_classes() -> list[type[DagqError]]:
@@ -55,7 +57,11 @@ def test_exception_classes_are_defined_only_in_the_error_modules() -> None:
 def test_room_errors_stand_on_the_kernels_base_class() -> None:
     rooms = [cls for cls in _error_classes() if cls.__module__ != errors.__name__]
     client = {"ApiError", "ApiUnreachableError", "WaitTimeoutError"}
-    assert {cls.__name__ for cls in rooms} == client | {"AttemptError", "StartError"}
+    assert {cls.__name__ for cls in rooms} == client | {
+        "RefusedTarget",
+        "AttemptError",
+        "StartError",
+    }
     assert all(issubclass(cls, DagqError) and cls.http_status is None for cls in rooms)
 
 

@@ -45,6 +45,11 @@ ENV_NAMES = {
     "gpu_vm_sku": ("DAGQ_GPU_VM_SKU",),
     "max_definition_bytes": ("DAGQ_MAX_DEFINITION_BYTES",),
     "max_expansion_width": ("DAGQ_MAX_EXPANSION_WIDTH",),
+    "notify_allow_private": ("DAGQ_NOTIFY_ALLOW_PRIVATE",),
+    "notify_allow_http": ("DAGQ_NOTIFY_ALLOW_HTTP",),
+    "notify_retry_s": ("DAGQ_NOTIFY_RETRY_S",),
+    "eventgrid_endpoint": ("DAGQ_EVENTGRID_ENDPOINT",),
+    "public_url": ("DAGQ_PUBLIC_URL",),
 }
 """Every setting's variables, as they were spelled out one by one before ``env_prefix``."""
 

@@ -129,16 +129,18 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         no_cache: bool = False,
         refresh: Sequence[str] = (),
         params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With
         ``workflow_id`` the submit is idempotent: the same id and definition return the existing
         workflow. ``no_cache``: no result is taken from or written to the result cache;
         ``refresh``: these cached tasks are recomputed and their entries replaced. ``params``:
-        values of the workflow's parameters (``params:``), sent as text (a bool as true/false)."""
+        values of the workflow's parameters (``params:``), sent as text (a bool as true/false);
+        ``notify``: webhook URLs told when the run ends (added to the definition's ``notify:``)."""
         if isinstance(definition, Path):
             return self.submit_file(
                 definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh,
-                params=params,
+                params=params, notify=notify,
             )  # fmt: skip
         if isinstance(definition, BuiltDefinition):
             definition = definition.to_dict()
@@ -162,6 +164,8 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
             query["refresh"] = ",".join(refresh)
         if params:
             query["param"] = param_query(params)
+        if notify:
+            query["notify"] = list(notify)  # ?notify=URL, repeated
         response = self._request(
             "POST", "/workflows", params=query, content=body, content_type=content_type,
             repeatable=True,
@@ -184,6 +188,7 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         no_cache: bool = False,
         refresh: Sequence[str] = (),
         params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit the definition in a YAML or JSON file."""
         path = Path(path)
@@ -194,7 +199,7 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         fmt: Literal["yaml", "json"] | None = "json" if path.suffix.lower() == ".json" else None
         return self.submit(
             body, workflow_id=workflow_id, fmt=fmt, no_cache=no_cache, refresh=refresh,
-            params=params,
+            params=params, notify=notify,
         )  # fmt: skip
 
     def get(self, workflow_id: str, *, tasks: bool = True) -> Workflow:
