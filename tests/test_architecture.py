@@ -254,7 +254,7 @@ def test_docs_name_every_module_of_shared_and_the_worker() -> None:
 START_UP = ("shared/api/", "shared/cli/", "worker_agent/cli.py", "shared/coordinator/__main__.py")
 """Where an import inside a function keeps a start-up fast (docs/architecture.md, the cold-start
 rule): the app's handlers, the CLI's commands, the programs' entry points."""
-LOADED_WHEN_NEEDED = ("azure.", "cryptography")
+LOADED_WHEN_NEEDED = ("azure.", "cryptography", "croniter", "zoneinfo")
 """Optional or heavy libraries imported by the one function that needs them."""
 
 
