@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from devtools.testing.synthetic_worker import SyntheticWorker
 from shared.api import service
 from shared.coordinator import CoordinatorOptions
 from shared.coordinator.process import PartitionSet
@@ -33,7 +34,6 @@ from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled
-from tests.support.synthetic_worker import SyntheticWorker
 
 NAMES = ResourceNames("bench")
 QUEUES = [f"q{i}" for i in range(8)]

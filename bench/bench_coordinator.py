@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devtools.azurite import Azurite
+from devtools.testing.synthetic_worker import SyntheticWorker
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow, TaskDef
@@ -51,7 +52,6 @@ from shared.messages import ActivateEvent, TaskCompletedEvent, decode_task_messa
 from shared.settings import Settings
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import Queue, ReceivedMessage, Storage
-from tests.support.synthetic_worker import SyntheticWorker
 
 CONCURRENCY = 32
 T = TypeVar("T")

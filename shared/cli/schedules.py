@@ -184,7 +184,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def _when(view: ScheduleView) -> str:
-    from shared.cli.render import timestamp
+    from shared.cli.style import timestamp
 
     if view.paused:
         return "paused"
@@ -210,7 +210,7 @@ def list_text(views: list[ScheduleView]) -> str:
 
 def schedule_text(view: ScheduleView) -> str:
     """``dagq schedule show``: the schedule, its next slots and latest runs."""
-    from shared.cli.render import timestamp
+    from shared.cli.style import timestamp
     from shared.cli.terminal import neutralise
 
     lines = [

@@ -15,6 +15,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from shared.client.config import ClientConfig
 from shared.client.cost import CostMixin
+from shared.client.errors import ApiError
 from shared.client.models import (
     CancelAccepted,
     RetryAccepted,
@@ -29,7 +30,7 @@ from shared.client.schedules import SchedulesMixin
 from shared.client.task_logs import TaskLogsMixin
 from shared.client.transport import REPEATS, Transport, payload, segment, shape_error, snippet
 from shared.client.wait import UpdateCallback, wait_for
-from shared.errors import ApiError, DagqError
+from shared.errors import DagqError
 from shared.names import new_workflow_id
 from shared.states import TaskState
 

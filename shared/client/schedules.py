@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from shared.client.transport import segment
 from shared.errors import DagqError
 from shared.views import ScheduleDeleted, ScheduleList, ScheduleView
 
@@ -93,26 +94,18 @@ class SchedulesMixin:
 
     def schedule(self, name: str) -> ScheduleView:
         """One schedule with its next slots and latest runs (newest first, with status)."""
-        from shared.client.transport import segment
-
         return self._model(ScheduleView, "GET", f"/schedules/{segment(name)}")
 
     def pause_schedule(self, name: str) -> ScheduleView:
         """Pause a schedule: no slot starts until it is resumed (idempotent)."""
-        from shared.client.transport import segment
-
         path = f"/schedules/{segment(name)}/pause"
         return self._model(ScheduleView, "POST", path, repeatable=True)
 
     def resume_schedule(self, name: str) -> ScheduleView:
         """Resume a schedule: the slots after now start; the pause's are not caught up."""
-        from shared.client.transport import segment
-
         path = f"/schedules/{segment(name)}/resume"
         return self._model(ScheduleView, "POST", path, repeatable=True)
 
     def delete_schedule(self, name: str) -> ScheduleDeleted:
         """Delete a schedule (its runs stay); idempotent."""
-        from shared.client.transport import segment
-
         return self._model(ScheduleDeleted, "DELETE", f"/schedules/{segment(name)}")

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 
 from shared.coordinator.acks import Acknowledger
-from shared.coordinator.cache import WorkflowCache
 from shared.coordinator.dispatch import Dispatcher
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.intake import Receiver
@@ -26,6 +25,7 @@ from shared.coordinator.notices import Notifier
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.passes import AfterSweeps, PassResult, PassRunner
 from shared.coordinator.projector import Projector
+from shared.coordinator.state_cache import WorkflowCache
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.errors import LeaseError

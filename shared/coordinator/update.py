@@ -17,10 +17,9 @@ from dataclasses import dataclass, field, replace
 from shared import codec, engine
 from shared.coordinator import notices
 from shared.coordinator.acks import Acknowledger
-from shared.coordinator.apply import Tally, apply_events, defer, dispatch_all
-from shared.coordinator.cache import CachedState, WorkflowCache
+from shared.coordinator.apply import apply_events, defer
 from shared.coordinator.cas import read_modify_write
-from shared.coordinator.dispatch import Dispatcher, SentKey
+from shared.coordinator.dispatch import Dispatcher, DispatchStep, SentKey, dispatch_all
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.lists import read_lists
@@ -29,7 +28,9 @@ from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.results import ResultCacheSteps
+from shared.coordinator.state_cache import CachedState, WorkflowCache
 from shared.coordinator.stats import PassStats
+from shared.coordinator.tally import Tally
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
 from shared.engine.projection import index_row
@@ -44,8 +45,8 @@ from shared.errors import (
     WrongPartitionError,
 )
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent
+from shared.readback.workflow_reads import cached_definition, forget_definition
 from shared.storage.ports import IndexRow, Storage
-from shared.storage.workflow_reads import cached_definition, forget_definition
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -134,18 +135,28 @@ class WorkflowUpdater:
             if len(envelopes) > 1:  # find the culprit: the others must not be held back
                 return await self._one_by_one(workflow_id, envelopes, stats, sent)
             return UpdateResult(done=await self.acks.failed(workflow_id, envelopes, exc, stats))
-        except Exception as exc:  # storage trouble, a lost lease, flush conflicts: redelivery
-            self.cache.forget(workflow_id)
-            stats.events_unacked += len(envelopes)
-            if isinstance(exc, DispatchError):
-                stats.send_failures += 1
-            elif isinstance(exc, DispatchBoundError):
-                stats.dispatch_rounds_exhausted += 1
-                log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
-            elif not isinstance(exc, LeaseError):
-                log.warning("workflow %s: update failed, events left for redelivery: %r",
-                            workflow_id, exc)  # fmt: skip
-            return UpdateResult()
+        # Storage trouble, a lost lease, flush conflicts: the events are left for redelivery.
+        except DispatchError:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            stats.send_failures += 1
+        except DispatchBoundError as exc:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            stats.dispatch_rounds_exhausted += 1
+            log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
+        except LeaseError:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+        except Exception as exc:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            log.warning(
+                "workflow %s: update failed, events left for redelivery: %r", workflow_id, exc
+            )
+        return UpdateResult()
+
+    def _left_for_redelivery(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats
+    ) -> None:
+        self.cache.forget(workflow_id)
+        stats.events_unacked += len(envelopes)
 
     async def _one_by_one(
         self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, sent: set[SentKey]
@@ -179,14 +190,11 @@ class WorkflowUpdater:
             return UpdateResult()
         except NotFoundError:
             return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
-        except (CodecError, WrongPartitionError) as exc:
-            reason = str(exc)
-            if isinstance(exc, CodecError):
-                reason = f"workflow {workflow_id}: stored definition or state cannot be decoded"
-                reason += f": {exc}"
-            log.error(reason)
-            done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
-            return UpdateResult(done=done)
+        except CodecError as exc:
+            reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
+            return await self._dead_letter_all(envelopes, reason, stats)
+        except WrongPartitionError as exc:
+            return await self._dead_letter_all(envelopes, str(exc), stats)
         await bound_inline_outputs(
             self.storage.outputs, cached.state, envelopes,
             inline_limit=self.options.inline_output_bytes,
@@ -243,8 +251,8 @@ class WorkflowUpdater:
                 raise ApplyError(f"the engine's sweep raised {exc!r}", None) from exc
             # Dispatch before the flush: a crash in between re-sends on redelivery (workers
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
-            await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
-                               commands, tallies[-1], sent, now, results=self.results)  # fmt: skip
+            step = DispatchStep(workflow_id, wf, state, tallies[-1], sent, now, self.results)
+            await dispatch_all(self._dispatcher, self.leadership.ok, step, commands)
             if before is not None and notifier is not None:  # before the flush, as dispatches
                 await notifier.send(notices.notices(wf, state, before, now, eventgrid))
 
@@ -306,6 +314,14 @@ class WorkflowUpdater:
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)
         return UpdateResult(done=done, row=row)
+
+    async def _dead_letter_all(
+        self, envelopes: list[Envelope], reason: str, stats: PassStats
+    ) -> UpdateResult:
+        """Dead-letter every event of a workflow that cannot be loaded, for ``reason``."""
+        log.error(reason)
+        done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
+        return UpdateResult(done=done)
 
     def _drop_other_incarnation(
         self, workflow_id: str, envelopes: list[Envelope], created_at: float | None

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.conftest import Result, Stack
+from tests.cli.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

@@ -33,7 +33,7 @@ from shared.cli.exitcodes import ExitCode
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 from shared.storage.rbac.usage import read_uses
-from tests.cli.conftest import Result, Stack, running_stack
+from tests.cli.stack import Result, Stack, running_stack
 from tests.notify.receiver import receiver
 
 Dagq = Callable[..., Result]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from devtools.azurite import Azurite
+from devtools.testing.api_host import start_host
 from shared.cli.exitcodes import ExitCode
-from tests.cli.conftest import Result, Stack
-from tests.support.api_host import start_host
+from tests.cli.stack import Result, Stack
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

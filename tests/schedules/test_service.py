@@ -147,12 +147,12 @@ def test_params_are_checked_as_each_run_will_be() -> None:
 
 
 async def test_forbid_sees_a_run_whose_slot_a_killed_sweep_did_not_note() -> None:
-    from tests.schedules.test_sweep_azurite import _killed
+    from tests.schedules.killed import killed
 
     storage = memory_storage()
     await schedules.create(storage, spec(concurrency="forbid"), now=T0)
     # The sweep submits the first slot's run and dies before it notes it on the schedule.
-    await run_schedules(_killed(storage, "schedules", "update"), T0 + 60)
+    await run_schedules(killed(storage, "schedules", "update"), T0 + 60)
     record = await storage.schedules.get("every")
     assert record is not None
     assert record.runs == []

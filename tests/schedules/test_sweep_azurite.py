@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from shared.settings import Settings
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import Storage
 from shared.storage.schedules import ScheduleSpec
+from tests.schedules.killed import killed
 
 pytestmark = pytest.mark.azurite
 
@@ -90,10 +90,10 @@ async def test_every_slot_starts_exactly_once_with_two_instances_and_killed_swee
     # Killed half-way through a submit (definition and state written, no index row yet) ...
     clock.now = T0 + 5 * 60
     expected.append(run_id("every", T0 - 30 + 5 * 60))
-    assert await run_schedules(_killed(a, "index", "create"), clock()) == 0
+    assert await run_schedules(killed(a, "index", "create"), clock()) == 0
     assert await runs_of(a, "every") == expected[:-1]  # no index row: not listed yet
     # ... and killed after the submit, before the slot was noted on the schedule.
-    await run_schedules(_killed(a, "schedules", "update"), clock())
+    await run_schedules(killed(a, "schedules", "update"), clock())
     record = await a.schedules.get("every")
     assert record is not None
     assert record.last_slot == T0 - 30 + 4 * 60
@@ -122,23 +122,3 @@ async def test_a_downtime_starts_only_the_latest_catch_up_slots(
               for d in (5, 6)]  # fmt: skip  # 01:00 on day 7: not yet 02:00
     assert await runs_of(a, "nightly") == [run_id("nightly", n.timestamp()) for n in nights]
     assert await run_schedules(a, T0 + 7 * 86400 + 60) == 0  # nothing new is due
-
-
-class _Killer:
-    def __init__(self, target: Any, method: str) -> None:
-        self._target = target
-        self._method = method
-
-    def __getattr__(self, name: str) -> Any:
-        if name == self._method:
-
-            async def killed(*args: Any, **kwargs: Any) -> Any:
-                raise RuntimeError(f"killed at {name}")
-
-            return killed
-        return getattr(self._target, name)
-
-
-def _killed(storage: Storage, port: str, method: str) -> Storage:
-    """``storage`` whose ``port.method`` dies (the process was killed there)."""
-    return replace(storage, **{port: _Killer(getattr(storage, port), method)})
