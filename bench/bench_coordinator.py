@@ -20,6 +20,11 @@ rate it should be compared to (the emulator is the ceiling on this machine):
 - dispatch_latency_p50_ms / p95_ms: a completion sent -> the child's task message visible, with
   the coordinator running (a 60-task chain).
 
+With ``BENCH_LATENCY_MS=D`` (e.g. 10, Azure's round trip) the drain, end-to-end and dispatch
+latency phases run a second time with every storage request delayed D ms (bench/latency_proxy.py
+between dagq and a fresh Azurite), and the line adds their figures with a ``_latD`` suffix and the
+ratios to the run without it, measured in this same run: drain_latD_ratio, e2e_latD_ratio.
+
 Ends with ONE line of key=value pairs. Usage: python bench/bench_coordinator.py [--skip-10k]
 """
 
@@ -29,6 +34,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -41,6 +47,7 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.latency_proxy import proxied
 from devtools.azurite import Azurite
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
@@ -276,26 +283,53 @@ async def dispatch_latency(storage: Storage, settings: Settings, n: int = 60) ->
 
 
 @asynccontextmanager
-async def fresh_azurite(on_disk: bool = False) -> AsyncIterator[tuple[Storage, Settings]]:
+async def fresh_azurite(on_disk: bool = False, latency_ms: float = 0
+                        ) -> AsyncIterator[tuple[Storage, Settings]]:  # fmt: skip
     """A new Azurite per phase: Azurite slows down with every message it holds (in any queue), so
     phases must not inherit each other's leftovers.
 
     ``on_disk`` for long phases: the in-memory extent store keeps one extent per queue message and
     its garbage collector (every 60 s) deletes them in quadratic time, which freezes the emulator
     for minutes once a run has moved tens of thousands of messages. Disk persistence avoids that
-    but makes blob writes slower, so the 1,000-task phases run in memory."""
+    but makes blob writes slower, so the 1,000-task phases run in memory.
+
+    ``latency_ms``: every request goes through the latency proxy (Azure's round trip)."""
     with contextlib.ExitStack() as stack:
         location = Path(stack.enter_context(tempfile.TemporaryDirectory())) if on_disk else None
         azurite = stack.enter_context(Azurite(location=location))
-        settings = Settings.model_validate(
-            {"DAGQ_STORAGE": azurite.connection_string, "DAGQ_PREFIX": "bench"}
-        )
+        conn = azurite.connection_string
+        if latency_ms:
+            conn = stack.enter_context(proxied(conn, latency_ms))
+        settings = Settings.model_validate({"DAGQ_STORAGE": conn, "DAGQ_PREFIX": "bench"})
         async with open_storage(settings) as storage:
             await ensure_resources(storage)
             yield storage, settings
 
 
-async def main(skip_10k: bool) -> dict[str, float]:
+async def under_latency(latency_ms: float, results: dict[str, float]) -> None:
+    """The drain, end-to-end and dispatch latency phases again through the latency proxy."""
+    tag = f"_lat{latency_ms:g}"
+    async with fresh_azurite(latency_ms=latency_ms) as (storage, settings):
+        results["completions_per_s" + tag] = await drain_rate(storage, settings)
+        rate = results["completions_per_s" + tag]
+        print(f"drain at +{latency_ms:g} ms: {rate:.0f}/s", flush=True)
+    async with fresh_azurite(latency_ms=latency_ms) as (storage, settings):
+        e2e_s = await run_to_end(storage, settings, fan(998, "e2e"), timeout_s=600)
+        results["e2e_completions_per_s" + tag] = 1000 / e2e_s
+        print(f"e2e at +{latency_ms:g} ms: {1000 / e2e_s:.0f}/s", flush=True)
+    async with fresh_azurite(latency_ms=latency_ms) as (storage, settings):
+        latencies = await dispatch_latency(storage, settings)
+        results["dispatch_latency_p50_ms" + tag] = statistics.median(latencies)
+        results["dispatch_latency_p95_ms" + tag] = statistics.quantiles(latencies, n=20)[-1]
+        p50 = statistics.median(latencies)
+        print(f"latency at +{latency_ms:g} ms: p50 {p50:.1f} ms", flush=True)
+    results[f"drain{tag}_ratio"] = results["completions_per_s" + tag] / results["completions_per_s"]
+    results[f"e2e{tag}_ratio"] = (
+        results["e2e_completions_per_s" + tag] / results["e2e_completions_per_s"]
+    )
+
+
+async def main(skip_10k: bool, latency_ms: float = 0) -> dict[str, float]:
     results: dict[str, float] = {}
     async with fresh_azurite() as (storage, settings):
         raw_q = storage.queues.get("bench-raw")
@@ -325,6 +359,8 @@ async def main(skip_10k: bool) -> dict[str, float]:
         results["dispatch_latency_p50_ms"] = statistics.median(latencies)
         results["dispatch_latency_p95_ms"] = statistics.quantiles(latencies, n=20)[-1]
         print(f"latency p50 {results['dispatch_latency_p50_ms']:.1f} ms", flush=True)
+    if latency_ms:
+        await under_latency(latency_ms, results)
     if not skip_10k:
         async with fresh_azurite(on_disk=True) as (storage, settings):
             results["e2e_10k_s"] = await run_to_end(
@@ -339,7 +375,8 @@ if __name__ == "__main__":
     parser.add_argument("--skip-10k", action="store_true", help="skip the 10,000-task run")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    figures = asyncio.run(main(args.skip_10k))
+    latency = float(os.environ.get("BENCH_LATENCY_MS") or 0)
+    figures = asyncio.run(main(args.skip_10k, latency))
     figures["target_completions_per_s"] = 800
     figures["target_e2e_completions_per_s"] = 230
     print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
