@@ -79,6 +79,18 @@ def hops_of(view: dict[str, Any], length: int) -> list[float]:
     ]
 
 
+def halves_of(view: dict[str, Any], length: int) -> list[tuple[float, float]]:
+    """Each hop in two: parent finished -> child queued (the report reaching the coordinator and
+    its pass: ``queued_at`` is the coordinator's clock when it dispatched), child queued -> child
+    started (the send, the worker's poll, receive, claim, check)."""
+    tasks = view["tasks"]
+    return [
+        (tasks[f"t{i}"]["queued_at"] - tasks[f"t{i - 1}"]["finished_at"],
+         tasks[f"t{i}"]["started_at"] - tasks[f"t{i}"]["queued_at"])
+        for i in range(1, length)
+    ]  # fmt: skip
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -131,12 +143,16 @@ def run(chains: int, length: int, sleep_s: float, latency_ms: float = 0) -> list
     if failed:
         raise SystemExit(f"workflows did not complete: {failed} (logs in {run_dir})")
     hops = [hop for view in views for hop in hops_of(view, length)]
+    halves = [half for view in views for half in halves_of(view, length)]
     p50, p95 = percentile(hops, 0.5), percentile(hops, 0.95)
+    to_queued = percentile([a for a, _ in halves], 0.5) * 1000
+    to_started = percentile([b for _, b in halves], 0.5) * 1000
     extra = f" at +{latency_ms:g} ms per request" if latency_ms else ""
     print(f"{len(hops)} hops over {chains} chains of {length} tasks ({sleep_s}-{sleep_s + 10} s)"
           f"{extra}")  # fmt: skip
     print(f"mean {statistics.mean(hops) * 1000:.0f} ms, p50 {p50 * 1000:.0f} ms, "
-          f"p95 {p95 * 1000:.0f} ms, max {max(hops) * 1000:.0f} ms", flush=True)  # fmt: skip
+          f"p95 {p95 * 1000:.0f} ms, max {max(hops) * 1000:.0f} ms; p50 finished -> queued "
+          f"{to_queued:.0f} ms, queued -> started {to_started:.0f} ms", flush=True)  # fmt: skip
     return hops
 
 
