@@ -134,7 +134,9 @@ class PassRunner:
         last cycle took a full fan-out of batches) ``prefetch_cycles`` of them, every one already
         back joining the next cycle. So a cycle slowed by storage latency takes in more events,
         and its one flush per workflow covers them all. Every receive started is waited for and
-        its events updated in this pass (none is left to come back after its visibility)."""
+        its events updated in this pass (none is left to come back after its visibility). A
+        trigger event is updated at once, while the first receive is in flight: a hop through the
+        Functions trigger does not wait for a round trip that brings it nothing."""
         stats = result.stats
         updater = self.updater
         opts = updater.options
@@ -150,10 +152,12 @@ class PassRunner:
         )
         try:
             while ahead:
-                envelopes = first + await ahead.popleft()
-                while ahead and ahead[0].done():  # received while the last cycle ran
-                    envelopes += await ahead.popleft()
-                first = []
+                if first:  # the trigger's cycle does not wait for the first receive
+                    envelopes, first = first, []
+                else:
+                    envelopes = await ahead.popleft()
+                    while ahead and ahead[0].done():  # received while the last cycle ran
+                        envelopes += await ahead.popleft()
                 if not updater.leadership.ok():
                     break
                 if envelopes and time.monotonic() < deadline:

@@ -90,3 +90,37 @@ async def test_receives_ahead_at_the_deadline_are_updated_in_the_pass(
     assert stats.events_applied == stats.events_received
     assert stats.events_applied + await unreceived(storage) == LEAVES
     assert len(storage.event_queue.peek_texts()) == LEAVES - stats.events_applied
+
+
+class Order(FaultPlan):
+    """Notes when each call starts and ends; receives take a while."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    async def call(self, name: str, fn: Any, *a: Any, **kw: Any) -> Any:
+        self.seen.append(f"start {name}")
+        if name == "events.receive":
+            await asyncio.sleep(0.1)
+        try:
+            return await fn(*a, **kw)
+        finally:
+            self.seen.append(f"end {name}")
+
+
+async def test_a_trigger_event_is_dispatched_without_waiting_for_a_receive(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    await submit(storage, fan(2), "wf-trig", clock())
+    (activate,) = await storage.event_queue.receive(1, 60)  # the host's: handed over below
+    await storage.event_queue.delete(activate)
+    plan = Order()
+    coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
+    result = await coord.handle_trigger_message(activate.text, activate.id)
+    assert result.trigger_applied and not result.trigger_requeued
+    assert plan.seen.index("start queue.send") < plan.seen.index("end events.receive")
+    # ... and the receive in flight is still waited for and updated within the pass.
+    assert plan.seen.index("end events.receive") < len(plan.seen) - 1
+    state = await load(storage, fan(2), "wf-trig")
+    assert state.task(0).attempt == 1
