@@ -46,7 +46,8 @@ async def test_definition_and_state_are_read_together(
     plan = InFlight()
     coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
     stats = (await coord.run_once()).stats
-    assert stats.events_applied == 1 and stats.orphans == 0
+    assert stats.events_applied == 1
+    assert stats.orphans == 0
     assert READS in plan.together
     state = await load(storage, diamond(), "wf-cold")
     assert state.task(0).state is TaskState.QUEUED  # activated: the root was dispatched
@@ -59,5 +60,6 @@ async def test_a_workflow_without_blobs_is_still_an_orphan(
     plan = InFlight()
     coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
     stats = (await coord.run_once()).stats
-    assert stats.orphans == 1 and stats.dead_lettered == 0
+    assert stats.orphans == 1
+    assert stats.dead_lettered == 0
     assert storage.event_queue.peek_texts() == []  # acknowledged

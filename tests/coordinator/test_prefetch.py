@@ -67,7 +67,8 @@ async def test_a_slow_cycle_takes_in_every_receive_that_came_back_meanwhile(
     slow = faulty(storage, Latency({"events.receive": 0.02, "workflows.write_state": 0.1}))
     coord = Coordinator(slow, NAMES, fast_options(), clock=clock)
     stats = (await coord.run_once()).stats
-    assert stats.events_applied == LEAVES and stats.duplicates == 0
+    assert stats.events_applied == LEAVES
+    assert stats.duplicates == 0
     assert await unreceived(storage) == 0
     assert storage.event_queue.peek_texts() == []  # every event deleted before the pass ended
     state = await load(storage, fan(LEAVES), "wf-pre")
@@ -118,7 +119,8 @@ async def test_a_trigger_event_is_dispatched_without_waiting_for_a_receive(
     plan = Order()
     coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
     result = await coord.handle_trigger_message(activate.text, activate.id)
-    assert result.trigger_applied and not result.trigger_requeued
+    assert result.trigger_applied
+    assert not result.trigger_requeued
     assert plan.seen.index("start queue.send") < plan.seen.index("end events.receive")
     # ... and the receive in flight is still waited for and updated within the pass.
     assert plan.seen.index("end events.receive") < len(plan.seen) - 1
