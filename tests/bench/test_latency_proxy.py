@@ -3,8 +3,8 @@ serialised, and transparent to the storage SDK (a queue round trip on Azurite th
 
 The delay is a lower bound the proxy guarantees (a chunk is never forwarded before its due time),
 so those checks hold on any machine; the pipelining check compares the spread of arrivals at the
-server with the spread of the sends, with a margin of half the delay (a serialising proxy spreads
-five requests by four delays).
+server with the spread of the sends, with a margin of 1.5 delays (a serialising proxy spreads
+five requests by four delays, four connections' requests by three).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from devtools.azurite import Azurite
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 
-DELAY_S = 0.4
+DELAY_S = 0.5
+JITTER_S = 1.5 * DELAY_S
+"""Room for a loaded machine's scheduling: a serialising proxy spreads N requests by N-1 delays."""
 
 
 async def line_server(arrivals: list[tuple[bytes, float]]) -> asyncio.Server:
@@ -59,7 +61,7 @@ async def test_each_request_is_delayed_and_pipelined_ones_together() -> None:
         assert answers == [f"re p{i}\n".encode() for i in range(5)]  # in order
         piped = [at for line, at in arrivals if line.startswith(b"p")]
         assert all(at - s >= DELAY_S for at, s in zip(piped, sends, strict=True))
-        assert piped[-1] - piped[0] < sends[-1] - sends[0] + DELAY_S / 2, "serialised"
+        assert piped[-1] - piped[0] < sends[-1] - sends[0] + JITTER_S, "serialised"
         assert proxy.held.most >= 2
         writer.close()
     finally:
@@ -83,7 +85,7 @@ async def test_connections_are_delayed_independently() -> None:
         assert sorted(replies) == [f"re c{i}\n".encode() for i in range(4)]
         times = [at for _, at in arrivals]
         assert min(times) - start >= DELAY_S
-        assert max(times) - min(times) < sent - start + DELAY_S / 2, "serialised"
+        assert max(times) - min(times) < sent - start + JITTER_S, "serialised"
         for _, writer in conns:
             writer.close()
     finally:
