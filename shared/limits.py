@@ -68,6 +68,16 @@ hour, so purges at any rhythm walk the whole container over time."""
 MAX_REFRESH_TASKS = 100
 """Most task names one submit's ``?refresh=`` lists."""
 
+MAX_PARAMS = 100
+"""Most parameters a workflow declares (``params:``)."""
+
+MAX_PARAM_CHARS = 4096
+"""Longest value of one workflow parameter, in characters."""
+
+MAX_PARAMS_BYTES = 8 * 1024
+"""Most characters of all parameter names and values together: every task message carries them
+(``DAGQ_PARAM_<NAME>``), within ``MESSAGE_BUDGET_BYTES``."""
+
 INDEX_BATCH = 100
 """Most index rows one batch transaction projects (Azure Tables' limit per transaction)."""
 

@@ -130,6 +130,9 @@ class TaskMessage(SignedMessage):
     """The workflow run that dispatched this attempt (None: sent by a dagq from before runs were
     carried). A redelivery of a finished workflow's message is late, and dropped, only if its run
     is not ahead of the state's: a later run is a rerun the state does not show yet, and runs."""
+    params: dict[str, str] | None = None
+    """The workflow's parameters as text (None: it declares none): the worker sets each as
+    ``DAGQ_PARAM_<NAME>`` in the task's environment."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""

@@ -114,6 +114,7 @@ def workflow_view(
         "error": state.error,
         "total": len(wf.tasks),
         "counts": state.counts(),
+        "params": wf.params,
     }
     if tasks:
         fields["tasks"] = {

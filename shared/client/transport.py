@@ -83,7 +83,7 @@ class Transport:
         method: str,
         path: str,
         *,
-        params: Mapping[str, str | int] | None = None,
+        params: Mapping[str, str | int | list[str]] | None = None,
         content: bytes | None = None,
         content_type: str | None = None,
         repeatable: bool | None = None,

@@ -7,7 +7,8 @@ with mostly distinct values (cmd of a foreach) is the plain list. Lists of numbe
 parse far faster than a list of objects, and zlib sees the repeats.
 
 Version 2 adds the ``foreach_from`` column ``x``; version 3 the result-caching column ``k`` and
-the GPU column ``gpu``. A definition is written in the oldest version that holds it.
+the GPU column ``gpu``. A definition is written in the oldest version that holds it. The workflow
+parameters (``prm``, a JSON object) may be in any version: they are shown, never needed to run.
 """
 
 from __future__ import annotations
@@ -66,6 +67,15 @@ def _dep_policy(raw: Any) -> Any:
 
 def _str_dict(raw: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
+
+
+def _params(raw: Any) -> dict[str, Any]:
+    """The workflow parameters (``prm``): name -> string, number or bool."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in raw.values()
+    ):
+        raise CodecError("definition blob is corrupt: params")
+    return {str(k): v for k, v in raw.items()}
 
 
 def _optional_str(raw: Any) -> str | None:
@@ -176,6 +186,9 @@ def encode_definition(wf: CompiledWorkflow) -> bytes:
         doc["res"] = wf.result_policy
     if wf.source is not None:
         doc["src"] = wf.source
+    if wf.params:
+        # Any version: the tasks hold the values already; a reader without this key shows none.
+        doc["prm"] = wf.params
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
     version = max([1] + [v for key, v in _VERSION_OF_COLUMN.items() if key in doc])
     return frame(DEFINITION_MAGIC, version, text)
@@ -213,6 +226,7 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
             max_parallelism=doc.get("mp"),
             result_policy=result_policy,
             source=doc.get("src"),
+            params=_params(doc.get("prm", {})),
         )
     except CodecError:
         raise

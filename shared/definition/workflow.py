@@ -119,6 +119,11 @@ class CompiledWorkflow:
     """Task number -> numbers of the tasks that depend on it."""
     source: str | None = None
     """The definition as submitted (YAML or JSON text), kept for display; never parsed again."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The workflow parameters of this run, name -> value (a string, number or bool): the
+    defaults of ``params:`` and the values given at submit. Already filled into the tasks'
+    ``{{ params.NAME }}`` (but for a ``foreach_from`` task's cmd and env, which the engine fills
+    as it expands); each task also gets them as ``DAGQ_PARAM_<NAME>`` (the task message)."""
 
     @classmethod
     def of(
@@ -129,6 +134,7 @@ class CompiledWorkflow:
         max_parallelism: int | None = None,
         result_policy: ResultPolicy = "all_sinks_succeed",
         source: str | None = None,
+        params: dict[str, Any] | None = None,
     ) -> CompiledWorkflow:
         """Build from task definitions whose ``parents`` are already indices, deriving ``index``
         and ``children``. No validation: ``shared.definition.compiler`` validates before it calls
@@ -146,6 +152,7 @@ class CompiledWorkflow:
             index={t.name: i for i, t in enumerate(tasks)},
             children=tuple(tuple(k) for k in kids),
             source=source,
+            params=params or {},
         )
 
     @cached_property

@@ -135,6 +135,8 @@ class Workflow(WorkflowBase):
 
     tasks: dict[str, TaskSummary] = Field(default_factory=dict)
     """Task name -> task; left out with ``?tasks=false``."""
+    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """The run's workflow parameters (``params:``): the defaults and the values given at submit."""
 
 
 class WorkflowPage(View):

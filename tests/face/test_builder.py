@@ -196,6 +196,7 @@ def test_the_builder_knows_every_key_of_the_format() -> None:
         result_policy="all_sinks_succeed",
         env={},
     )
+    wf.param("p", 1)
     wf.task("a", cmd="true", env={}, cwd="/", cache=True, dep_policy="all", condition="true")
     wf.task(
         "b", cmd="true", after=["a"], queue="q", foreach_from="inputs.a.x", retries=0, retry={},

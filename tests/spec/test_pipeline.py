@@ -19,12 +19,14 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    params,
     values,
 )
 from tests.spec.helpers import compile_dict, issues_of, task, workflow
 
 PASSES: dict[str, tuple[Any, str]] = {
     "values": (values, "check_workflow_fields"),
+    "params": (params, "resolve_params"),
     "expansion": (expansion, "expand_tasks"),
     "budgets": (budgets, "check_budgets"),
     "dependencies": (dependencies, "resolve_dependencies"),
@@ -39,7 +41,13 @@ PASSES: dict[str, tuple[Any, str]] = {
 def documented_order() -> list[str]:
     """The order the compiler's docstring states (``values -> expansion -> ...``)."""
     doc = compiler.__doc__ or ""
-    (line,) = [ln.strip() for ln in doc.splitlines() if ln.strip().startswith("values ->")]
+    lines = [ln.strip() for ln in doc.splitlines()]
+    (start,) = [i for i, ln in enumerate(lines) if ln.startswith("values ->")]
+    line = lines[start]
+    for more in lines[start + 1 :]:  # (the order may go on, on lines that start with ->)
+        if not more.startswith("->"):
+            break
+        line += " " + more
     return re.split(r"\s*->\s*", line)
 
 
@@ -63,6 +71,7 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_documented_order_is_the_issue_s() -> None:
     assert documented_order() == [
         "values",
+        "params",  # (issue 29: the workflow parameters, before anything renders a task)
         "expansion",
         "budgets",
         "dependencies",
@@ -113,7 +122,7 @@ def test_a_spent_budget_stops_before_the_dependencies(
 ) -> None:
     monkeypatch.setattr(budgets, "MAX_TASKS", 3)
     issues = issues_of(workflow(*[task(f"t{i}", depends_on=["nope"]) for i in range(10)]))
-    assert ran == ["values", "expansion", "budgets"]
+    assert ran == ["values", "params", "expansion", "budgets"]
     assert [i.message for i in issues] == [
         "the workflow has more than 3 tasks after foreach expansion"
     ]

@@ -22,6 +22,7 @@ def build_workflow(c: Compilation) -> CompiledWorkflow:
         max_parallelism=spec.max_parallelism,
         result_policy=spec.result_policy,
         source=c.options.source_text,
+        params=c.param_values,
     )
 
 
