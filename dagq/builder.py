@@ -30,6 +30,7 @@ _WORKFLOW_KEYS = (
     "max_parallelism",
     "result_policy",
     "env",
+    "notify",
     "params",
 )
 
@@ -55,7 +56,7 @@ class Workflow:
     """A workflow definition under construction.
 
     ``Workflow(name, default_queue=..., default_task_timeout_s=..., max_parallelism=...,
-    result_policy=..., env=..., params=...)``: the workflow-level keys of
+    result_policy=..., env=..., notify=..., params=...)``: the workflow-level keys of
     docs/workflow-format.md; unset keys are left out of the definition (the format's defaults
     apply). ``wf.param(name, default)`` declares one parameter and returns its placeholder.
     """
@@ -66,6 +67,9 @@ class Workflow:
     max_parallelism: int | None = None
     result_policy: ResultPolicy | None = None
     env: Mapping[str, str] | None = None
+    notify: Sequence[Mapping[str, Any]] | None = None
+    """Webhooks told when the run ends: ``[{"url": ..., "events": [...], "secret": ...,
+    "format": "json" | "slack" | "teams"}]`` (docs/notifications.md)."""
     params: Mapping[str, Scalar | Mapping[str, Any] | None] | None = None
     tasks: list[Task] = field(default_factory=list)
 
@@ -143,7 +147,7 @@ class Workflow:
         out: dict[str, Any] = {"name": self.name}
         for key in _WORKFLOW_KEYS:
             value = getattr(self, key)
-            _put(out, key, _plain(value) if isinstance(value, Mapping) else value)
+            _put(out, key, _plain(value))
         out["tasks"] = [_plain(t.spec) for t in self.tasks]
         return out
 

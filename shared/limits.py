@@ -232,3 +232,27 @@ SIGNATURE_CHARS = 88
 
 MAX_JOB_MARKS = 1000
 """Most recurring jobs' marks one read returns (a sweep per partition writes one)."""
+
+# -- notifications (issue 29: ``notify:``, ``--notify URL``; docs/notifications.md) ------------
+
+MAX_NOTIFY_TARGETS = 10
+"""Most webhooks one workflow notifies (its ``notify:`` list plus the submit's ``--notify``)."""
+
+MAX_NOTIFY_URL = 2048
+"""Longest webhook URL."""
+
+MAX_NOTIFY_SECRET = 256
+"""Longest ``secret`` of a webhook (the HMAC-SHA256 key)."""
+
+NOTIFY_DELIVERY_BOUND_S = 3600.0
+"""How long a notification is retried (with backoff) before it is dead-lettered with its reason
+(``DAGQ_NOTIFY_RETRY_S`` changes it)."""
+
+NOTIFY_TIMEOUT_S = 10.0
+"""Longest one webhook request may take (connect and answer)."""
+
+NOTIFY_LOG_LINES = 20
+"""Last log lines of each failed task a notification carries."""
+
+MAX_NOTIFY_FAILED_TASKS = 10
+"""Most failed tasks one notification lists (their count is always given)."""

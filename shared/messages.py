@@ -305,6 +305,21 @@ TaskEvent = TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
+class NotifyMessage(SignedMessage):
+    """Coordinator -> ``{prefix}-notify``: tell ``target`` (None: Event Grid) of ``event``."""
+
+    kind: Literal["notify"] = "notify"
+    workflow_id: WorkflowId
+    incarnation: Incarnation | None = None
+    run: int = Field(default=1, ge=0, le=MAX_COUNTER)
+    event: Literal["completed", "failed", "cancelled", "task_failed"]
+    task: TaskName | None = None
+    at: Timestamp
+    target: int | None = Field(default=None, ge=0, le=MAX_COUNTER)
+    tries: int = Field(default=0, ge=0, le=MAX_COUNTER)  # failed so far (shared.notify)
+    first_at: Timestamp | None = None  # the first try's time: retries end a bound after it
+
+
 def encode(message: _Message) -> str:
     """Compact JSON text of a message, checked against the budget."""
     text = message.model_dump_json(exclude_defaults=False, exclude_none=True)

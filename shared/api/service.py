@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -84,12 +84,13 @@ def compile_definition(
     no_cache: bool = False,
     refresh: tuple[str, ...] = (),
     params: Mapping[str, str] | None = None,
+    notify: Sequence[str] | None = None,
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread), with the submit's result caching overrides (``no_cache``: none for this
-    run; ``refresh``: these tasks recompute and replace their entries) and parameter values
-    (``params``, as text: each read as its declared type). Raises DefinitionError listing every
-    problem."""
+    run; ``refresh``: these tasks recompute and replace their entries), parameter values
+    (``params``, as text: each read as its declared type) and webhooks (``notify``: URLs added
+    to ``notify:``). Raises DefinitionError listing every problem."""
     from shared.codec.definition import encode_definition
     from shared.definition.compiler import compile_text
     from shared.definition.passes.cache import with_cache_overrides
@@ -100,7 +101,17 @@ def compile_definition(
         text, source="request body", fmt=fmt, max_expansion_width=width, params=params
     )
     wf = with_cache_overrides(wf, no_cache=no_cache, refresh=refresh, source="request body")
+    wf = _with_notify(wf, notify)
     return wf, encode_definition(wf)
+
+
+def _with_notify(wf: CompiledWorkflow, notify: Sequence[str] | None) -> CompiledWorkflow:
+    """``wf`` with a submit's ``notify`` URLs (issue 29: ``--notify URL``, ``?notify=URL``)."""
+    if not notify:
+        return wf
+    from shared.definition.passes.notify import with_notify
+
+    return with_notify(wf, notify, source="request body")
 
 
 async def submit(
@@ -114,6 +125,7 @@ async def submit(
     incarnation: int | None = None,
     signer: Signer | None = None,
     params: Mapping[str, str] | None = None,
+    notify: Sequence[str] | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -126,12 +138,18 @@ async def submit(
     (default: ``new_incarnation()``; the simulation passes its seeded one). ``params``:
     parameter values as text (a schedule's); when given, ``wf`` is compiled again from its source
     with them (``compile_definition(params=...)`` does this in one step) and ``encoded`` ignored.
+    ``notify``: webhook URLs added to the definition's ``notify:`` (already added when
+    ``compile_definition`` had them; stored in the definition blob, so a repeated submit compares
+    them too).
     """
     from shared.codec.definition import decode_definition, encode_definition
 
     if params is not None:
         wf, encoded = with_params(wf, params), None
-
+    if notify:
+        with_urls = _with_notify(wf, notify)
+        if with_urls != wf:
+            wf, encoded = with_urls, None
     data = encode_definition(wf) if encoded is None else encoded
     if workflow_id is not None:
         check_workflow_id(workflow_id)

@@ -339,6 +339,13 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
     parts.append(state_bars(wf.counts, total))
     if wf.error:
         parts.append(Text(f"error: {wf.error}", style="red"))
+    if wf.notify:  # issue 29: who is told when it ends
+        hooks = "; ".join(
+            f"{n.host} ({', '.join(n.events)}{', ' + n.format if n.format != 'json' else ''}"
+            f"{', signed' if n.signed else ''})"
+            for n in wf.notify
+        )
+        parts.append(Text(f"notifies {hooks}", style="grey62"))
     if wf.tasks:
         table, hidden = task_table(wf, limit)
         parts += [Text(""), table]

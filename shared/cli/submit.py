@@ -25,6 +25,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
         "  dagq submit pipeline.yaml --refresh train    # retrain, reuse the rest\n"
         "  dagq submit examples/nightly.yaml --param checkpoint=ckpt-0042 --param lr=0.01\n"
+        "  dagq submit nightly.yaml --notify https://hooks.example.com/dagq\n"
         "  generate-flow | dagq submit -",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -50,6 +51,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         " cache entry; repeat for several",
     )
     add_param_option(parser)
+    parser.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="POST to this webhook when the run completes, fails or is cancelled (JSON body, see"
+        " docs/notifications.md); repeat for several",
+    )
     parser.add_argument("--wait", action="store_true", help="follow the workflow until it ends")
     add_follow_options(parser)
     parser.add_argument(
@@ -95,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             no_cache=args.no_cache,
             refresh=args.refresh,
             params=params,
+            notify=args.notify,
         )
         if not submitted.created:
             err.print(

@@ -25,6 +25,7 @@ from shared.client.models import (
     WorkflowSummary,
 )
 from shared.client.ops import OperationsMixin
+from shared.client.schedules import SchedulesMixin
 from shared.client.task_logs import TaskLogsMixin
 from shared.client.transport import REPEATS, Transport, payload, segment, shape_error, snippet
 from shared.client.wait import UpdateCallback, wait_for
@@ -75,13 +76,14 @@ def client_workflow_id() -> str:
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
-class Client(OperationsMixin, TaskLogsMixin, CostMixin):
+class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
     """Synchronous client of one dagq deployment. Use as a context manager or call ``close``.
 
     The operations methods (``workers``, ``doctor``, ``delete``, ``purge``) come from
     ``shared.client.ops``; ``logs``, ``follow_log`` and ``attempts`` from
     ``shared.client.task_logs``; the cost methods (``workflow_cost``, ``cost``) from
-    ``shared.client.cost``."""
+    ``shared.client.cost``; the schedule methods (``create_schedule``, ``schedules``...) from
+    ``shared.client.schedules``."""
 
     def __init__(
         self,
@@ -128,16 +130,18 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         no_cache: bool = False,
         refresh: Sequence[str] = (),
         params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With
         ``workflow_id`` the submit is idempotent: the same id and definition return the existing
         workflow. ``no_cache``: no result is taken from or written to the result cache;
         ``refresh``: these cached tasks are recomputed and their entries replaced. ``params``:
-        values of the workflow's parameters (``params:``), sent as text (a bool as true/false)."""
+        values of the workflow's parameters (``params:``), sent as text (a bool as true/false);
+        ``notify``: webhook URLs told when the run ends (added to the definition's ``notify:``)."""
         if isinstance(definition, Path):
             return self.submit_file(
                 definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh,
-                params=params,
+                params=params, notify=notify,
             )  # fmt: skip
         if isinstance(definition, BuiltDefinition):
             definition = definition.to_dict()
@@ -161,6 +165,8 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
             query["refresh"] = ",".join(refresh)
         if params:
             query["param"] = param_query(params)
+        if notify:
+            query["notify"] = list(notify)  # ?notify=URL, repeated
         response = self._request(
             "POST", "/workflows", params=query, content=body, content_type=content_type,
             repeatable=True,
@@ -183,6 +189,7 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         no_cache: bool = False,
         refresh: Sequence[str] = (),
         params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit the definition in a YAML or JSON file."""
         path = Path(path)
@@ -193,7 +200,7 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         fmt: Literal["yaml", "json"] | None = "json" if path.suffix.lower() == ".json" else None
         return self.submit(
             body, workflow_id=workflow_id, fmt=fmt, no_cache=no_cache, refresh=refresh,
-            params=params,
+            params=params, notify=notify,
         )  # fmt: skip
 
     def get(self, workflow_id: str, *, tasks: bool = True) -> Workflow:

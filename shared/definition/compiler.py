@@ -8,7 +8,7 @@ Compiling is one ``Compilation`` (``shared.definition.compilation``) handed to e
 ``shared.definition.passes`` in the order ``run_passes`` shows:
 
     values -> params -> expansion -> budgets -> dependencies -> foreach_from -> acyclic
-        -> cache -> build
+        -> cache -> notify -> build
 
 A pass reports what it finds and lets the next ones run, so one submit sees every problem; only
 the budgets pass ends the compilation early. Every pass is linear in the size of the definition
@@ -35,6 +35,7 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    notify,
     params,
     values,
 )
@@ -56,6 +57,7 @@ def run_passes(c: Compilation) -> CompiledWorkflow:
     foreach_from.resolve_foreach_from(c)  # the parent's output and {{ item }} templates
     acyclic.check_acyclic(c)  # no dependency cycle
     cache.check_cache(c)  # cache: version and ttl
+    notify.check_notify(c)  # notify: webhook URLs and events
     return build.build_workflow(c)  # every issue, or the CompiledWorkflow
 
 

@@ -20,7 +20,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared.limits import MAX_CACHE_VERSION, MAX_TASK_GPUS
+from shared.limits import (
+    MAX_CACHE_VERSION,
+    MAX_NOTIFY_SECRET,
+    MAX_NOTIFY_URL,
+    MAX_TASK_GPUS,
+)
 
 Scalar = str | int | float | bool
 """A foreach parameter value."""
@@ -187,6 +192,31 @@ class TaskSpec(_Spec):
         )
 
 
+# -- notifications (issue 29; docs/notifications.md) -----------------------------------------
+
+
+NotifyEventSpec = Literal["completed", "failed", "cancelled", "task_failed"]
+_DEFAULT_EVENTS: tuple[NotifyEventSpec, ...] = ("completed", "failed", "cancelled")
+
+
+class NotifySpec(_Spec):
+    """A webhook told when the workflow ends (dagq): see docs/notifications.md."""
+
+    url: str = Field(max_length=MAX_NOTIFY_URL)
+    """The endpoint dagq POSTs to: ``https://`` (a deployment refuses plain ``http``, loopback,
+    private and link-local addresses unless its settings allow them)."""
+    events: list[NotifyEventSpec] = Field(
+        default_factory=lambda: list(_DEFAULT_EVENTS), min_length=1
+    )
+    """Which events are sent: the run ``completed``, ``failed`` or was ``cancelled``, and
+    ``task_failed`` (a task failed for good, its retries spent) while it runs."""
+    secret: str | None = Field(default=None, min_length=1, max_length=MAX_NOTIFY_SECRET)
+    """Sign each request: the ``X-Dagq-Signature`` header is ``sha256=`` and the hex
+    HMAC-SHA256, with this key, of the ``X-Dagq-Timestamp`` value, a ``.`` and the body."""
+    format: Literal["json", "slack", "teams"] = "json"
+    """The body: dagq's JSON (documented), or the payload of a Slack or Teams incoming webhook."""
+
+
 ParamType = Literal["string", "number", "bool"]
 """The type of a workflow parameter: what a value given at submit (text) is read as."""
 
@@ -232,6 +262,8 @@ class WorkflowSpec(_Spec):
     completed or was skipped. ``all_tasks_succeed``: any failed task fails the workflow."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for every task; a task's own ``kwargs.env`` wins (dagq)."""
+    notify: list[NotifySpec] = Field(default_factory=list)
+    """Webhooks told when the run ends (dagq): ``{url, events, secret, format}`` each."""
     params: dict[str, ParamDeclaration] = Field(default_factory=dict)
     """Workflow parameters (dagq): name -> default, or ``{default, description, type}``; without a
     default the parameter is required. Set at submit (``--param NAME=VALUE``), used as

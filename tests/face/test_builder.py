@@ -195,6 +195,7 @@ def test_the_builder_knows_every_key_of_the_format() -> None:
         max_parallelism=1,
         result_policy="all_sinks_succeed",
         env={},
+        notify=[{"url": "https://hooks.example.com/x"}],
     )
     wf.param("p", 1)
     wf.task("a", cmd="true", env={}, cwd="/", cache=True, dep_policy="all", condition="true")

@@ -19,6 +19,7 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    notify,
     params,
     values,
 )
@@ -33,6 +34,7 @@ PASSES: dict[str, tuple[Any, str]] = {
     "foreach_from": (foreach_from, "resolve_foreach_from"),
     "acyclic": (acyclic, "check_acyclic"),
     "cache": (cache, "check_cache"),
+    "notify": (notify, "check_notify"),
     "build": (build, "build_workflow"),
 }
 """Each pass's module and entry point."""
@@ -78,6 +80,7 @@ def test_the_documented_order_is_the_issue_s() -> None:
         "foreach_from",
         "acyclic",
         "cache",
+        "notify",
         "build",
     ]
     assert list(PASSES) == documented_order()
@@ -105,6 +108,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
             task("x", depends_on=["y"]),  # acyclic
             task("y", depends_on=["x"]),
             name=" ",  # values
+            notify=[{"url": "ftp://hooks.example.com/"}],  # notify
         )
     )
     assert ran == documented_order()
@@ -114,6 +118,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
         "tasks.b.depends_on",
         "tasks.d.foreach_from",
         "tasks.x.depends_on",
+        "notify[0].url",
     ]
 
 

@@ -67,7 +67,8 @@ export function runView(root, route, ctx) {
           item("duration", duration(elapsed(wf))), item("tasks", countsText(wf.counts, wf.total))),
         paramsList(wf.params),
         h("div", { style: "max-width:520px;margin-top:8px" }, progressBar(wf.counts, wf.total)),
-        wf.error ? h("p", { class: "error small" }, wf.error) : null),
+        wf.error ? h("p", { class: "error small" }, wf.error) : null,
+        notifyLine(wf.notify)),
       h("div", { class: "actions" }, retry, cancel));
   }
 
@@ -191,6 +192,17 @@ function selectionOf(route) {
   if (route.params.get("task")) return { kind: "task", name: route.params.get("task") };
   if (route.params.get("group")) return { kind: "group", name: route.params.get("group") };
   return null;
+}
+
+/** Who is told when the run ends (notify:, --notify): each webhook's host and events; none: nothing. */
+function notifyLine(hooks) {
+  if (!hooks || !hooks.length) return null;
+  const shown = hooks.map((n) => {
+    const extra = [n.format !== "json" ? n.format : null, n.signed ? "signed" : null].filter(Boolean);
+    return `${n.host} (${n.events.join(", ")}${extra.length ? "; " + extra.join(", ") : ""})`;
+  });
+  return h("p", { class: "small muted", id: "run-notify", title: "Webhooks told when the run ends (docs/notifications.md)" },
+    "notifies ", shown.join(" · "));
 }
 
 /** The run's workflow parameters (params:), NAME = value as its tasks see it; none: nothing. */
