@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -154,34 +155,51 @@ class PassRunner:
 
     async def _drain(self, deadline: float, result: PassResult, trigger: Envelope | None) -> None:
         """Receive -> update -> ack, cycle after cycle, until the queue is empty or the deadline
-        has passed (the cycle in hand is always finished)."""
+        has passed (the cycle in hand is always finished).
+
+        Receives run ahead of the cycles: one while a cycle is updated, and on a deep queue (the
+        last cycle took a full fan-out of batches) ``prefetch_cycles`` of them, every one already
+        back joining the next cycle. So a cycle slowed by storage latency takes in more events,
+        and its one flush per workflow covers them all. Every receive started is waited for and
+        its events updated in this pass (none is left to come back after its visibility). A
+        trigger event is updated at once, while the first receive is in flight: a hop through the
+        Functions trigger does not wait for a round trip that brings it nothing."""
         stats = result.stats
         updater = self.updater
+        opts = updater.options
         sent: set[SentKey] = set()
         acks: list[asyncio.Task[None]] = []
         updater.acks.new_pass()
         queue = updater.storage.event_queue
         first = [trigger] if trigger else []
         stats.events_received += len(first)
-        receiving: asyncio.Task[list[Envelope]] | None = asyncio.create_task(
-            self.receiver.receive(queue, stats)
+        deep = opts.batch_size * opts.receives_per_cycle
+        ahead: deque[asyncio.Task[list[Envelope]]] = deque(
+            [asyncio.create_task(self.receiver.receive(queue, stats))]
         )
         try:
-            while receiving is not None:
-                envelopes = first + await receiving
-                first = []
-                receiving = None
-                if not envelopes or not updater.leadership.ok():
+            while ahead:
+                if first:  # the trigger's cycle does not wait for the first receive
+                    envelopes, first = first, []
+                else:
+                    envelopes = await ahead.popleft()
+                    while ahead and ahead[0].done():  # received while the last cycle ran
+                        envelopes += await ahead.popleft()
+                if not updater.leadership.ok():
                     break
-                if time.monotonic() < deadline:
-                    receiving = asyncio.create_task(self.receiver.receive(queue, stats))
+                if envelopes and time.monotonic() < deadline:
+                    depth = opts.prefetch_cycles if len(envelopes) >= deep else 1
+                    while len(ahead) < depth:
+                        ahead.append(asyncio.create_task(self.receiver.receive(queue, stats)))
+                if not envelopes:
+                    continue
                 done = await take_in(envelopes, updater, stats, sent)
                 await updater.projector.flush(stats, due_only=True)  # the cycle's rows, batched
                 if trigger is not None and result.trigger_applied is None:
                     result.trigger_applied = any(env is trigger for env in done)
                 acks.append(asyncio.create_task(updater.acks.ack(done)))
         finally:
-            if receiving is not None:  # only after a failure: the events come back on their own
+            for receiving in ahead:  # only after a failure: the events come back on their own
                 with contextlib.suppress(Exception):
                     await receiving
             await asyncio.gather(*acks, return_exceptions=True)

@@ -46,7 +46,7 @@ from shared.errors import (
 )
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent
 from shared.readback.workflow_reads import cached_definition, forget_definition
-from shared.storage.ports import IndexRow, Storage
+from shared.storage.ports import IndexRow, Storage, StoredState
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -343,21 +343,32 @@ class WorkflowUpdater:
             forget_definition(self.storage, workflow_id)
 
     async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
-        wf = await cached_definition(self.storage, workflow_id)
-        return wf, await self._state(workflow_id, wf)
+        cached = self.cache.take_state(workflow_id)
+        if cached is not None:
+            return await cached_definition(self.storage, workflow_id), cached
+        # Neither read needs the other's answer: one round trip for both, not two in a row (a
+        # missing one is an orphan either way; the definition is immutable).
+        wf, stored = await asyncio.gather(
+            cached_definition(self.storage, workflow_id),
+            self.storage.workflows.read_state(workflow_id),
+        )
+        return wf, self._decoded(workflow_id, wf, stored)
 
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:
         cached = self.cache.take_state(workflow_id)
         if cached is None:
-            # The partition never changes after submit, so checking it on each read from storage
-            # (from the metadata the download returns: no request of its own) covers every state
-            # this coordinator caches.
             stored = await self.storage.workflows.read_state(workflow_id)
-            owner = partition_from_metadata(stored.metadata)
-            if owner != self.storage.partition:
-                raise WrongPartitionError(workflow_id, owner, self.storage.partition)
-            cached = CachedState(codec.decode_state(stored.data, wf), stored.etag, stored.data)
+            cached = self._decoded(workflow_id, wf, stored)
         return cached
+
+    def _decoded(self, workflow_id: str, wf: CompiledWorkflow, stored: StoredState) -> CachedState:
+        # The partition never changes after submit, so checking it on each read from storage
+        # (from the metadata the download returns: no request of its own) covers every state
+        # this coordinator caches.
+        owner = partition_from_metadata(stored.metadata)
+        if owner != self.storage.partition:
+            raise WrongPartitionError(workflow_id, owner, self.storage.partition)
+        return CachedState(codec.decode_state(stored.data, wf), stored.etag, stored.data)
 
 
 def _names_other(env: Envelope, incarnation: int | None) -> bool:
