@@ -218,3 +218,20 @@ def test_graph_columns_follow_the_definition_unless_that_crosses_edges(
     assert page.locator("svg.dag").get_attribute("data-order") == "fewer-crossings"
     first, second = _column(page, ("a1", "b1")), _column(page, ("a2", "b2"))
     assert [name[0] for name in first] == [name[0] for name in second]  # no crossing
+
+
+def test_a_fan_draws_its_foreach_expansions_in_order_and_claims_the_definitions_order(
+    page: Page, stack: Stack
+) -> None:
+    """``split -> s ×6 -> merge`` (a 1→6→1 fan, no crossing either way): the six expansions top to
+    bottom as defined, and the graph says it follows the definition. Before, the long edges' bend
+    points into ``merge`` tied and sorted by dagre's names (``_d10`` before ``_d6``), so the
+    definition's order seemed to cross edges and dagre's reversed one won as 'fewer-crossings'."""
+    graph, view = fan_out(6, merge_attempt=1, done=True)
+    page.route(re.compile(r".*/api/workflows/synthetic/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/synthetic$"), lambda r: r.fulfill(json=view))
+    page.goto(dashboard_url(stack, "#/runs/synthetic"))
+    page.locator("svg.dag .node[data-name='merge']").wait_for()
+    shards = tuple(f"s.{i}" for i in range(6))
+    assert _column(page, shards) == list(shards)
+    assert page.locator("svg.dag").get_attribute("data-order") == "definition"
