@@ -193,7 +193,9 @@ export function drawGraph(host, graph, expanded, onOpen) {
         const t = tasks[node.name] || { state: "pending", attempt: 0 };
         state = t.state;
         const took = t.started_at && t.finished_at ? ` · ${duration(t.finished_at - t.started_at)}` : "";
-        text = `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}${nodeProgress(part, t)}`;
+        // A result reused from the cache: nothing ran (no attempt, no time) — say so.
+        text = t.cached_from ? `cached${nodeProgress(part, t)}`
+          : `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}${nodeProgress(part, t)}`;
         el.setAttribute("aria-label", `task ${node.name}: ${text}. Open its detail`);
       }
       if (TERMINAL.has(state) || state === "completed") terminalNode.add(node.id);
