@@ -130,3 +130,24 @@ def test_health_of_one_partition_has_no_partition_list() -> None:
     lines = health_lines(_health(1), "http://127.0.0.1:1/api")
     assert "  coordinator lease: held" in lines
     assert not [line for line in lines if "partition" in line]
+
+
+def test_money_has_one_precision_everywhere() -> None:
+    """``dagq cost`` shows every amount with the same decimals: not ``0.00 USD`` beside
+    ``0.0001 USD``, nor ``3.85 USD`` beside ``0.0112 USD``."""
+    import re
+
+    from shared.cli.cost_render import render as cost_render
+    from shared.views import WorkflowCost
+
+    cost = WorkflowCost.model_validate(
+        {
+            "id": "wf-1", "name": "n", "currency": "USD", "gpu_hours": 1.0, "cpu_hours": 0.0,
+            "queue_wait_hours": 0.0, "compute_cost": 3.85, "storage_requests": 10.0,
+            "storage_cost": 0.0001, "estimated_cost": 3.8501, "cached_saved_hours": 0.0,
+            "cached_saved_cost": 0.0, "tasks": [],
+        }  # fmt: skip
+    )
+    amounts = re.findall(r"(\d+\.\d+) USD", _text(cost_render(cost)))
+    assert len(amounts) == 4, amounts
+    assert {len(a.split(".")[1]) for a in amounts} == {4}, amounts
