@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable
-from shared.cli.render import STATE_STYLE, duration, first_line, timestamp
+from shared.cli.render import STATE_STYLE, first_line, timestamp, took_text
 from shared.views import AttemptList, GpuView
 
 MAX_METRICS_SHOWN = 3
@@ -59,10 +60,8 @@ ATTEMPT_COLUMNS = (
 def attempts_table(listing: AttemptList) -> FitTable:
     """The table of ``dagq attempts ID TASK``: one row per attempt, oldest first."""
     table = FitTable(ATTEMPT_COLUMNS)
+    now = time.time()
     for item in listing.items:
-        took = None
-        if item.started_at is not None and item.finished_at is not None:
-            took = item.finished_at - item.started_at
         state = item.state.value if item.state is not None else "(not kept)"
         table.add_row(
             f"{item.attempt}{'*' if item.current else ''}",
@@ -70,7 +69,7 @@ def attempts_table(listing: AttemptList) -> FitTable:
             item.worker or "-",
             timestamp(item.queued_at)[11:] if item.queued_at else "-",
             timestamp(item.started_at)[11:] if item.started_at else "-",
-            duration(took),
+            took_text(item.state, item.started_at, item.finished_at, now),
             "-" if item.exit_code is None else str(item.exit_code),
             first_line(item.error, limit=200),
         )

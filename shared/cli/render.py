@@ -265,10 +265,8 @@ def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
     progress = [progress_text(info.progress, info.metrics) for _, info in items]
     columns = [c for c in TASK_COLUMNS if c.header != "progress" or any(progress)]
     table = FitTable([*columns, *([last] if any(notes) else [])])
+    now = time.time()
     for (name, info), shown, note in zip(items, progress, notes, strict=True):
-        took = None
-        if info.started_at is not None and info.finished_at is not None:
-            took = info.finished_at - info.started_at
         state = CACHED if info.cached_from is not None else info.state
         cells: dict[str, Cell] = {
             "task": name,
@@ -277,12 +275,22 @@ def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
             "try": str(info.attempt or "-"),
             "queue": info.queue or "-",
             "started": timestamp(info.started_at)[11:] if info.started_at else "-",
-            "took": duration(took),
+            "took": took_text(info.state, info.started_at, info.finished_at, now),
             "exit": "-" if info.exit_code is None else str(info.exit_code),
             last.header: note,
         }
         table.add_row(*(cells[c.header] for c in table.columns))
     return table
+
+
+def took_text(state: str | None, started: float | None, finished: float | None, now: float) -> str:
+    """How long an attempt ran (``1m13s``); while it runs, how long so far (``running 3m00s``);
+    ``-`` when it never started."""
+    if started is None:
+        return "-"
+    if finished is not None:
+        return duration(finished - started)
+    return f"running {duration(now - started)}" if state == TaskState.RUNNING else "-"
 
 
 def _shown_state(text: str) -> str:

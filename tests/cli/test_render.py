@@ -151,3 +151,26 @@ def test_money_has_one_precision_everywhere() -> None:
     amounts = re.findall(r"(\d+\.\d+) USD", _text(cost_render(cost)))
     assert len(amounts) == 4, amounts
     assert {len(a.split(".")[1]) for a in amounts} == {4}, amounts
+
+
+def test_a_running_task_shows_how_long_it_has_been_running() -> None:
+    """The task table's ``took`` of a running task is the time so far (``running 3m00s``), not
+    ``-``; a finished task's is its run time; a task that never started has none."""
+    import time
+
+    started = time.time() - 180
+    wf = Workflow.model_validate(
+        workflow_body(
+            id="wf-1", status="running", total=3, counts={"running": 1, "completed": 1},
+            tasks={
+                "train": task_body(state="running", attempt=1, started_at=started),
+                "prep": task_body(state="completed", attempt=1, started_at=started - 100,
+                                  finished_at=started - 27),
+                "publish": task_body(state="pending"),
+            },
+        )  # fmt: skip
+    )
+    lines = _text(render.status_view(wf)).splitlines()
+    row = {line.split()[0]: line for line in lines if line.split()[:1] in (["train"], ["prep"])}
+    assert "running 3m" in row["train"], row
+    assert "1m13s" in row["prep"], row
