@@ -166,12 +166,18 @@ def conclude(wf: Workflow, console: Console, *, since: float | None = None) -> i
         highlight=False,
     )
     if wf.status == WorkflowStatus.FAILED:
+        # What the user acts on (a name, a path in an error, a command) is never cut nor wrapped
+        # by rich (soft_wrap): a terminal wraps it, a log keeps it on one line.
         failed = [name for name, info in wf.tasks.items() if info.state == TaskState.FAILED]
         for name in failed[:5]:
-            error = wf.tasks[name].error or ""
-            console.print(f"  failed: {name}  {render.first_line(error)}", highlight=False)
+            error = render.first_line(wf.tasks[name].error, limit=None)
+            console.print(f"  failed: {name}  {error}", highlight=False, soft_wrap=True)
         ran = [name for name in failed if wf.tasks[name].started_at is not None]
         if ran:  # a task that never ran has no log: its error above says why
-            console.print(f"  see a log: dagq logs {wf.id} {ran[0]}", highlight=False)
-        console.print(f"  rerun from the failure: dagq retry {wf.id} --wait", highlight=False)
+            console.print(
+                f"  see a log: dagq logs {wf.id} {ran[0]}", highlight=False, soft_wrap=True
+            )
+        console.print(
+            f"  rerun from the failure: dagq retry {wf.id} --wait", highlight=False, soft_wrap=True
+        )
     return code

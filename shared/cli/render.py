@@ -320,12 +320,14 @@ def task_table(wf: Workflow, limit: int | None = 50) -> tuple[FitTable, int]:
     return task_rows(items), hidden
 
 
-def first_line(text: str | None, limit: int = 80) -> str:
+def first_line(text: str | None, limit: int | None = 80) -> str:
+    """The last non-blank line of ``text`` (an error's: what went wrong), cut to ``limit``
+    characters (``None``: whole)."""
     if not text:
         return ""
     lines = [line for line in text.strip().splitlines() if line.strip()]
     line = lines[-1] if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"
 
 
 def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:

@@ -174,3 +174,28 @@ def test_a_running_task_shows_how_long_it_has_been_running() -> None:
     row = {line.split()[0]: line for line in lines if line.split()[:1] in (["train"], ["prep"])}
     assert "running 3m" in row["train"], row
     assert "1m13s" in row["prep"], row
+
+
+def test_a_wait_failure_summary_is_never_cut_off_a_terminal() -> None:
+    """Off a terminal (CI logs, pipes) the failure summary of ``--wait`` keeps each failed task's
+    error whole, on one line, however long: it is what the user acts on (a path to fix)."""
+    import io
+
+    from shared.cli.follow import conclude
+    from shared.cli.terminal import SafeConsole
+
+    path = "/mnt/data/" + "/".join(f"partition-{i:03d}" for i in range(12)) + "/features.parquet"
+    error = f"Traceback (most recent call last):\n  ...\nFileNotFoundError: no such file: {path}"
+    name = "preprocess-" + "x" * 70
+    wf = Workflow.model_validate(
+        workflow_body(
+            id="wf-1", status="failed", total=1, counts={"failed": 1}, finished_at=2.0,
+            tasks={name: task_body(state="failed", attempt=1, started_at=1.0, finished_at=2.0,
+                                   error=error, exit_code=1)},
+        )  # fmt: skip
+    )
+    out = io.StringIO()
+    conclude(wf, SafeConsole(file=out, width=80))
+    text = out.getvalue()
+    assert f"failed: {name}  FileNotFoundError: no such file: {path}\n" in text, text
+    assert "…" not in text
