@@ -48,14 +48,13 @@ def _check_answers(args: argparse.Namespace) -> None:
     """Raise ApiUnreachableError when nothing that is a dagq API answers (the local stack is not
     up, a wrong URL): a browser would open a page that cannot load. Any answer of the API, even
     a refusal (a function key is needed), is one."""
+    import contextlib
+
     from shared.cli.connect import open_client
     from shared.errors import ApiError
 
-    with open_client(args) as client:
-        try:
-            client.health()
-        except ApiError:
-            pass
+    with open_client(args) as client, contextlib.suppress(ApiError):
+        client.health()
 
 
 @report_errors

@@ -142,11 +142,20 @@ def test_money_has_one_precision_everywhere() -> None:
 
     cost = WorkflowCost.model_validate(
         {
-            "id": "wf-1", "name": "n", "currency": "USD", "gpu_hours": 1.0, "cpu_hours": 0.0,
-            "queue_wait_hours": 0.0, "compute_cost": 3.85, "storage_requests": 10.0,
-            "storage_cost": 0.0001, "estimated_cost": 3.8501, "cached_saved_hours": 0.0,
-            "cached_saved_cost": 0.0, "tasks": [],
-        }  # fmt: skip
+            "id": "wf-1",
+            "name": "n",
+            "currency": "USD",
+            "gpu_hours": 1.0,
+            "cpu_hours": 0.0,
+            "queue_wait_hours": 0.0,
+            "compute_cost": 3.85,
+            "storage_requests": 10.0,
+            "storage_cost": 0.0001,
+            "estimated_cost": 3.8501,
+            "cached_saved_hours": 0.0,
+            "cached_saved_cost": 0.0,
+            "tasks": [],
+        }
     )
     amounts = re.findall(r"(\d+\.\d+) USD", _text(cost_render(cost)))
     assert len(amounts) == 4, amounts
@@ -161,14 +170,18 @@ def test_a_running_task_shows_how_long_it_has_been_running() -> None:
     started = time.time() - 180
     wf = Workflow.model_validate(
         workflow_body(
-            id="wf-1", status="running", total=3, counts={"running": 1, "completed": 1},
+            id="wf-1",
+            status="running",
+            total=3,
+            counts={"running": 1, "completed": 1},
             tasks={
                 "train": task_body(state="running", attempt=1, started_at=started),
-                "prep": task_body(state="completed", attempt=1, started_at=started - 100,
-                                  finished_at=started - 27),
+                "prep": task_body(
+                    state="completed", attempt=1, started_at=started - 100, finished_at=started - 27
+                ),
                 "publish": task_body(state="pending"),
             },
-        )  # fmt: skip
+        )
     )
     lines = _text(render.status_view(wf)).splitlines()
     row = {line.split()[0]: line for line in lines if line.split()[:1] in (["train"], ["prep"])}
@@ -189,10 +202,22 @@ def test_a_wait_failure_summary_is_never_cut_off_a_terminal() -> None:
     name = "preprocess-" + "x" * 70
     wf = Workflow.model_validate(
         workflow_body(
-            id="wf-1", status="failed", total=1, counts={"failed": 1}, finished_at=2.0,
-            tasks={name: task_body(state="failed", attempt=1, started_at=1.0, finished_at=2.0,
-                                   error=error, exit_code=1)},
-        )  # fmt: skip
+            id="wf-1",
+            status="failed",
+            total=1,
+            counts={"failed": 1},
+            finished_at=2.0,
+            tasks={
+                name: task_body(
+                    state="failed",
+                    attempt=1,
+                    started_at=1.0,
+                    finished_at=2.0,
+                    error=error,
+                    exit_code=1,
+                )
+            },
+        )
     )
     out = io.StringIO()
     conclude(wf, SafeConsole(file=out, width=80))
