@@ -8,10 +8,16 @@ from collections.abc import Mapping
 from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable
-from shared.cli.render import STATE_STYLE, first_line, timestamp, took_text
+from shared.cli.render import STATE_STYLE, duration, first_line, timestamp, took_text
+from shared.client import TaskInfo, Workflow
+from shared.states import TaskState
 from shared.views import AttemptList, GpuView
 
 MAX_METRICS_SHOWN = 3
+MAX_RUNNING_SHOWN = 10
+"""Running tasks ``dagq watch`` lists (the ones that report progress first)."""
+ETA_METRIC = "eta_s"
+"""A metric a task may report: its own estimate of the seconds it has left."""
 
 
 def number(value: float) -> str:
@@ -74,3 +80,67 @@ def attempts_table(listing: AttemptList) -> FitTable:
             first_line(item.error, limit=200),
         )
     return table
+
+
+def eta_of(info: TaskInfo, now: float) -> float | None:
+    """Seconds a running task has left: its own ``eta_s`` metric, else from its progress and how
+    long it has run (30% in 30 s: 70 s more); None when it reports neither."""
+    metrics = info.metrics or {}
+    if ETA_METRIC in metrics:
+        return max(0.0, metrics[ETA_METRIC])
+    p = info.progress
+    if p is None or not 0 < p < 1 or info.started_at is None:
+        return None
+    return max(0.0, now - info.started_at) * (1 - p) / p
+
+
+def _running(wf: Workflow) -> list[tuple[str, TaskInfo]]:
+    """Running tasks, the ones that report something first, at most ``MAX_RUNNING_SHOWN``."""
+    running = [(n, t) for n, t in wf.tasks.items() if t.state == TaskState.RUNNING]
+    running.sort(key=lambda item: item[1].progress is None and not item[1].metrics)
+    return running[:MAX_RUNNING_SHOWN]
+
+
+def _cells(info: TaskInfo, now: float) -> tuple[str, str, str]:
+    """(what it reports, how long it has run, its ETA or "")."""
+    metrics = {k: v for k, v in (info.metrics or {}).items() if k != ETA_METRIC}
+    eta = eta_of(info, now)
+    ran = took_text(info.state, info.started_at, info.finished_at, now)
+    return (
+        progress_text(info.progress, metrics),
+        ran,
+        f"ETA {duration(eta)}" if eta is not None else "",
+    )
+
+
+RUNNING_COLUMNS = (
+    Column("running task", "name", floor=30),
+    Column("progress", "text", drop=1),
+    Column("time", right=True),
+    Column("eta", right=True),
+)
+
+
+def running_table(wf: Workflow, now: float) -> FitTable | None:
+    """``dagq watch``'s running tasks: what each reports (progress, metrics), how long it has
+    run, its ETA; None when none runs."""
+    running = _running(wf)
+    if not running:
+        return None
+    table = FitTable(RUNNING_COLUMNS)
+    for name, info in running:
+        table.add_row(name, *_cells(info, now))
+    return table
+
+
+def progress_lines(wf: Workflow, now: float) -> list[str]:
+    """The running tasks that report something, one plain line each (``dagq watch`` off a
+    terminal): ``  train: 30% loss=0.21, running 30s, ETA 1m10s``."""
+    lines = []
+    for name, info in _running(wf):
+        shown, ran, eta = _cells(info, now)
+        if shown or eta:
+            lines.append(
+                ", ".join(part for part in (f"  {name}: {shown}".rstrip(), ran, eta) if part)
+            )
+    return lines

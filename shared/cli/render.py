@@ -205,11 +205,17 @@ def queue_table(tasks: dict[str, TaskInfo]) -> FitTable:
     return table
 
 
-def live_view(wf: Workflow, pace: Pace) -> RenderableType:
-    """What ``dagq watch`` shows: header, a bar per state, per-queue counts."""
+def live_view(wf: Workflow, pace: Pace, *, now: float | None = None) -> RenderableType:
+    """What ``dagq watch`` shows: header, a bar per state, per-queue counts, and the running
+    tasks with what they report (progress, metrics, ETA)."""
+    from shared.cli.live_render import running_table
+
     parts: list[RenderableType] = [header(wf, pace), state_bars(wf.counts, total_of(wf))]
     if wf.tasks:
         parts += [Text(""), queue_table(wf.tasks)]
+        running = running_table(wf, time.time() if now is None else now)
+        if running is not None:
+            parts += [Text(""), running]
     elif total_of(wf) > 0:
         parts.append(Text("(per-queue counts are shown for workflows of up to 2,000 tasks)",
                           style="grey62"))  # fmt: skip

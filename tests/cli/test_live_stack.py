@@ -8,6 +8,7 @@ retried, and both attempts (exit codes, logs) stay readable through the API and 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 
@@ -97,6 +98,10 @@ def test_a_long_task_is_watched_live_and_both_attempts_stay_readable(
 
     done = dagq("watch", workflow_id, "--timeout", "120")
     assert done.code == ExitCode.OK, done.err + stack.diagnostics()
+    # Off a terminal too, watch says what the running task reports, and its ETA.
+    assert re.search(
+        r"\n  train: \d+% epoch=\d+ loss=[\d.]+, running \d+s, ETA \d+s\n", done.out
+    ), done.out
 
     listing = api.get(f"/workflows/{workflow_id}/tasks/train/attempts").json()
     first, second = listing["items"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from shared.cli import render
+from shared.cli import live_render, render
 from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
 from shared.cli.queries import health_lines
@@ -224,3 +224,41 @@ def test_a_wait_failure_summary_is_never_cut_off_a_terminal() -> None:
     text = out.getvalue()
     assert f"failed: {name}  FileNotFoundError: no such file: {path}\n" in text, text
     assert "…" not in text
+
+
+def test_watch_shows_running_tasks_progress_metrics_and_eta() -> None:
+    """``dagq watch`` lists running tasks with what they report: progress, metrics and an ETA
+    (the task's own ``eta_s`` metric, else from its progress and how long it has run)."""
+    now = 10_000.0
+    tasks = {
+        "train.lr=0.2": task_body(
+            state="running", attempt=1, started_at=now - 30, progress=0.3,
+            metrics={"epoch": 3, "loss": 0.21},
+        ),
+        "train.lr=1.0": task_body(
+            state="running", attempt=1, started_at=now - 5, progress=0.5, metrics={"eta_s": 400}
+        ),
+        "prep": task_body(state="completed", attempt=1, started_at=1.0, finished_at=2.0),
+        "silent": task_body(state="running", attempt=1, started_at=now - 60),
+    }  # fmt: skip
+    wf = Workflow.model_validate(
+        workflow_body(
+            id="wf-1",
+            status="running",
+            total=4,
+            counts={"running": 3, "completed": 1},
+            tasks=tasks,
+        )
+    )
+    text = _text(render.live_view(wf, render.Pace(None, None, None), now=now))
+    rows = {
+        line.split()[0]: line for line in text.splitlines() if line.startswith(("train", "silent"))
+    }
+    assert "30% epoch=3 loss=0.21" in rows["train.lr=0.2"], text
+    assert "ETA 1m10s" in rows["train.lr=0.2"], text  # 30 s for 30%: 70 s for the rest
+    assert "ETA 6m40s" in rows["train.lr=1.0"], text  # what it said
+    assert "running 1m00s" in rows["silent"], text
+    assert "ETA" not in rows["silent"], text
+
+    plain = live_render.progress_lines(wf, now=now)
+    assert "  train.lr=0.2: 30% epoch=3 loss=0.21, running 30s, ETA 1m10s" in plain, plain
