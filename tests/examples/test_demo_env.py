@@ -88,7 +88,7 @@ def test_the_file_alone_puts_the_dagq_command_on_path(tmp_path: Path) -> None:
     ``dagq``: the file puts the virtualenv's bin folder first on PATH, keeping the rest."""
     env_file = tmp_path / "stack.env"
     write_stack_env(kept_stack(tmp_path / "run"), env_file)
-    line = f"{source_line(env_file)} && command -v dagq && echo \"$PATH\""
+    line = f'{source_line(env_file)} && command -v dagq && echo "$PATH"'
     done = subprocess.run(
         ["/bin/sh", "-c", line], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, check=False,
