@@ -6,7 +6,7 @@ import { clear, h } from "./dom.js";
 const TOP = 5;
 
 /** One precision for every amount (as the CLI's `dagq cost`): 0.0012 USD beside 3.8500 USD. */
-function money(amount, currency) {
+export function money(amount, currency) {
   return `${amount.toFixed(4)} ${currency}`;
 }
 
