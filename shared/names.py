@@ -37,6 +37,8 @@ QUEUE_PARTITION = "queue"
 """Registry-table partition of the queues any worker ever polled: one row per queue."""
 FAILURE_PARTITION = "failure"
 """Registry-table partition of tolerated storage failures (``shared.storage.tolerated``)."""
+SCHEDULE_PARTITION = "schedule"
+"""Schedules-table partition of the schedules: one row per schedule, its name the RowKey."""
 
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
 _DEADLETTER_NEWEST_FIRST = re.compile(r"\d{4}-\d{2}-\d{2}/\d{13}-.+\.json")
@@ -158,6 +160,12 @@ class ResourceNames:
         workers' role (write their rows) reaches no workflow's index row."""
         return f"{self.prefix}WorkersRegistry"
 
+    @property
+    def schedules_table(self) -> str:
+        """The schedules (``dagq schedule``): a table of its own, which only the app reads and
+        writes (the workers' identity has no role on it)."""
+        return f"{self.prefix}Schedules"
+
     # -- queues -----------------------------------------------------------------------------
     @property
     def event_queue(self) -> str:
@@ -181,6 +189,12 @@ class ResourceNames:
         ``<queue>-poison`` convention)."""
         return f"{self.partition_event_queue(partition)}-poison"
 
+    @property
+    def notify_queue(self) -> str:
+        """Notifications to deliver (issue 29): the coordinator enqueues one per webhook when a
+        workflow ends, the ``notify`` function POSTs it (``shared.notify``). Only the app's."""
+        return f"{self.prefix}-notify"
+
     def task_queue(self, queue: str) -> str:
         """The Azure queue for a definition's queue name (``gpu`` -> ``dagq-q-gpu``)."""
         problem = queue_name_problem(queue)
@@ -189,10 +203,12 @@ class ResourceNames:
         return f"{self.prefix}-q-{queue.lower().replace('_', '-')}"
 
     def queue_kind(self, azure_name: str) -> str:
-        """What an Azure queue of this deployment is for: ``events``, ``poison``, ``tasks`` or
-        ``other`` (benchmarks count storage requests by it)."""
+        """What an Azure queue of this deployment is for: ``events``, ``poison``, ``tasks``,
+        ``notify`` or ``other`` (benchmarks count storage requests by it)."""
         if azure_name.startswith(f"{self.prefix}-events"):
             return "poison" if azure_name.endswith("-poison") else "events"
+        if azure_name == self.notify_queue:
+            return "notify"
         return "tasks" if azure_name.startswith(f"{self.prefix}-q-") else "other"
 
     def all_containers(self) -> tuple[str, ...]:

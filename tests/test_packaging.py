@@ -59,8 +59,7 @@ def test_requirements_txt_is_the_runtime_dependencies_plus_azure_functions() -> 
     project = _project()
     runtime = {dep.split("#")[0].strip() for dep in project["dependencies"]}
     functions = set(project["optional-dependencies"]["functions"])
-    host_only = {dep for dep in functions if dep.startswith("croniter")}  # the local host's timer
-    assert _requirements() == runtime | (functions - host_only)
+    assert _requirements() == runtime | functions
 
 
 def test_funcignore_keeps_development_files_out_of_the_deployment() -> None:

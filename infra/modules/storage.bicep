@@ -76,8 +76,10 @@ var names = {
   cacheContainer: '${prefix}-cache'
   indexTable: '${prefix}WorkflowsIndex'
   registryTable: '${prefix}WorkersRegistry'
+  schedulesTable: '${prefix}Schedules'
   eventQueue: '${prefix}-events'
   eventPoisonQueue: '${prefix}-events-poison'
+  notifyQueue: '${prefix}-notify'
 }
 // ResourceNames.task_queue: '{prefix}-q-{queue}', lower-cased, '_' -> '-'.
 var taskQueueNames = [for queue in taskQueues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
@@ -215,6 +217,13 @@ resource registryTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2
   name: names.registryTable
 }
 
+// The schedules (dagq schedule): only the app's identity has a table role that reaches them
+// (identity.bicep appTableDataContributor); the workers' table role is on the registry only.
+resource schedulesTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' = {
+  parent: tableService
+  name: names.schedulesTable
+}
+
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
   parent: storage
   name: 'default'
@@ -230,6 +239,13 @@ resource eventQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023
 resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
   parent: queueService
   name: names.eventPoisonQueue
+}
+
+// Notifications to deliver (issue 29): the coordinator enqueues, the app's notify function
+// delivers. Only the app's role (account-wide queue data) reaches it; workers have none here.
+resource notifyQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: names.notifyQueue
 }
 
 // Partitions 1..partitions-1 (partition 0 keeps the two queues above): names as in shared/names.py.
@@ -328,6 +344,7 @@ output deadletterContainerName string = names.deadletterContainer
 output cacheContainerName string = names.cacheContainer
 output indexTableName string = names.indexTable
 output registryTableName string = names.registryTable
+output schedulesTableName string = names.schedulesTable
 output eventQueueName string = names.eventQueue
 // Every event queue workers send completions to (one per coordinator partition): identity.bicep
 // gives the worker identity Message Sender on each.

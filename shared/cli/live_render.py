@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable
-from shared.cli.render import STATE_STYLE, duration, first_line, timestamp, took_text
+from shared.cli.render import STATE_STYLE, duration, first_line, timestamp
 from shared.client import TaskInfo, Workflow
 from shared.states import TaskState
 from shared.views import AttemptList, GpuView
@@ -39,6 +39,16 @@ def progress_text(
             break
         parts.append(part)
     return " ".join(parts)
+
+
+def took_text(state: str | None, started: float | None, finished: float | None, now: float) -> str:
+    """How long an attempt ran (``1m13s``); while it runs, how long so far (``running 3m00s``);
+    ``-`` when it never started."""
+    if started is None:
+        return "-"
+    if finished is not None:
+        return duration(finished - started)
+    return f"running {duration(now - started)}" if state == TaskState.RUNNING else "-"
 
 
 def gpu_text(gpus: list[GpuView]) -> str:

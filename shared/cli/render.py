@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.cli.fit_table import Cell, Column, FitTable, Phrases
+from shared.cli.params_render import params_line
 from shared.client import TaskInfo, Workflow, WorkflowSummary
 from shared.states import TERMINAL_TASK_STATES, TaskState, WorkflowStatus
 
@@ -264,7 +265,7 @@ TASK_COLUMNS = (
 def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
     """The task table: names and states kept, the other columns left out, least useful first
     (started, queue, try, took, exit, progress), when the width runs out."""
-    from shared.cli.live_render import progress_text
+    from shared.cli.live_render import progress_text, took_text
 
     last = Column("error" if any(info.error for _, info in items) else "note", "text", drop=1)
     notes = [_cached_note(info) or first_line(info.error, limit=200) for _, info in items]
@@ -287,16 +288,6 @@ def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
         }
         table.add_row(*(cells[c.header] for c in table.columns))
     return table
-
-
-def took_text(state: str | None, started: float | None, finished: float | None, now: float) -> str:
-    """How long an attempt ran (``1m13s``); while it runs, how long so far (``running 3m00s``);
-    ``-`` when it never started."""
-    if started is None:
-        return "-"
-    if finished is not None:
-        return duration(finished - started)
-    return f"running {duration(now - started)}" if state == TaskState.RUNNING else "-"
 
 
 def _shown_state(text: str) -> str:
@@ -347,9 +338,20 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
         times.append(Text(f"took {took}", style="grey62"))
     if wf.cancel_requested and not wf.is_terminal:
         times.append(Text("cancel requested", style="dark_orange"))
-    parts += [times, state_bars(wf.counts, total)]
+    parts.append(times)
+    params = params_line(wf.params)  # (issue 29: the run's parameters)
+    if params is not None:
+        parts.append(params)
+    parts.append(state_bars(wf.counts, total))
     if wf.error:
         parts.append(Text(f"error: {wf.error}", style="red"))
+    if wf.notify:  # issue 29: who is told when it ends
+        hooks = "; ".join(
+            f"{n.host} ({', '.join(n.events)}{', ' + n.format if n.format != 'json' else ''}"
+            f"{', signed' if n.signed else ''})"
+            for n in wf.notify
+        )
+        parts.append(Text(f"notifies {hooks}", style="grey62"))
     if wf.tasks:
         table, hidden = task_table(wf, limit)
         parts += [Text(""), table]

@@ -22,8 +22,9 @@ from shared.coordinator.envelope import Envelope
 from shared.coordinator.intake import Receiver
 from shared.coordinator.keeper import LeaseKeeper
 from shared.coordinator.leadership import Leadership
+from shared.coordinator.notices import Notifier
 from shared.coordinator.options import CoordinatorOptions
-from shared.coordinator.passes import PassResult, PassRunner
+from shared.coordinator.passes import AfterSweeps, PassResult, PassRunner
 from shared.coordinator.projector import Projector
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.update import WorkflowUpdater
@@ -61,9 +62,11 @@ class Coordinator:
         clock: Clock = time.time,
         hold_lease: bool = False,
         keep_lease: bool = False,
+        after_sweeps: AfterSweeps | None = None,
     ) -> None:
         """``config``: the deployment's Settings (options then default from them) or just its
-        ResourceNames (options default to the Settings defaults)."""
+        ResourceNames (options default to the Settings defaults). ``after_sweeps``: a job run
+        after partition 0's sweeps, under its lease (the Functions app's schedules)."""
         self.storage = storage
         if isinstance(config, Settings):
             self.names = config.names
@@ -83,11 +86,12 @@ class Coordinator:
             Projector(storage.index, opts.project_every_s),
             Acknowledger(storage.deadletters, clock, opts),
             clock,
+            Notifier(storage, self.names, signer_of(opts.signing_key)),
         )
         updater.leadership.before_release = lambda: updater.projector.flush(
             PassStats(partition=storage.partition)
         )
-        self._passes = PassRunner(updater, Receiver(opts), hold_lease or keep_lease)
+        self._passes = PassRunner(updater, Receiver(opts), hold_lease or keep_lease, after_sweeps)
         self._keeper = LeaseKeeper(self._passes, opts.keep_lease_idle_s) if keep_lease else None
         self.leadership = updater.leadership
         self.triggers = 0

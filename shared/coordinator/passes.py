@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from shared.coordinator.dispatch import SentKey
@@ -20,9 +21,14 @@ from shared.coordinator.intake import Receiver, take_in
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.sweeps import run_sweeps
 from shared.coordinator.update import WorkflowUpdater
+from shared.storage.ports import Storage
 from shared.storage.tolerated import TOLERATED
 
 log = logging.getLogger("dagq.coordinator")
+
+AfterSweeps = Callable[[Storage, float], Awaitable[int]]
+"""A job run after partition 0's sweeps, under the lease, with the coordinator's storage and the
+time by its clock; it returns how many things it did (the schedules' sweep, ``shared.api``)."""
 
 
 @dataclass
@@ -45,8 +51,15 @@ class PassResult:
 class PassRunner:
     """Runs the passes of one coordinator, one at a time."""
 
-    def __init__(self, updater: WorkflowUpdater, receiver: Receiver, hold_lease: bool) -> None:
+    def __init__(
+        self,
+        updater: WorkflowUpdater,
+        receiver: Receiver,
+        hold_lease: bool,
+        after_sweeps: AfterSweeps | None = None,
+    ) -> None:
         self.updater = updater
+        self.after_sweeps = after_sweeps
         self.receiver = receiver
         self.hold_lease = hold_lease
         self.lock = asyncio.Lock()
@@ -113,8 +126,22 @@ class PassRunner:
         if sweep and ok():
             self.last_sweep = time.monotonic()
             await run_sweeps(self.updater, self.receiver, result.stats)
+            if ok():
+                await self._after_sweeps(result.stats)
         if ok():  # a lease kept for the next pass: that pass (or the release) writes the rest
             await self.updater.projector.flush(result.stats, due_only=self.hold_lease)
+
+    async def _after_sweeps(self, stats: PassStats) -> None:
+        """The job run after partition 0's sweeps (advisory: its failure fails no pass)."""
+        if self.after_sweeps is None or self.updater.storage.partition != 0:
+            return
+        try:
+            done = await self.after_sweeps(self.updater.storage, self.updater.clock())
+        except Exception as exc:
+            log.warning("the job after the sweeps failed: %r", exc)
+            return
+        if done:
+            stats.bump_sweep("schedules", done)
 
     async def _end_lease(self, stats: PassStats) -> None:
         leadership = self.updater.leadership

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager, suppress
 
 from azure.core.exceptions import ResourceExistsError
 
+from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage.azure.storage import AzureStorage, azure_storage
 from shared.storage.ports import Storage
@@ -49,7 +50,9 @@ def with_identity(storage: Storage, settings: Settings, identity: str | None) ->
     return guarded(storage, identity, settings.names, usage=usage)
 
 
-async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
+async def ensure_resources(
+    storage: Storage, partitions: int = 1, names: ResourceNames | None = None
+) -> None:
     """Make sure the containers, the index table, and each of the first ``partitions``
     partitions' event queue, poison queue (and lease sentinel) exist. Idempotent; in Azure the
     Bicep templates create them too."""
@@ -57,6 +60,8 @@ async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
     await asyncio.gather(
         *(queue.ensure() for view in views for queue in (view.event_queue, view.event_poison_queue))
     )
+    if names is not None:  # the notify queue (issue 29): its trigger listens from the start
+        await storage.queues.get(names.notify_queue).ensure()
     if isinstance(storage, GuardedStorage):
         _check_deployment(storage, partitions)
         storage = storage.inner
@@ -72,6 +77,7 @@ async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
         *(container(name) for name in storage.names.all_containers()),
         storage.clients.table.create_table_if_not_exists(storage.names.index_table),
         storage.clients.table.create_table_if_not_exists(storage.names.registry_table),
+        storage.clients.table.create_table_if_not_exists(storage.names.schedules_table),
     )
     await asyncio.gather(
         *(view.lease.ensure_sentinel() for view in views if isinstance(view, AzureStorage))
@@ -84,7 +90,7 @@ def _check_deployment(storage: GuardedStorage, partitions: int) -> None:
     names, check = storage.guard.names, storage.guard.check
     for container in names.all_containers():
         check("deployment", "create_container", CREATE_CONTAINER, Target("blob", container))
-    for table in (names.index_table, names.registry_table):
+    for table in (names.index_table, names.registry_table, names.schedules_table):
         check("deployment", "create_table", CREATE_TABLE, Target("table", table))
     for partition in range(partitions):
         lease = Target("blob", names.workflows_container, names.lease_blob(partition))
