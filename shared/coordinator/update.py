@@ -28,6 +28,7 @@ from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.results import ResultCacheSteps
 from shared.coordinator.stats import PassStats
+from shared.coordinator.terminal_rows import TerminalRows
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
 from shared.engine.projection import index_row
@@ -90,6 +91,8 @@ class WorkflowUpdater:
         self.results = ResultCacheSteps(storage, concurrency=options.send_concurrency)
         self.empty_queues: frozenset[str] = frozenset()
         """Queues seen holding no message at the start of the current sweep (lost dispatches)."""
+        self.terminal_rows = TerminalRows()
+        """Where index-repair of terminal rows goes on at the next sweep."""
 
     async def note_empty_queues(self, queues: Iterable[str]) -> None:
         """Count these queues now: the sweep's updates re-send queued attempts on empty ones."""
