@@ -12,7 +12,9 @@ long-lived process). Each derives what to do from what is stored, so running one
   releases), cancel grace — all decided by ``shared.engine.sweep`` from the state's own times.
   Lost dispatches: the task queues of running workflows are counted first; a queued attempt on a
   queue holding no message at all is re-sent ``empty_queue_repair_after_s`` after its send (the
-  signal ``dagq doctor`` shows), any other after ``lost_dispatch_after_s``.
+  signal ``dagq doctor`` shows) plus the age of the event queue's oldest visible event (a report
+  waiting in that backlog is why a state still says queued), any other after
+  ``lost_dispatch_after_s``.
 - the sweep's mark: when it ran, in the registry (``dagq doctor`` reports overdue sweeps).
 - index-repair: a row that disagrees with its state (a projection that failed) is rewritten; a row
   of an earlier workflow of the id (its creation time is not the state's: purged, and a stalled
@@ -91,6 +93,7 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
 
     await asyncio.gather(*(one(row) for row in rows))
     updater.empty_queues = frozenset()
+    updater.event_backlog_s = 0.0
     await _mark(updater, now)
 
 

@@ -93,10 +93,24 @@ class WorkflowUpdater:
         """Queues seen holding no message at the start of the current sweep (lost dispatches)."""
         self.terminal_rows = TerminalRows()
         """Where index-repair of terminal rows goes on at the next sweep."""
+        self.event_backlog_s = 0.0
+        """How long the oldest visible event has waited, at the start of the current sweep."""
 
     async def note_empty_queues(self, queues: Iterable[str]) -> None:
-        """Count these queues now: the sweep's updates re-send queued attempts on empty ones."""
+        """Count these queues now: the sweep's updates re-send queued attempts on empty ones —
+        after ``empty_queue_repair_after_s`` plus the event queue's backlog: a task's report
+        still waiting in that backlog is why its state says queued, not a lost message."""
         self.empty_queues = await self._dispatcher.empty_queues(queues)
+        self.event_backlog_s = 0.0
+        if not self.empty_queues:
+            return
+        try:
+            oldest = await self.storage.event_queue.oldest_visible_at()
+        except Exception as exc:  # unknown backlog: the plain grace, as before the look
+            log.warning("cannot read the event queue's oldest event: %r", exc)
+            return
+        if oldest is not None:
+            self.event_backlog_s = max(0.0, self.clock() - oldest)
 
     async def update_all(
         self, groups: dict[str, list[Envelope]], stats: PassStats, sent: set[SentKey]
@@ -230,7 +244,8 @@ class WorkflowUpdater:
                         lost_dispatch_after_s=self.options.lost_dispatch_after_s,
                         cancel_grace_s=self.options.cancel_grace_s,
                         empty_queues=self.empty_queues,
-                        empty_queue_grace_s=self.options.empty_queue_repair_after_s,
+                        empty_queue_grace_s=self.options.empty_queue_repair_after_s
+                        + self.event_backlog_s,
                     )  # fmt: skip
             except ApplyError:
                 raise
