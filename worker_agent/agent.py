@@ -89,6 +89,8 @@ class Agent:
             slots=self.slot_count,
             interval_s=settings.registry_s,
             progress_s=settings.live_s,
+            vm_size=settings.vm_size,
+            gpu_count=sum(len(d.split(",")) for d in self.devices if d),
         )
         self.attempts.on_progress = self.presence.progressed
         self.attempts.on_live_error = self.presence.live_error

@@ -223,6 +223,13 @@ class WorkerSettings(BaseSettings):
         description="This VM's name as Scheduled Events lists it in 'Resources'. Default: asked "
         "from the instance metadata service, else the host name.",
     )
+    vm_size: str = Field(
+        default="",
+        max_length=64,
+        description="This machine's VM size (e.g. Standard_NC4as_T4_v3), kept with its uptime so "
+        "that `dagq cost` prices the pool's VM-hours; the GPU pool's cloud-init sets it. Empty: "
+        "the VM-hours are counted, not priced.",
+    )
     registry_s: float = Field(
         default=20.0,
         ge=0.1,

@@ -5,6 +5,10 @@ and what it is doing (busy slots, the attempts it runs). ``dagq workers``, ``GET
 the dashboard and ``dagq doctor`` read it; a worker whose record is not refreshed for
 ``DAGQ_WORKER_LOST_AFTER_S`` shows as lost. A clean stop removes the record.
 
+Beside it, the worker keeps its machine's life (``shared.storage.machines``): since when the
+machine counts, and its latest sign of life, every ``MACHINE_NOTE_EVERY_S`` and at a clean stop.
+That row is kept, so ``dagq cost`` can report the pool's VM-hours after the VM is gone.
+
 The registry is advisory: a failed write is logged and tried again at the next beat, and never
 stops the worker from running tasks.
 """
@@ -24,6 +28,7 @@ from shared.errors import MessageError
 from shared.messages import decode_task_message
 from shared.names import safe_name_problem, workflow_id_problem
 from shared.progress import TaskProgress
+from shared.storage.machines import MACHINE_NOTE_EVERY_S, MachineLife, counts_from, kernel_boot
 from shared.storage.ports import ReceivedMessage
 from shared.storage.registry import GpuUse, Registry, WorkerRecord, WorkerTask
 from shared.storage.tolerated import TOLERATED, Kind
@@ -54,6 +59,8 @@ class Presence:
         interval_s: float,
         progress_s: float = 5.0,
         gpus: GpuSampler | None = None,
+        vm_size: str = "",
+        gpu_count: int = 0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.registry = registry
@@ -78,6 +85,17 @@ class Presence:
         self.live_errors = 0
         """Failed reads of a running task's progress since the worker started (live.py)."""
         self._changed = asyncio.Event()
+        boot = kernel_boot()
+        self.machine = MachineLife(
+            self.host,
+            counts_from(self.started_at, boot),
+            self.started_at,
+            vm_size,
+            gpu_count,
+            boot=boot,
+        )
+        """This agent's machine boot, as last noted (``note_machine``)."""
+        self._machine_noted: float | None = None
 
     def took(self, slot: int, received: ReceivedMessage) -> None:
         """Slot ``slot`` holds this task message now (shown by its ids, if it decodes)."""
@@ -155,6 +173,7 @@ class Presence:
                     await self.registry.note_queues(self.queues, self.clock())
                     noted = True
                 await self.registry.beat(self.record())
+                await self._note_machine()
                 await TOLERATED.publish(self.registry, f"worker {self.worker_id}")
             except Exception as exc:  # advisory: the next beat tries again
                 TOLERATED.count(Kind.REGISTRY_BEAT, exc)
@@ -167,7 +186,20 @@ class Presence:
         with suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), self.interval_s - soonest)
 
+    async def _note_machine(self, *, stopped: bool = False) -> None:
+        """Refresh the machine's row when ``MACHINE_NOTE_EVERY_S`` passed (or at once, on a
+        clean stop)."""
+        now = self.clock()
+        due = self._machine_noted is None or now - self._machine_noted >= MACHINE_NOTE_EVERY_S
+        if due or stopped:
+            self.machine = replace(self.machine, last_seen=now, stopped=stopped)
+            await self.registry.note_machine(self.machine)
+            self._machine_noted = now
+
     async def leave(self) -> None:
-        """Remove this worker's record (a clean stop); a failure only leaves it to show lost."""
+        """Remove this worker's record (a clean stop) and note its machine's end; a failure
+        only leaves the record to show lost, and the machine counted to its previous note."""
+        with suppress(Exception):
+            await asyncio.wait_for(self._note_machine(stopped=True), timeout=10)
         with suppress(Exception):
             await asyncio.wait_for(self.registry.remove(self.worker_id), timeout=10)

@@ -142,7 +142,9 @@ var cloudInit12 = replace(cloudInit11, '{{workerConstraints}}', replace(trim(wor
 var cloudInit13 = replace(cloudInit12, '{{setupScriptBase64}}', setupScriptBase64)
 var cloudInit14 = replace(cloudInit13, '{{idlePollSeconds}}', string(idlePollSeconds))
 var cloudInit15 = replace(cloudInit14, '{{verifyKeys}}', verifyKeys)
-var cloudInit = cloudInit15
+// The agents note the VM size with the VM's uptime: `dagq cost` prices the pool's VM-hours by it.
+var cloudInit16 = replace(cloudInit15, '{{vmSize}}', vmSku)
+var cloudInit = cloudInit16
 
 // The Azure queue of each pool queue, as shared/names.py names it (ResourceNames.task_queue).
 var queueResourceNames = [for queue in queues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']

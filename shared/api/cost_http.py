@@ -29,13 +29,18 @@ def _prices(spec: str | None, vm_sku: str | None = None) -> PriceTable:
     return load_prices(spec, vm_sku)
 
 
+def deployment_prices() -> PriceTable:
+    """This deployment's price table (``DAGQ_PRICES``, else the defaults for its pool)."""
+    return _prices(CONTEXT.settings.prices, CONTEXT.settings.gpu_vm_sku)
+
+
 async def _workflow_cost(req: func.HttpRequest) -> func.HttpResponse:
     from shared.ops.cost import get_workflow_cost
 
     workflow_id = req.route_params.get("id") or ""
     check_workflow_id(workflow_id)
     storage = await CONTEXT.storage()
-    prices = _prices(CONTEXT.settings.prices, CONTEXT.settings.gpu_vm_sku)
+    prices = deployment_prices()
     return json_response(await get_workflow_cost(storage, workflow_id, prices, time.time()))
 
 
@@ -46,7 +51,7 @@ async def _period_cost(req: func.HttpRequest) -> func.HttpResponse:
     query = parse_query(req, CostQuery)
     storage = await CONTEXT.storage()
     now = time.time()
-    prices = _prices(CONTEXT.settings.prices, CONTEXT.settings.gpu_vm_sku)
+    prices = deployment_prices()
     report = await period_cost(
         storage, since=now - query.since_s, by=query.by, prices=prices, now=now,
         limit=query.limit,

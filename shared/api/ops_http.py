@@ -7,15 +7,21 @@ error is a problem+json body, and each handler is ``async (HttpRequest) -> HttpR
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import azure.functions as func
 
 from shared.api.context import CONTEXT
 from shared.api.http import _handler, json_response
 from shared.api.request import route_param as _route
+from shared.errors import ConfigError
+
+if TYPE_CHECKING:
+    from shared.cost.prices import PriceTable
 
 PURGEABLE = ("completed", "failed", "cancelled")
+POOL_WINDOW_S = 24 * 3600.0
+"""The workers' answer reports the machines up in the last this long (``pool``)."""
 
 
 async def _workers(req: func.HttpRequest) -> func.HttpResponse:
@@ -23,13 +29,25 @@ async def _workers(req: func.HttpRequest) -> func.HttpResponse:
 
     settings = CONTEXT.settings
     storage = await CONTEXT.storage()
+    from shared.api.cost_http import deployment_prices
+    from shared.ops.cost import pool_machines
+
+    now = time.time()
     view = await list_workers(
         storage,
-        now=time.time(),
+        now=now,
         lost_after_s=settings.worker_lost_after_s,
         forget_after_s=settings.worker_forget_after_s,
     )
-    return json_response(view)  # progress and gpus only where reported
+    since = now - POOL_WINDOW_S
+    try:
+        prices: PriceTable | None = deployment_prices()
+    except ConfigError:  # the cost endpoints say what is wrong; the workers are shown regardless
+        prices = None
+    pool = pool_machines(await storage.registry.machines(since, now), since, now, prices)
+    currency = "USD" if prices is None else prices.currency
+    update = {"pool": pool, "pool_window_s": POOL_WINDOW_S, "currency": currency}
+    return json_response(view.model_copy(update=update))  # progress, gpus only where reported
 
 
 async def _delete(req: func.HttpRequest) -> func.HttpResponse:

@@ -89,4 +89,28 @@ def period_view(report: CostReport) -> RenderableType:
             g.key, str(g.workflows), f"{g.gpu_hours:.3f}", f"{g.cpu_hours:.3f}",
             money(g.estimated_cost, c), f"{g.cached_saved_hours:.3f}",
         )  # fmt: skip
-    return Group(head, table)
+    return Group(head, table, *pool_view(report))
+
+
+def pool_view(report: CostReport) -> list[RenderableType]:
+    """The worker machines up in the period, by VM size: what the pool paid for (boot and idle
+    tail included) beside what the tasks used."""
+    if not report.pool:
+        return [Phrases("pool: no worker machine was up in the period")]
+    lines: list[RenderableType] = []
+    for p in report.pool:
+        cost = (
+            "not priced" if p.estimated_cost is None else money(p.estimated_cost, report.currency)
+        )
+        size = p.vm_size or "(size not told)"
+        hours = f"VM-hours {p.vm_hours:.3f}", f"GPU-hours {p.gpu_hours:.3f}"
+        lines.append(Phrases(f"pool {size}:", f"{p.machines} machine(s)", *hours, cost))
+    if report.pool_gpu_hours > 0:
+        used = min(1.0, report.gpu_hours / report.pool_gpu_hours)
+        lines.append(
+            Phrases(
+                f"tasks used {used:.0%} of the pool's {report.pool_gpu_hours:.3f} GPU-hours",
+                f"(pool cost {money(report.pool_cost, report.currency)})",
+            )
+        )
+    return lines

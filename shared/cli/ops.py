@@ -129,6 +129,8 @@ def run_workers(args: argparse.Namespace) -> int:
         console.print(utilization_table(view))
         return 0
     console.print(ops_render.workers_table(view, time.time()))
+    if view.pool_window_s:  # an older app reports no machines
+        console.print(ops_render.pool_text(view), soft_wrap=True)
     return 0
 
 

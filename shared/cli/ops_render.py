@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from shared.cli.cost_render import money
 from shared.cli.fit_table import Column, FitTable
 from shared.cli.live_render import gpu_text, progress_text
 from shared.cli.render import duration
+from shared.durations import spell_duration
 from shared.views import DoctorReport, WorkersView, WorkerView
 
 WORKER_STATUS_STYLE = {"alive": "green", "lost": "bold red"}
@@ -34,6 +36,20 @@ WORKER_COLUMNS = (
     Column("up", right=True, drop=4),
     Column("version", drop=5),
 )
+
+
+def pool_text(view: WorkersView) -> str:
+    """The machines up in the view's window, by VM size: what the pool paid for (boot and idle
+    tail included), which ``dagq cost --since`` sets beside the tasks' GPU-hours."""
+    parts = []
+    for p in view.pool:
+        cost = "" if p.estimated_cost is None else f", {money(p.estimated_cost, view.currency)}"
+        size = p.vm_size or "(size not told)"
+        parts.append(f"{size} x{p.machines}: {p.vm_hours:.2f} VM-hours{cost}")
+    window = spell_duration(view.pool_window_s)
+    return f"machines up in the last {window}: " + ("; ".join(parts) or "none")
+
+
 GPU_COLUMN = Column("gpus (use, memory)", "words", drop=1)
 RUNNING_COLUMN = Column("running", "words")
 

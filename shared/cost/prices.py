@@ -8,6 +8,7 @@ Set ``DAGQ_PRICES`` to a JSON or YAML file (or inline JSON) of this shape::
       cpu: {slot_hour: 0.10}             # per task-slot hour
     default: {slot_hour: 0.10}           # queues not listed
     storage: {per_10k_requests: 0.05}
+    vms: {Standard_NC4as_T4_v3: 0.526}   # per VM-hour, for the pool's VM-hours
 
 The defaults below are illustrative list prices (docs/cost.md says where they come from); put
 your region's and contract's figures in the file. Without a file, the ``gpu`` queue's price is
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -88,10 +90,20 @@ class PriceTable(_Prices):
     )
     default: QueuePrice = Field(default_factory=QueuePrice)
     storage: StoragePrice = Field(default_factory=StoragePrice)
+    vms: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    """Price of one hour of a VM size, for the pool's VM-hours (a size not listed: its list price
+    in ``VM_SIZES``, if there is one)."""
 
     def of(self, queue: str) -> QueuePrice:
         """The price of ``queue``'s hardware."""
         return self.queues.get(queue, self.default)
+
+    def vm_hour(self, vm_size: str) -> float | None:
+        """The price of one hour of ``vm_size`` (None: a size with no price)."""
+        if vm_size in self.vms:
+            return self.vms[vm_size]
+        known = VM_SIZES.get(vm_size)
+        return None if known is None else known.hour_price
 
 
 DEFAULT_PRICES = PriceTable()

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Literal
 
 from shared.cost.model import workflow_cost
 from shared.cost.prices import PriceTable
+from shared.storage.machines import MachineLife
 from shared.storage.workflow_reads import read_workflow
-from shared.views.cost import CostGroup, CostReport, WorkflowCost
+from shared.views.cost import CostGroup, CostReport, PoolMachines, WorkflowCost
 
 if TYPE_CHECKING:
     from shared.storage.ports import Storage
@@ -75,7 +76,37 @@ async def period_cost(
 
     costs = [c for c in await asyncio.gather(*(one(i) for i in ids)) if c is not None]
     report = _report(costs, since=since, by=by, currency=prices.currency, truncated=truncated)
-    return report.model_copy(update={"partial": partial})
+    pool = pool_machines(await storage.registry.machines(since, now), since, now, prices)
+    return report.model_copy(
+        update={
+            "partial": partial,
+            "pool": pool,
+            "pool_vm_hours": sum(p.vm_hours for p in pool),
+            "pool_gpu_hours": sum(p.gpu_hours for p in pool),
+            "pool_cost": sum(p.estimated_cost or 0.0 for p in pool),
+        }
+    )
+
+
+def pool_machines(
+    lives: list[MachineLife], since: float, until: float, prices: PriceTable | None
+) -> list[PoolMachines]:
+    """The machines up in [``since``, ``until``], by VM size, most VM-hours first (priced by
+    ``prices``; None: not priced)."""
+    sizes: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for life in lives:
+        hours = life.hours_within(since, until)
+        row = sizes[life.vm_size]
+        row[0] += 1
+        row[1] += hours
+        row[2] += hours * life.gpus
+    out = []
+    for size, (machines, hours, gpu_hours) in sizes.items():
+        price = None if prices is None else prices.vm_hour(size)
+        cost = None if price is None else hours * price
+        out.append(PoolMachines(vm_size=size, machines=int(machines), vm_hours=hours,
+                                gpu_hours=gpu_hours, estimated_cost=cost))  # fmt: skip
+    return sorted(out, key=lambda p: (-p.vm_hours, p.vm_size))
 
 
 def _report(

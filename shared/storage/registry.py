@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from shared.json_values import parse_untrusted
 from shared.limits import MAX_COUNTER, MAX_GPUS, MAX_PROGRESS_CHARS, MAX_RECORD_TASKS
 from shared.progress import TaskProgress
+from shared.storage.machines import MachineLife
 
 
 @dataclass(frozen=True)
@@ -225,4 +226,13 @@ class Registry(Protocol):
 
     async def failures(self) -> builtins.list[FailureNote]:
         """Every failure note (bounded like every registry read)."""
+        ...
+
+    async def note_machine(self, life: MachineLife) -> None:
+        """Create or replace the row of ``life``'s machine boot (``shared.storage.machines``)."""
+        ...
+
+    async def machines(self, since: float, until: float) -> builtins.list[MachineLife]:
+        """The machine lives that overlap [``since``, ``until``] (bounded like every registry
+        read; a row it cannot read is skipped)."""
         ...

@@ -173,5 +173,7 @@ REPEATED: dict[str, str] = {
     "registry.queues": "a read",
     "registry.note_failure": "an upsert of the same note",
     "registry.failures": "a read",
+    "registry.note_machine": "an upsert of the same row",
+    "registry.machines": "a read",
 }
 """Every port operation -> why repeating it after a lost connection is safe."""

@@ -32,6 +32,7 @@ from shared.views.base import (
 from shared.views.cost import (
     CostGroup,
     CostReport,
+    PoolMachines,
     TaskCost,
     WorkflowCost,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "IssueView",
     "LogLocation",
     "PartitionHealth",
+    "PoolMachines",
     "Problem",
     "PurgeReport",
     "PurgedItem",

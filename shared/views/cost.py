@@ -66,6 +66,22 @@ class CostGroup(View):
     cached_saved_hours: float
 
 
+class PoolMachines(View):
+    """The worker machines of one VM size that were up in a period: what the pool paid for,
+    boot and idle tail included, beside what the tasks used (``shared.storage.machines``)."""
+
+    vm_size: str
+    """Their VM size ("": not told, e.g. a laptop or a pod)."""
+    machines: int
+    """Machine boots counted."""
+    vm_hours: float
+    """Hours they were up within the period, from boot (or agent start) to their latest note."""
+    gpu_hours: float
+    """``vm_hours`` times their GPUs: the GPU-hours the pool paid for."""
+    estimated_cost: float | None
+    """``vm_hours`` at the size's hourly price (None: a size with no price)."""
+
+
 class CostReport(View):
     """``GET /cost?since_s=&by=``: the cost of the workflows created in a period, grouped."""
 
@@ -84,3 +100,10 @@ class CostReport(View):
     estimated_cost: float
     cached_saved_hours: float
     groups: list[CostGroup]
+    pool: list[PoolMachines] = Field(default_factory=list)
+    """The machines up in the period, by VM size, most VM-hours first."""
+    pool_vm_hours: float = 0.0
+    pool_gpu_hours: float = 0.0
+    """GPU-hours the pool paid for; with ``gpu_hours`` (what tasks used), the pool's use."""
+    pool_cost: float = 0.0
+    """The priced sizes' ``estimated_cost``, summed."""

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from shared.views.attempts import GpuView
 from shared.views.base import Epoch, View
+from shared.views.cost import PoolMachines
 
 
 class WorkerTaskView(View):
@@ -53,6 +54,12 @@ class WorkersView(View):
     workers: list[WorkerView]
     lost_after_s: float
     """A worker not seen for this long is ``lost``."""
+    pool: list[PoolMachines] = Field(default_factory=list)
+    """The worker machines up in the last ``pool_window_s``, by VM size, most VM-hours first:
+    what the pool paid for, boot and idle tail included (docs/cost.md)."""
+    pool_window_s: float = 0.0
+    currency: str = "USD"
+    """The currency of the pool's ``estimated_cost``."""
 
 
 class PurgedView(View):

@@ -114,4 +114,10 @@ def test_cost_of_a_run_and_of_a_period(dagq: Dagq, stack: Stack) -> None:
     report = json.loads(period.out)
     assert report["workflows"] >= 2
     assert [g["key"] for g in report["groups"]] == ["cached"]
+    # The stack's worker machine, up since its agent started (a dev box: no VM size told).
+    [machine] = report["pool"]
+    assert (machine["vm_size"], machine["machines"], machine["estimated_cost"]) == ("", 1, None)
+    assert 0 < machine["vm_hours"] == report["pool_vm_hours"] < 1
+    text = dagq("cost", "--since", "1d")
+    assert "pool (size not told): 1 machine(s) VM-hours" in " ".join(text.out.split()), text.out
     assert dagq("cost").code == ExitCode.USAGE  # neither an id nor --since

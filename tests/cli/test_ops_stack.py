@@ -38,6 +38,9 @@ def test_workers_lists_the_running_agents(dagq: Dagq, stack: Stack) -> None:
     assert "alive" in table.out
     assert "cpu" in table.out
     assert "gpu" in table.out
+    # Both agents run on this one machine: one machine up, not priced (no VM size told).
+    assert "machines up in the last 1d: (size not told) x1:" in table.out, table.out
+    assert [p["machines"] for p in body["pool"]] == [1]
 
 
 def test_purge_deletes_a_finished_workflow_and_refuses_a_running_one(

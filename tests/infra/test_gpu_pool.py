@@ -264,3 +264,10 @@ def test_workers_may_protect_their_own_instances_from_scale_in_and_nothing_else(
 def test_identity_bicep_keeps_only_storage_and_telemetry_roles() -> None:
     # The pool's role lives with the pool (its scope is the scale set); identity.bicep is unchanged.
     assert "virtualMachineScaleSets" not in (MODULES / "identity.bicep").read_text()
+
+
+def test_the_agents_are_told_the_vm_size_the_pool_runs() -> None:
+    # `dagq cost` prices the pool's VM-hours by the size its agents note (issue 28, item 12).
+    env = env_file(yaml.safe_load(render(gpu_pool(vmSku="Standard_NC24ads_A100_v4"))))
+    assert env["DAGQ_WORKER_VM_SIZE"] == "Standard_NC24ads_A100_v4"
+    assert "vm_size" in WorkerSettings.model_fields

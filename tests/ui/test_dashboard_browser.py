@@ -190,6 +190,12 @@ def test_the_worker_view_shows_the_registry_or_says_it_is_missing(page: Page, st
     else:
         page.locator("#workers tr[data-worker]").first.wait_for()
         assert "cpu" in page.locator("#workers table").inner_text()
+        # The machines up in the last day: the stack's worker, a dev box with no VM size.
+        assert (
+            page.locator("#pool")
+            .inner_text()
+            .startswith("Machines up in the last 24 h: (size not told) ×1:")
+        )
 
 
 def test_a_pasted_function_key_is_kept_and_sent_with_every_data_call(

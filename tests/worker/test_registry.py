@@ -28,7 +28,10 @@ async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
     names: ResourceNames,
     worker_settings: Callable[..., WorkerSettings],
 ) -> None:
-    settings = worker_settings(queues=["gpu", "cpu"], concurrency=2, registry_s=0.2)
+    settings = worker_settings(
+        queues=["gpu", "cpu"], concurrency=2, registry_s=0.2, vm_size="Standard_NC4as_T4_v3"
+    )
+    started = time.time()
     await create_workflow(storage, "wf-reg")
     records: list[WorkerRecord] = []
 
@@ -55,6 +58,14 @@ async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
         await wait_for(idle)
     assert await storage.registry.workers() == []  # a clean stop removes the record
     assert set(await storage.registry.queues()) == {"gpu", "cpu"}  # ever polled: kept
+    # The machine's life is kept too: the pool's VM-hours in `dagq cost` come from it.
+    [machine] = await storage.registry.machines(started - 7200, time.time() + 1)
+    assert (machine.host, machine.vm_size, machine.stopped) == (
+        mine.host,
+        "Standard_NC4as_T4_v3",
+        True,
+    )
+    assert machine.booted_at <= started + 1 <= machine.last_seen + 1
 
 
 class _Down:
@@ -70,6 +81,9 @@ class _Down:
         raise ConnectionError("storage unreachable")
 
     async def remove(self, worker_id: str) -> None:
+        raise ConnectionError("storage unreachable")
+
+    async def note_machine(self, life: object) -> None:
         raise ConnectionError("storage unreachable")
 
 
@@ -100,3 +114,30 @@ async def test_a_malformed_message_keeps_its_slot_busy_without_a_task() -> None:
     presence.freed(0)
     presence.freed(1)
     assert presence.record().busy_slots == 0
+
+
+async def test_the_machine_row_is_refreshed_every_few_minutes_and_at_a_clean_stop() -> None:
+    from shared.storage.machines import MACHINE_NOTE_EVERY_S
+
+    storage = memory_storage()
+    now = [1_000_000.0]
+    presence = Presence(
+        storage.registry, worker_id="w", queues=["gpu"], slots=1, interval_s=20,
+        vm_size="Standard_NC24ads_A100_v4", gpu_count=1, clock=lambda: now[0],
+    )  # fmt: skip
+    notes: list[float] = []
+    noted = storage.registry.note_machine
+
+    async def spy(life: object) -> None:
+        notes.append(now[0])
+        await noted(life)  # type: ignore[arg-type]
+
+    storage.registry.note_machine = spy  # type: ignore[method-assign]
+    for _ in range(40):  # 40 beats of 20 s: the row at the first, then every 300 s
+        await presence._note_machine()
+        now[0] += 20
+    assert notes == [1_000_000.0 + k * MACHINE_NOTE_EVERY_S for k in range(3)]
+    await presence.leave()
+    [machine] = await storage.registry.machines(0, now[0] + 1)
+    assert (machine.last_seen, machine.stopped, machine.gpus) == (now[0], True, 1)
+    assert machine.vm_size == "Standard_NC24ads_A100_v4"

@@ -10,6 +10,10 @@ or broken row costs that row only.
   entity is read back as ``server_seen``.
 - ``queue`` / RowKey = the queue name: ``NotedAt``.
 - ``mark`` / RowKey = the job name: ``At``.
+- ``machine-YYYYMM`` (the month of boot) / RowKey = the host and boot second, percent-quoted:
+  ``Host``, ``Boot`` (the kernel's), ``BootedAt`` (since when it counts), ``LastSeen``,
+  ``VmSize``, ``Gpus``, ``Stopped``
+  (``shared.storage.machines``).
 - ``failure`` / RowKey = source and kind, percent-quoted and joined by ``|``: ``Source``,
   ``Kind``, ``Count``, ``Detail``, ``At`` (``shared.storage.tolerated``).
 """
@@ -41,6 +45,12 @@ from shared.limits import (
 from shared.names import FAILURE_PARTITION, QUEUE_PARTITION, WORKER_PARTITION
 from shared.storage.azure.index import odata_string
 from shared.storage.azure.retry import repeated
+from shared.storage.machines import (
+    MachineLife,
+    bounded_life,
+    machine_partition,
+    partitions_between,
+)
 from shared.storage.registry import (
     FailureNote,
     WorkerRecord,
@@ -183,6 +193,8 @@ COLUMNS = {
     QUEUE_PARTITION: ["RowKey", "NotedAt"],
     FAILURE_PARTITION: ["RowKey", "Source", "Kind", "Count", "Detail", "At"],
 }  # fmt: skip
+MACHINE_COLUMNS = ["Host", "BootedAt", "LastSeen", "VmSize", "Gpus", "Stopped", "Boot"]
+"""The columns of a ``machine-YYYYMM`` partition's rows (``note_machine``)."""
 """The columns each partition's rows are read with (what ``to_entity`` and the others write)."""
 
 
@@ -192,12 +204,14 @@ class AzureRegistry:
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
-    async def _partition(self, partition: str) -> builtins.list[Any]:
+    async def _partition(
+        self, partition: str, columns: builtins.list[str] | None = None
+    ) -> builtins.list[Any]:
         """The partition's rows, their known columns only (``COLUMNS``: the service sends no
         other), within ``MAX_REGISTRY_ROWS`` rows and ``MAX_REGISTRY_READ_BYTES`` of values."""
         query = f"PartitionKey eq {odata_string(partition)}"
         pages = self.table.query_entities(
-            query, results_per_page=MAX_REGISTRY_ROWS, select=COLUMNS[partition]
+            query, results_per_page=MAX_REGISTRY_ROWS, select=columns or COLUMNS[partition]
         )
         entities: builtins.list[Any] = []
         held = 0
@@ -260,6 +274,45 @@ class AzureRegistry:
     async def failures(self) -> builtins.list[FailureNote]:
         entities = await self._partition(FAILURE_PARTITION)
         return _readable(entities, _note_from_entity)
+
+    @repeated
+    async def note_machine(self, life: MachineLife) -> None:
+        life = bounded_life(life)
+        entity = {
+            "PartitionKey": machine_partition(life.booted_at),
+            "RowKey": quote(life.machine, safe=""),
+            "Host": life.host,
+            "BootedAt": life.booted_at,
+            "LastSeen": life.last_seen,
+            "VmSize": life.vm_size,
+            "Gpus": life.gpus,
+            "Stopped": life.stopped,
+            "Boot": life.boot_key,
+        }
+        await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
+
+    @repeated
+    async def machines(self, since: float, until: float) -> builtins.list[MachineLife]:
+        out: builtins.list[MachineLife] = []
+        for partition in partitions_between(since, until):
+            entities = await self._partition(partition, MACHINE_COLUMNS)
+            out.extend(_readable(entities, _life_from_entity))
+        return [life for life in out if life.hours_within(since, until) > 0]
+
+
+def _life_from_entity(entity: Any) -> MachineLife:
+    stopped = entity.get("Stopped", False)
+    return bounded_life(
+        MachineLife(
+            host=_text(entity, "Host", required=True),
+            booted_at=_time(entity, "BootedAt"),
+            last_seen=_time(entity, "LastSeen"),
+            vm_size=_text(entity, "VmSize"),
+            gpus=_count(entity, "Gpus"),
+            stopped=stopped if isinstance(stopped, bool) else False,
+            boot=_time(entity, "Boot"),
+        )
+    )
 
 
 def _note_from_entity(entity: Any) -> FailureNote:

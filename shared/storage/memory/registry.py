@@ -7,6 +7,7 @@ import builtins
 from dataclasses import replace
 
 from shared.limits import MAX_RECORD_TASKS, MAX_REGISTRY_ROWS
+from shared.storage.machines import MachineLife, bounded_life, machine_partition, partitions_between
 from shared.storage.memory.clock import Clock
 from shared.storage.registry import (
     FailureNote,
@@ -30,6 +31,7 @@ class MemoryRegistry:
         self.records: dict[str, WorkerRecord] = {}
         self.queue_notes: dict[str, float] = {}
         self.failure_notes: dict[tuple[str, str], FailureNote] = {}
+        self.machine_lives: dict[tuple[str, str], MachineLife] = {}
 
     async def beat(self, record: WorkerRecord) -> None:
         # Through the Azure adapter's encodings, so that the same bounds apply.
@@ -66,3 +68,14 @@ class MemoryRegistry:
     async def failures(self) -> builtins.list[FailureNote]:
         keys = sorted(self.failure_notes)[:MAX_REGISTRY_ROWS]
         return [self.failure_notes[key] for key in keys]
+
+    async def note_machine(self, life: MachineLife) -> None:
+        life = bounded_life(life)
+        self.machine_lives[(machine_partition(life.booted_at), life.machine)] = life
+
+    async def machines(self, since: float, until: float) -> builtins.list[MachineLife]:
+        out: builtins.list[MachineLife] = []
+        for partition in partitions_between(since, until):
+            keys = sorted(k for k in self.machine_lives if k[0] == partition)[:MAX_REGISTRY_ROWS]
+            out.extend(self.machine_lives[key] for key in keys)
+        return [life for life in out if life.hours_within(since, until) > 0]

@@ -190,6 +190,8 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
         "queues": (QUERY_ENTITIES,),
         "note_failure": (UPSERT_ENTITY,),
         "failures": (QUERY_ENTITIES,),
+        "note_machine": (UPSERT_ENTITY,),
+        "machines": (QUERY_ENTITIES,),
     },
 }
 

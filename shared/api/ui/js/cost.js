@@ -3,7 +3,7 @@
 import { api } from "./api.js";
 import { clear, h } from "./dom.js";
 
-function money(amount, currency) {
+export function money(amount, currency) {
   return `${amount >= 1 || amount === 0 ? amount.toFixed(2) : amount.toFixed(4)} ${currency}`;
 }
 

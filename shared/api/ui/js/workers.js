@@ -1,6 +1,7 @@
 // The worker registry: who is alive, on which queues, busy slots, the task each runs.
 import { api, serves } from "./api.js";
 import { ago, badge, clear, h } from "./dom.js";
+import { money } from "./cost.js";
 import { progressView } from "./live.js";
 
 export function workersView(root) {
@@ -28,6 +29,7 @@ function render(body, data) {
   const alive = workers.filter((w) => w.status === "alive").length;
   clear(body).append(h("p", { class: "muted small" },
     `${alive} alive, ${workers.length - alive} lost (lost = not seen for ${Math.round(data.lost_after_s)} s)`));
+  if (data.pool_window_s) body.append(poolLine(data));
   if (!workers.length) {
     body.append(h("p", { class: "note" }, "No worker has registered. Start one with ", h("code", {}, "dagq-worker QUEUE"), "."));
     return;
@@ -49,6 +51,15 @@ function render(body, data) {
   body.append(h("table", { class: "list" },
     h("thead", {}, h("tr", {}, ["Worker", "Status", "Queues", "Busy", "Running", "GPUs", "Version", "Started", "Last seen"].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, rows)));
+}
+
+/** The machines up in the last day, by VM size: what the pool paid for, boot and idle included. */
+function poolLine(data) {
+  const parts = data.pool.map((p) => `${p.vm_size || "(size not told)"} ×${p.machines}: ${p.vm_hours.toFixed(2)} VM-hours` +
+    (p.estimated_cost === null ? "" : `, ${money(p.estimated_cost, data.currency)}`));
+  const hours = Math.round(data.pool_window_s / 3600);
+  return h("p", { class: "muted small", id: "pool" },
+    `Machines up in the last ${hours} h: ${parts.join("; ") || "none"} (boot and idle included; see docs/cost.md).`);
 }
 
 /** Each GPU's utilisation and memory at the worker's latest heartbeat (from nvidia-smi). */
