@@ -66,8 +66,8 @@ REGRESSION_SEEDS = {
     2096: "(0bca51f) a retry stalled across a purge and re-submit of the id wrote the purged"
     " workflow's row back, terminal, so index-repair (active rows only) kept it;"
     " tests/coordinator/test_terminal_rows.py",
-    1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered; not"
-    " reproduced since (the simulation changed); kept as a run that must pass",
+    1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
+    " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
