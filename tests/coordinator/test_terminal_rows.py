@@ -75,3 +75,26 @@ async def test_a_terminal_row_behind_its_state_is_rewritten(
 
     (row,) = storage.index.rows.values()
     assert row.status is WorkflowStatus.COMPLETED
+
+
+async def test_each_state_write_is_a_newer_version_of_the_row(
+    storage: MemoryStorage, clock: FakeClock
+) -> None:
+    """The row's version is the state's run and write count: it grows with every write the
+    coordinator makes, and the row carries the version of the state it was projected from."""
+    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock)
+    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
+    (row,) = storage.index.rows.values()
+    versions = [row.version]
+    await coordinator.run_once()
+    versions.append(next(iter(storage.index.rows.values())).version)
+    await worker.step()
+    await coordinator.run_once()
+    state = await load(storage, WF, "wf1")
+    (row,) = storage.index.rows.values()
+    versions.append(row.version)
+    assert versions[0] == (1, 0)
+    assert versions == sorted(set(versions))  # strictly newer each time
+    assert row.version == (state.run, state.writes)
+    assert state.status is WorkflowStatus.COMPLETED
