@@ -581,11 +581,11 @@ async def test_a_projection_older_than_the_row_is_not_applied(storage: Storage) 
     and lands after a newer one changes nothing (found by the simulation, seed 991 with the
     backlog trial: a completed workflow's row said cancelled for good)."""
     await storage.index.create(row("wf1", 1000.0, writes=0))
-    await storage.index.request_cancel("wf1", 1000.0)
     done = row("wf1", 1000.0, status=WorkflowStatus.COMPLETED, updated_at=1030.0, writes=5,
                counts={"completed": 2}, finished_at=1030.0)  # fmt: skip
     stale = row("wf1", 1000.0, status=WorkflowStatus.CANCELLING, updated_at=1020.0, writes=4)
     await storage.index.project(done)
+    await storage.index.request_cancel("wf1", 1000.0)  # the row changes under the projector
     await storage.index.project(stale)
     await storage.index.project_many([stale])
     got = await storage.index.get("wf1", 1000.0)
@@ -615,8 +615,11 @@ async def test_a_batch_projection_applies_only_its_newer_rows(storage: Storage) 
     older = [_replace(r, status=WorkflowStatus.CANCELLED, writes=2) for r in rows[:2]]
     unversioned = _replace(rows[2], status=WorkflowStatus.FAILED, writes=None)
     fresher = _replace(rows[3], status=WorkflowStatus.RUNNING, run=2, writes=1)
+    await storage.index.request_cancel("v003", rows[3].created_at)  # written since it was read
     await storage.index.project_many([*older, unversioned, fresher])
     got = [await storage.index.get(r.workflow_id, r.created_at) for r in rows]
+    assert got[3] is not None
+    assert got[3].cancel_requested
     assert [(g.status if g else None) for g in got] == [
         WorkflowStatus.COMPLETED, WorkflowStatus.COMPLETED, WorkflowStatus.FAILED,
         WorkflowStatus.RUNNING,
