@@ -27,7 +27,7 @@ import os
 import azure.functions as func
 
 from shared.api import cost_http as cost
-from shared.api import dashboard, task_http, triggers
+from shared.api import dashboard, notify_trigger, task_http, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
 from shared.deployment import shape_from_env
@@ -200,6 +200,15 @@ def _coordinator(partition: int) -> None:
 
 for _partition in range(PARTITIONS):
     _coordinator(_partition)
+
+
+# -- notifications (shared/api/notify_trigger.py, docs/notifications.md) ------------------------
+
+
+@app.function_name("notify")
+@app.queue_trigger(arg_name="msg", queue_name=NAMES.notify_queue, connection="DAGQ_STORAGE")
+async def notify(msg: func.QueueMessage) -> None:
+    await notify_trigger.on_notify(msg)
 
 
 @app.function_name("sweeps")

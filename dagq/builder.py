@@ -15,11 +15,13 @@ from typing import Any, Literal
 
 import yaml
 
+from shared.client.operations import param_query
 from shared.definition import CompiledWorkflow, compile_text
 from shared.errors import DefinitionError, Issue
 
 DepPolicy = Literal["all", "any", "all_settled"]
 ResultPolicy = Literal["all_sinks_succeed", "all_tasks_succeed"]
+ParamType = Literal["string", "number", "bool"]
 Scalar = str | int | float | bool
 
 _WORKFLOW_KEYS = (
@@ -28,6 +30,8 @@ _WORKFLOW_KEYS = (
     "max_parallelism",
     "result_policy",
     "env",
+    "notify",
+    "params",
 )
 
 
@@ -52,8 +56,9 @@ class Workflow:
     """A workflow definition under construction.
 
     ``Workflow(name, default_queue=..., default_task_timeout_s=..., max_parallelism=...,
-    result_policy=..., env=...)``: the workflow-level keys of docs/workflow-format.md; unset keys
-    are left out of the definition (the format's defaults apply).
+    result_policy=..., env=..., notify=..., params=...)``: the workflow-level keys of
+    docs/workflow-format.md; unset keys are left out of the definition (the format's defaults
+    apply). ``wf.param(name, default)`` declares one parameter and returns its placeholder.
     """
 
     name: str
@@ -62,7 +67,30 @@ class Workflow:
     max_parallelism: int | None = None
     result_policy: ResultPolicy | None = None
     env: Mapping[str, str] | None = None
+    notify: Sequence[Mapping[str, Any]] | None = None
+    """Webhooks told when the run ends: ``[{"url": ..., "events": [...], "secret": ...,
+    "format": "json" | "slack" | "teams"}]`` (docs/notifications.md)."""
+    params: Mapping[str, Scalar | Mapping[str, Any] | None] | None = None
     tasks: list[Task] = field(default_factory=list)
+
+    def param(
+        self,
+        name: str,
+        default: Scalar | None = None,
+        *,
+        description: str | None = None,
+        type: ParamType | None = None,
+    ) -> str:
+        """Declare a workflow parameter (``params:``; no default: required at submit) and return
+        its placeholder ``{{ params.NAME }}`` for ``cmd``, ``env`` values and ``cwd``."""
+        declared: Scalar | dict[str, Any] | None = default
+        if description is not None or type is not None:
+            declared = {}
+            _put(declared, "default", default)
+            _put(declared, "description", description)
+            _put(declared, "type", type)
+        self.params = {**(self.params or {}), name: declared}
+        return f"{{{{ params.{name} }}}}"
 
     def task(
         self,
@@ -119,7 +147,7 @@ class Workflow:
         out: dict[str, Any] = {"name": self.name}
         for key in _WORKFLOW_KEYS:
             value = getattr(self, key)
-            _put(out, key, dict(value) if isinstance(value, Mapping) else value)
+            _put(out, key, _plain(value))
         out["tasks"] = [_plain(t.spec) for t in self.tasks]
         return out
 
@@ -127,11 +155,19 @@ class Workflow:
         """The definition as YAML text (what ``dagq submit`` takes)."""
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=1000)
 
-    def validate(self) -> CompiledWorkflow:
-        """Compile as the API does; raise ``DefinitionError`` with every issue, each naming the
-        ``file:line`` of the task's ``wf.task(...)`` call."""
+    def validate(self, params: Mapping[str, Scalar] | None = None) -> CompiledWorkflow:
+        """Compile as the API does (with these parameter values, as a submit gives them; without
+        them a required parameter needs none); raise
+        ``DefinitionError`` with every issue, each naming the ``file:line`` of the task's
+        ``wf.task(...)`` call."""
+        texts = None
+        if params is not None:  # as the client sends them: NAME=text
+            texts = dict(item.partition("=")[::2] for item in param_query(params))
         try:
-            return compile_text(self.to_yaml(), source=f"workflow {self.name!r}", fmt="yaml")
+            return compile_text(
+                self.to_yaml(), source=f"workflow {self.name!r}", fmt="yaml", params=texts,
+                require_params=params is not None,
+            )  # fmt: skip
         except DefinitionError as exc:
             raise DefinitionError([self._locate(i) for i in exc.issues], exc.source) from None
 

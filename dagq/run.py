@@ -37,10 +37,18 @@ class Run:
         workflow_id: str | None = None,
         no_cache: bool = False,
         refresh: Sequence[str] = (),
+        notify: Sequence[str] | None = None,
+        params: Mapping[str, str | int | float | bool] | None = None,
     ) -> Run:
-        """Submit ``definition`` (a ``dagq.Workflow``, text, mapping or path): ``Client.submit``."""
+        """Submit ``definition`` (a ``dagq.Workflow``, text, mapping or path) with its parameter
+        values (``params``): ``Client.submit``."""
         submitted = client.submit(
-            definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh
+            definition,
+            workflow_id=workflow_id,
+            no_cache=no_cache,
+            refresh=refresh,
+            params=params,
+            notify=notify,
         )
         return cls(client, submitted.id)
 

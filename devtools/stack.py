@@ -258,6 +258,9 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances
             # Azurite grants everyone everything: the app and the workers refuse what infra/'s
             # roles would refuse on Azure (docs/storage.md "Permissions").
             DAGQ_RBAC_ENFORCE=os.environ.get("DAGQ_RBAC_ENFORCE", "1"),
+            # Notifications (issue 29): the local stack's webhooks may be on this machine.
+            DAGQ_NOTIFY_ALLOW_PRIVATE=os.environ.get("DAGQ_NOTIFY_ALLOW_PRIVATE", "1"),
+            DAGQ_NOTIFY_ALLOW_HTTP=os.environ.get("DAGQ_NOTIFY_ALLOW_HTTP", "1"),
             AzureWebJobsStorage=conn,
             FUNCTIONS_WORKER_RUNTIME="python",
             PYTHONUNBUFFERED="1",
@@ -279,7 +282,7 @@ def up(prefix: str, api_port: int = API_PORT, any_ports: bool = False, instances
                 str(instances),
             ],
             "devtools.localhost",
-            {**env, "DAGQ_SIGNING_KEY": signing_key},
+            {"DAGQ_PUBLIC_URL": f"http://127.0.0.1:{port}", **env, "DAGQ_SIGNING_KEY": signing_key},
         )
         started.append(host)
         api_url = f"http://127.0.0.1:{port}/api"

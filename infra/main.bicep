@@ -188,6 +188,9 @@ param aksOidcIssuerUrl string = ''
 
 // A GPU pool whose agents cannot start is refused at deploy time, with the reason (fail() stops
 // the deployment with this message; infra/README.md lists the required values).
+@description('Create an Event Grid custom topic that receives every workflow\'s end and each task\'s final failure as CloudEvents (DAGQ_EVENTGRID_ENDPOINT; docs/notifications.md). The app publishes with its identity (EventGrid Data Sender on the topic).')
+param eventGridTopic bool = false
+
 var gpuPoolNeedsPackage = 'deployGpuPool=true needs workerPackage (the pip requirement that installs dagq[worker] on the VMs, e.g. "dagq[worker] @ https://<host>/dagq-0.1.0-py3-none-any.whl"): azd env set DAGQ_WORKER_PACKAGE ...'
 var gpuPoolNeedsKey = 'deployGpuPool=true needs gpuAdminSshPublicKey (the VMs\' admin SSH public key): azd env set DAGQ_GPU_SSH_PUBLIC_KEY "$(cat ~/.ssh/id_ed25519.pub)"'
 var gpuPoolNeedsQueues = 'every queue in gpuQueues (${join(gpuQueues, ', ')}) must also be in taskQueues (${join(taskQueues, ', ')}): workers hold roles only on those queues'
@@ -225,6 +228,7 @@ var names = {
   functionApp: 'func-${resourceToken}'
   deploymentContainer: 'app-package'
   gpuPool: 'vmss-gpu-${resourceToken}'
+  eventGridTopic: 'evgt-${resourceToken}'
 }
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
@@ -336,6 +340,17 @@ module identity 'modules/identity.bicep' = {
   }
 }
 
+module eventGrid 'modules/eventgrid.bicep' = if (eventGridTopic) {
+  name: 'eventgrid'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    topicName: names.eventGridTopic
+    appPrincipalId: identity.outputs.appIdentityPrincipalId
+  }
+}
+
 module functionApp 'modules/functionapp.bicep' = {
   name: 'functionapp'
   scope: rg
@@ -364,6 +379,7 @@ module functionApp 'modules/functionapp.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     apiAuthClientId: apiAuthClientId
     virtualNetworkSubnetId: appSubnetId
+    eventGridEndpoint: eventGridTopic ? eventGrid.outputs.endpoint : ''
   }
 }
 
@@ -416,6 +432,7 @@ output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsN
 output DAGQ_API_SCOPE string = functionApp.outputs.apiScope
 output WORKER_IDENTITY_ID string = identity.outputs.workerIdentityId
 output WORKER_CLIENT_ID string = identity.outputs.workerIdentityClientId
+output DAGQ_EVENTGRID_ENDPOINT string = eventGridTopic ? eventGrid.outputs.endpoint : ''
 output GPU_POOL_NAME string = deployGpuPool ? names.gpuPool : ''
 // The command that starts a worker for the GPU queues: on a VM or pod that carries the worker
 // identity (AZURE_CLIENT_ID selects it), or on any machine where `az login` has the data roles.

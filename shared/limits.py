@@ -68,6 +68,16 @@ hour, so purges at any rhythm walk the whole container over time."""
 MAX_REFRESH_TASKS = 100
 """Most task names one submit's ``?refresh=`` lists."""
 
+MAX_PARAMS = 100
+"""Most parameters a workflow declares (``params:``)."""
+
+MAX_PARAM_CHARS = 4096
+"""Longest value of one workflow parameter, in characters."""
+
+MAX_PARAMS_BYTES = 8 * 1024
+"""Most characters of all parameter names and values together: every task message carries them
+(``DAGQ_PARAM_<NAME>``), within ``MESSAGE_BUDGET_BYTES``."""
+
 INDEX_BATCH = 100
 """Most index rows one batch transaction projects (Azure Tables' limit per transaction)."""
 
@@ -222,3 +232,27 @@ SIGNATURE_CHARS = 88
 
 MAX_JOB_MARKS = 1000
 """Most recurring jobs' marks one read returns (a sweep per partition writes one)."""
+
+# -- notifications (issue 29: ``notify:``, ``--notify URL``; docs/notifications.md) ------------
+
+MAX_NOTIFY_TARGETS = 10
+"""Most webhooks one workflow notifies (its ``notify:`` list plus the submit's ``--notify``)."""
+
+MAX_NOTIFY_URL = 2048
+"""Longest webhook URL."""
+
+MAX_NOTIFY_SECRET = 256
+"""Longest ``secret`` of a webhook (the HMAC-SHA256 key)."""
+
+NOTIFY_DELIVERY_BOUND_S = 3600.0
+"""How long a notification is retried (with backoff) before it is dead-lettered with its reason
+(``DAGQ_NOTIFY_RETRY_S`` changes it)."""
+
+NOTIFY_TIMEOUT_S = 10.0
+"""Longest one webhook request may take (connect and answer)."""
+
+NOTIFY_LOG_LINES = 20
+"""Last log lines of each failed task a notification carries."""
+
+MAX_NOTIFY_FAILED_TASKS = 10
+"""Most failed tasks one notification lists (their count is always given)."""

@@ -130,6 +130,9 @@ class TaskMessage(SignedMessage):
     """The workflow run that dispatched this attempt (None: sent by a dagq from before runs were
     carried). A redelivery of a finished workflow's message is late, and dropped, only if its run
     is not ahead of the state's: a later run is a rerun the state does not show yet, and runs."""
+    params: dict[str, str] | None = None
+    """The workflow's parameters as text (None: it declares none): the worker sets each as
+    ``DAGQ_PARAM_<NAME>`` in the task's environment."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""
@@ -300,6 +303,21 @@ Event = Annotated[
 TaskEvent = TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent
 
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+class NotifyMessage(SignedMessage):
+    """Coordinator -> ``{prefix}-notify``: tell ``target`` (None: Event Grid) of ``event``."""
+
+    kind: Literal["notify"] = "notify"
+    workflow_id: WorkflowId
+    incarnation: Incarnation | None = None
+    run: int = Field(default=1, ge=0, le=MAX_COUNTER)
+    event: Literal["completed", "failed", "cancelled", "task_failed"]
+    task: TaskName | None = None
+    at: Timestamp
+    target: int | None = Field(default=None, ge=0, le=MAX_COUNTER)
+    tries: int = Field(default=0, ge=0, le=MAX_COUNTER)  # failed so far (shared.notify)
+    first_at: Timestamp | None = None  # the first try's time: retries end a bound after it
 
 
 def encode(message: _Message) -> str:

@@ -181,6 +181,12 @@ class ResourceNames:
         ``<queue>-poison`` convention)."""
         return f"{self.partition_event_queue(partition)}-poison"
 
+    @property
+    def notify_queue(self) -> str:
+        """Notifications to deliver (issue 29): the coordinator enqueues one per webhook when a
+        workflow ends, the ``notify`` function POSTs it (``shared.notify``). Only the app's."""
+        return f"{self.prefix}-notify"
+
     def task_queue(self, queue: str) -> str:
         """The Azure queue for a definition's queue name (``gpu`` -> ``dagq-q-gpu``)."""
         problem = queue_name_problem(queue)
@@ -189,10 +195,12 @@ class ResourceNames:
         return f"{self.prefix}-q-{queue.lower().replace('_', '-')}"
 
     def queue_kind(self, azure_name: str) -> str:
-        """What an Azure queue of this deployment is for: ``events``, ``poison``, ``tasks`` or
-        ``other`` (benchmarks count storage requests by it)."""
+        """What an Azure queue of this deployment is for: ``events``, ``poison``, ``tasks``,
+        ``notify`` or ``other`` (benchmarks count storage requests by it)."""
         if azure_name.startswith(f"{self.prefix}-events"):
             return "poison" if azure_name.endswith("-poison") else "events"
+        if azure_name == self.notify_queue:
+            return "notify"
         return "tasks" if azure_name.startswith(f"{self.prefix}-q-") else "other"
 
     def all_containers(self) -> tuple[str, ...]:

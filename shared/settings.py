@@ -21,7 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.deployment import DEFAULT_PARTITIONS, DEFAULT_PREFIX, check_prefix, parse_partitions
 from shared.errors import ConfigError
-from shared.limits import MAX_EXPANSIONS, MAX_TASKS
+from shared.limits import MAX_EXPANSIONS, MAX_TASKS, NOTIFY_DELIVERY_BOUND_S
 from shared.names import ResourceNames
 
 AZURITE_ACCOUNT = "devstoreaccount1"
@@ -273,6 +273,44 @@ class Settings(BaseSettings):
         description="Most tasks one foreach_from may expand to at run time (a longer list fails"
         " the task); recorded in each workflow's definition at submit.",
     )
+
+    # -- notifications (issue 29; docs/notifications.md) -------------------------------------
+    notify_allow_private: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("DAGQ_NOTIFY_ALLOW_PRIVATE"),
+        description="Let webhooks reach loopback and private addresses (the local stack sets it);"
+        " link-local addresses (169.254.0.0/16, the metadata endpoint) stay refused.",
+    )
+    notify_allow_http: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("DAGQ_NOTIFY_ALLOW_HTTP"),
+        description="Let webhooks use plain http:// (the local stack sets it); else https only.",
+    )
+    notify_retry_s: float = Field(
+        default=NOTIFY_DELIVERY_BOUND_S,
+        gt=0,
+        validation_alias=AliasChoices("DAGQ_NOTIFY_RETRY_S"),
+        description="How long a notification is retried, with backoff, before it is"
+        " dead-lettered with its reason.",
+    )
+    eventgrid_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_EVENTGRID_ENDPOINT"),
+        description="An Event Grid custom topic's endpoint (infra's eventGridTopic parameter sets"
+        " it): every workflow's end and task_failed also go there, as CloudEvents.",
+    )
+    public_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DAGQ_PUBLIC_URL"),
+        description="The app's base URL (https://<app>.azurewebsites.net) for the dashboard"
+        " links of notifications; default: https:// and the host's WEBSITE_HOSTNAME.",
+    )
+
+    @field_validator("eventgrid_endpoint", "public_url", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: str | None) -> str | None:
+        # infra/ sets DAGQ_EVENTGRID_ENDPOINT to '' when there is no topic.
+        return value.strip() or None if isinstance(value, str) else value
 
     @field_validator("prefix")
     @classmethod

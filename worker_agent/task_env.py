@@ -53,6 +53,12 @@ NEVER_INHERITED = (
 """Credentials and the worker's own settings: refused even when ``--task-env`` names them."""
 
 
+PARAM_ENV_PREFIX = "DAGQ_PARAM_"
+"""Prefix of a workflow parameter's variable: the name the compiler fills ``{{ params.NAME }}``
+from when a value holds a line break (``shared.definition.templating.PARAM_ENV_PREFIX``, which
+the worker may not import; a test keeps the two equal)."""
+
+
 def _matches(name: str, patterns: Iterable[str]) -> bool:
     upper = name.upper()
     return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
@@ -89,9 +95,12 @@ def task_environment(
     devices: str | None,
     extra: Iterable[str] = (),
 ) -> dict[str, str]:
-    """The allowlisted worker variables, the task's env, then the DAGQ_* contract."""
+    """The allowlisted worker variables, the task's env, the workflow's parameters
+    (``DAGQ_PARAM_<NAME>``), then the DAGQ_* contract."""
     env = inherited(base, extra)
     env.update(message.env)
+    if message.params:
+        env.update((PARAM_ENV_PREFIX + name, value) for name, value in message.params.items())
     env.update(
         DAGQ_WORKFLOW_ID=message.workflow_id,
         DAGQ_TASK=message.task,

@@ -59,6 +59,9 @@ param apiAuthTenantId string = tenant().tenantId
 @description('Subnet (delegated to Microsoft.App/environments) for VNet integration, required to reach a storage account behind private endpoints or network rules; empty: none.')
 param virtualNetworkSubnetId string = ''
 
+@description('Endpoint of the Event Grid topic that receives notifications (DAGQ_EVENTGRID_ENDPOINT, main.bicep\'s eventGridTopic); empty: none.')
+param eventGridEndpoint string = ''
+
 // 40: the lowest maximum Microsoft documents as accepted everywhere ("Currently the lowest maximum
 // instance count value is 40", Event-driven scaling, "Limit scale-out"); some regions accept less.
 // The coordinator is one lease holder per partition, so more instances in the queue trigger's scale
@@ -213,6 +216,10 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'DAGQ_VERIFY_KEYS'
           value: verifyKeys
+        }
+        {
+          name: 'DAGQ_EVENTGRID_ENDPOINT'
+          value: eventGridEndpoint
         }
         {
           name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'

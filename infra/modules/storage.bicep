@@ -78,6 +78,7 @@ var names = {
   registryTable: '${prefix}WorkersRegistry'
   eventQueue: '${prefix}-events'
   eventPoisonQueue: '${prefix}-events-poison'
+  notifyQueue: '${prefix}-notify'
 }
 // ResourceNames.task_queue: '{prefix}-q-{queue}', lower-cased, '_' -> '-'.
 var taskQueueNames = [for queue in taskQueues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
@@ -230,6 +231,13 @@ resource eventQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023
 resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
   parent: queueService
   name: names.eventPoisonQueue
+}
+
+// Notifications to deliver (issue 29): the coordinator enqueues, the app's notify function
+// delivers. Only the app's role (account-wide queue data) reaches it; workers have none here.
+resource notifyQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: names.notifyQueue
 }
 
 // Partitions 1..partitions-1 (partition 0 keeps the two queues above): names as in shared/names.py.

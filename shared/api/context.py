@@ -49,7 +49,7 @@ class AppContext:
                 stack = AsyncExitStack()
                 try:
                     storage = await stack.enter_async_context(open_storage(self.settings, "app"))
-                    await ensure_resources(storage, self.settings.partitions)
+                    await ensure_resources(storage, self.settings.partitions, self.settings.names)
                 except BaseException:
                     await stack.aclose()
                     raise

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import azure.functions as func
 
 from shared.api.context import CONTEXT
+from shared.api.notify_query import notify_params
+from shared.api.param_query import param_values
 from shared.api.problems import PROBLEM_CONTENT_TYPE, Problem, problem_for
 from shared.api.request import (
     cache_params,
@@ -111,6 +113,8 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     text, fmt = parse_definition_body(req, settings.max_definition_bytes)
     workflow_id = submit_id(req)
     overrides = cache_params(req)
+    overrides["notify"] = notify_params(req)
+    overrides["params"] = param_values(req)  # ?param=NAME=VALUE (shared.api.param_query)
     # Compiling and encoding a large definition takes a while: keep the event loop (and the
     # coordinator trigger sharing it) responsive.
     wf, encoded = await asyncio.to_thread(

@@ -105,6 +105,7 @@ def workflow_view(
     fields: dict[str, Any] = {
         "id": state.workflow_id,
         "name": wf.name,
+        "notify": notify_views(wf),  # issue 29: the run's webhooks, by host
         "status": state.status,
         "run": state.run,
         "created_at": state.created_at,
@@ -114,12 +115,28 @@ def workflow_view(
         "error": state.error,
         "total": len(wf.tasks),
         "counts": state.counts(),
+        "params": wf.params,
     }
     if tasks:
         fields["tasks"] = {
             t.name: task_summary(wf, state, i, progress) for i, t in enumerate(wf.tasks)
         }
     return Workflow(**fields)
+
+
+def notify_views(wf: CompiledWorkflow) -> list[dict[str, Any]]:
+    """What a workflow's view shows of its webhooks: host, events, format, whether signed."""
+    from urllib.parse import urlsplit
+
+    return [
+        {
+            "host": urlsplit(t.url).hostname or "",
+            "events": list(t.events),
+            "format": t.format,
+            "signed": t.secret is not None,
+        }
+        for t in wf.notify
+    ]
 
 
 async def get_workflow(storage: Storage, workflow_id: str, *, tasks: bool = True) -> Workflow:

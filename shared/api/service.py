@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -82,20 +83,35 @@ def compile_definition(
     max_expansion_width: int | None = None,
     no_cache: bool = False,
     refresh: tuple[str, ...] = (),
+    params: Mapping[str, str] | None = None,
+    notify: Sequence[str] | None = None,
 ) -> tuple[CompiledWorkflow, bytes]:
     """Validate a submitted definition and encode its definition blob (CPU-bound: the HTTP shell
     runs it in a thread), with the submit's result caching overrides (``no_cache``: none for this
-    run; ``refresh``: these tasks recompute and replace their entries). Raises DefinitionError
-    listing every problem."""
+    run; ``refresh``: these tasks recompute and replace their entries), parameter values
+    (``params``, as text: each read as its declared type) and webhooks (``notify``: URLs added
+    to ``notify:``). Raises DefinitionError listing every problem."""
     from shared.codec.definition import encode_definition
     from shared.definition.compiler import compile_text
     from shared.definition.passes.cache import with_cache_overrides
     from shared.limits import MAX_EXPANSIONS
 
     width = MAX_EXPANSIONS if max_expansion_width is None else max_expansion_width
-    wf = compile_text(text, source="request body", fmt=fmt, max_expansion_width=width)
+    wf = compile_text(
+        text, source="request body", fmt=fmt, max_expansion_width=width, params=params
+    )
     wf = with_cache_overrides(wf, no_cache=no_cache, refresh=refresh, source="request body")
+    wf = _with_notify(wf, notify)
     return wf, encode_definition(wf)
+
+
+def _with_notify(wf: CompiledWorkflow, notify: Sequence[str] | None) -> CompiledWorkflow:
+    """``wf`` with a submit's ``notify`` URLs (issue 29: ``--notify URL``, ``?notify=URL``)."""
+    if not notify:
+        return wf
+    from shared.definition.passes.notify import with_notify
+
+    return with_notify(wf, notify, source="request body")
 
 
 async def submit(
@@ -108,6 +124,8 @@ async def submit(
     partitions: int = 1,
     incarnation: int | None = None,
     signer: Signer | None = None,
+    params: Mapping[str, str] | None = None,
+    notify: Sequence[str] | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -117,10 +135,21 @@ async def submit(
     the definition blob when the caller already has it (``compile_definition``). The workflow
     joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
     activate event goes to that partition's event queue. ``incarnation``: the new state's
-    (default: ``new_incarnation()``; the simulation passes its seeded one).
+    (default: ``new_incarnation()``; the simulation passes its seeded one). ``params``:
+    parameter values as text (a schedule's); when given, ``wf`` is compiled again from its source
+    with them (``compile_definition(params=...)`` does this in one step) and ``encoded`` ignored.
+    ``notify``: webhook URLs added to the definition's ``notify:`` (already added when
+    ``compile_definition`` had them; stored in the definition blob, so a repeated submit compares
+    them too).
     """
     from shared.codec.definition import decode_definition, encode_definition
 
+    if params is not None:
+        wf, encoded = with_params(wf, params), None
+    if notify:
+        with_urls = _with_notify(wf, notify)
+        if with_urls != wf:
+            wf, encoded = with_urls, None
     data = encode_definition(wf) if encoded is None else encoded
     if workflow_id is not None:
         check_workflow_id(workflow_id)
@@ -157,6 +186,26 @@ async def submit(
     except Exception as exc:
         raise IncompleteSubmitError(workflow_id, exc) from exc
     return Submission(workflow_id=workflow_id, status=state.status, created=created)
+
+
+def with_params(wf: CompiledWorkflow, params: Mapping[str, str]) -> CompiledWorkflow:
+    """``wf`` compiled again from its source with these parameter values (given as text).
+    Raises DefinitionError (a value of the wrong type, a name not declared...), or ValueError
+    when ``wf`` kept no source."""
+    from shared.definition.compiler import compile_text
+    from shared.limits import MAX_EXPANSIONS
+
+    if wf.source is None:
+        raise ValueError("submit(params=...) needs a workflow compiled with its source text")
+    widths = [t.expand.max_width for t in wf.tasks if t.expand is not None]
+    kept = {t.name: t.cache for t in wf.tasks}
+    width = widths[0] if widths else MAX_EXPANSIONS
+    again = compile_text(wf.source, source="request body", params=params, max_expansion_width=width)
+    if all(kept.get(t.name) == t.cache for t in again.tasks):
+        return again
+    # The caller applied result caching overrides (no_cache, refresh): keep them.
+    tasks = tuple(dataclasses.replace(t, cache=kept.get(t.name, t.cache)) for t in again.tasks)
+    return dataclasses.replace(again, tasks=tasks)
 
 
 async def _create_state(

@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable, Phrases
+from shared.cli.params_render import params_line
 from shared.cli.render import duration
 from shared.views import CostReport, WorkflowCost
 
@@ -44,8 +45,10 @@ def workflow_view(cost: WorkflowCost) -> RenderableType:
     c = cost.currency
     # Each phrase stays on one line, so an amount keeps its unit.
     saved = f"cache saved {cost.cached_saved_hours:.3f} h ({money(cost.cached_saved_cost, c)})"
+    params = params_line(cost.params)
     head = Group(
         Phrases(Text(cost.id, "bold"), cost.name),
+        *([params] if params is not None else []),
         Phrases(
             f"GPU-hours {cost.gpu_hours:.3f}",
             f"CPU-hours {cost.cpu_hours:.3f}",

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.cli.fit_table import Cell, Column, FitTable, Phrases
+from shared.cli.params_render import params_line
 from shared.client import TaskInfo, Workflow, WorkflowSummary
 from shared.states import TERMINAL_TASK_STATES, TaskState, WorkflowStatus
 
@@ -331,9 +332,20 @@ def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:
         times.append(Text(f"took {took}", style="grey62"))
     if wf.cancel_requested and not wf.is_terminal:
         times.append(Text("cancel requested", style="dark_orange"))
-    parts += [times, state_bars(wf.counts, total)]
+    parts.append(times)
+    params = params_line(wf.params)  # (issue 29: the run's parameters)
+    if params is not None:
+        parts.append(params)
+    parts.append(state_bars(wf.counts, total))
     if wf.error:
         parts.append(Text(f"error: {wf.error}", style="red"))
+    if wf.notify:  # issue 29: who is told when it ends
+        hooks = "; ".join(
+            f"{n.host} ({', '.join(n.events)}{', ' + n.format if n.format != 'json' else ''}"
+            f"{', signed' if n.signed else ''})"
+            for n in wf.notify
+        )
+        parts.append(Text(f"notifies {hooks}", style="grey62"))
     if wf.tasks:
         table, hidden = task_table(wf, limit)
         parts += [Text(""), table]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from shared.cli.connect import api_options, open_client, report_errors
+from shared.cli.params import add_param_option
 from shared.cli.watch import add_follow_options
 
 
@@ -23,6 +24,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="examples:\n  dagq submit examples/pipeline.yaml --wait\n"
         "  ID=$(dagq submit flow.yaml --id nightly-2026-11-29)\n"
         "  dagq submit pipeline.yaml --refresh train    # retrain, reuse the rest\n"
+        "  dagq submit examples/nightly.yaml --param checkpoint=ckpt-0042 --param lr=0.01\n"
+        "  dagq submit nightly.yaml --notify https://hooks.example.com/dagq\n"
         "  generate-flow | dagq submit -",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -46,6 +49,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="TASK",
         help="recompute this cached task (a foreach task's name: all of it) and replace its"
         " cache entry; repeat for several",
+    )
+    add_param_option(parser)
+    parser.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="POST to this webhook when the run completes, fails or is cancelled (JSON body, see"
+        " docs/notifications.md); repeat for several",
     )
     parser.add_argument("--wait", action="store_true", help="follow the workflow until it ends")
     add_follow_options(parser)
@@ -75,9 +87,11 @@ def run(args: argparse.Namespace) -> int:
     from shared.cli import render
     from shared.cli.exitcodes import ExitCode
     from shared.cli.follow import follow_to_end
+    from shared.cli.params import parse_params
     from shared.cli.terminal import SafeConsole as Console
     from shared.errors import DagqError
 
+    params = parse_params(args.params)
     data, fmt = _read(args.file)
     if not data.strip():
         raise DagqError(f"{args.file}: the definition is empty")
@@ -89,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             fmt="json" if fmt == "json" else None,
             no_cache=args.no_cache,
             refresh=args.refresh,
+            params=params,
+            notify=args.notify,
         )
         if not submitted.created:
             err.print(

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from shared.cli.params import add_param_option
+
 if TYPE_CHECKING:
     from shared.definition.workflow import CompiledWorkflow
 
@@ -36,14 +38,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "files", nargs="+", metavar="FILE", help="definition files (.yaml, .yml, .json), or -"
     )
+    add_param_option(parser)  # (without it, required parameters may go without a value)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate each file; print a summary or its problems; return 0 or 2."""
+    from shared.cli.params import parse_params
     from shared.definition.compiler import compile_text
-    from shared.errors import DefinitionError
+    from shared.errors import DagqError, DefinitionError
 
+    try:
+        params = parse_params(args.params)
+    except DagqError as exc:
+        print(f"dagq: {exc}", file=sys.stderr)
+        return INVALID
     code = OK
     for file in args.files:
         label = "<stdin>" if file == STDIN else file
@@ -54,7 +63,13 @@ def run(args: argparse.Namespace) -> int:
             code = INVALID
             continue
         try:
-            wf = compile_text(data, source=label, fmt=_format_of(file))
+            wf = compile_text(
+                data,
+                source=label,
+                fmt=_format_of(file),
+                params=params,
+                require_params=params is not None,
+            )
         except DefinitionError as exc:
             for issue in exc.issues:
                 print(f"{label}:{issue.location}: {issue.message}", file=sys.stderr)
@@ -67,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
 def summary(wf: CompiledWorkflow) -> str:
     """``12 tasks (1 root, 1 sink), queues: cpu, gpu``."""
     n, roots, sinks = len(wf.tasks), len(wf.roots), len(wf.sinks)
+    params = f", params: {', '.join(wf.params)}" if wf.params else ""
     return (
         f"{n} task{'s' if n != 1 else ''} ({roots} root{'s' if roots != 1 else ''},"
-        f" {sinks} sink{'s' if sinks != 1 else ''}), queues: {', '.join(wf.queues)}"
+        f" {sinks} sink{'s' if sinks != 1 else ''}), queues: {', '.join(wf.queues)}{params}"
     )
 
 

@@ -47,6 +47,24 @@ built in Python (anything with ``to_dict()``, such as ``dagq.Workflow``)."""
 _M = TypeVar("_M", bound=BaseModel)
 
 
+ParamValue = str | int | float | bool
+"""A workflow parameter's value at submit (sent as text: ``true``/``false``, ``0.01``)."""
+
+
+def param_query(params: Mapping[str, ParamValue]) -> list[str]:
+    """``NAME=VALUE`` for each parameter: the submit's repeated ``param`` query parameter."""
+    out = []
+    for name, value in params.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, float):
+            text = repr(value)
+        else:
+            text = str(value)
+        out.append(f"{name}={text}")
+    return out
+
+
 def client_workflow_id() -> str:
     """A fresh workflow id in the API's format (``shared.names.new_workflow_id``), made by the
     client so that its submit can be repeated."""
@@ -109,15 +127,20 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         fmt: Literal["yaml", "json"] | None = None,
         no_cache: bool = False,
         refresh: Sequence[str] = (),
+        params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit a workflow definition (text, bytes, mapping, path or ``dagq.Workflow``). With
         ``workflow_id`` the submit is idempotent: the same id and definition return the existing
         workflow. ``no_cache``: no result is taken from or written to the result cache;
-        ``refresh``: these cached tasks are recomputed and their entries replaced."""
+        ``refresh``: these cached tasks are recomputed and their entries replaced. ``params``:
+        values of the workflow's parameters (``params:``), sent as text (a bool as true/false);
+        ``notify``: webhook URLs told when the run ends (added to the definition's ``notify:``)."""
         if isinstance(definition, Path):
             return self.submit_file(
-                definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh
-            )
+                definition, workflow_id=workflow_id, no_cache=no_cache, refresh=refresh,
+                params=params, notify=notify,
+            )  # fmt: skip
         if isinstance(definition, BuiltDefinition):
             definition = definition.to_dict()
         if isinstance(definition, Mapping):
@@ -133,13 +156,17 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         # Always with an id, so that a submit whose connection broke can be sent again: the
         # API answers a repeat (same id, same definition) with the workflow the first created.
         generated = not workflow_id
-        params: dict[str, str] = {"id": workflow_id or client_workflow_id()}
+        query: dict[str, str | list[str]] = {"id": workflow_id or client_workflow_id()}
         if no_cache:
-            params["no_cache"] = "true"
+            query["no_cache"] = "true"
         if refresh:
-            params["refresh"] = ",".join(refresh)
+            query["refresh"] = ",".join(refresh)
+        if params:
+            query["param"] = param_query(params)
+        if notify:
+            query["notify"] = list(notify)  # ?notify=URL, repeated
         response = self._request(
-            "POST", "/workflows", params=params, content=body, content_type=content_type,
+            "POST", "/workflows", params=query, content=body, content_type=content_type,
             repeatable=True,
         )  # fmt: skip
         data = payload(response)
@@ -159,6 +186,8 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
         workflow_id: str | None = None,
         no_cache: bool = False,
         refresh: Sequence[str] = (),
+        params: Mapping[str, ParamValue] | None = None,
+        notify: Sequence[str] | None = None,
     ) -> Submitted:
         """Submit the definition in a YAML or JSON file."""
         path = Path(path)
@@ -168,8 +197,9 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin):
             raise DagqError(f"cannot read {path}: {exc.strerror or exc}") from None
         fmt: Literal["yaml", "json"] | None = "json" if path.suffix.lower() == ".json" else None
         return self.submit(
-            body, workflow_id=workflow_id, fmt=fmt, no_cache=no_cache, refresh=refresh
-        )
+            body, workflow_id=workflow_id, fmt=fmt, no_cache=no_cache, refresh=refresh,
+            params=params, notify=notify,
+        )  # fmt: skip
 
     def get(self, workflow_id: str, *, tasks: bool = True) -> Workflow:
         """A workflow's status, per-state counts and (unless ``tasks=False``) its task table."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -83,7 +83,7 @@ class Transport:
         method: str,
         path: str,
         *,
-        params: Mapping[str, str | int] | None = None,
+        params: Mapping[str, str | int | Sequence[str]] | None = None,
         content: bytes | None = None,
         content_type: str | None = None,
         repeatable: bool | None = None,

@@ -7,7 +7,9 @@ with mostly distinct values (cmd of a foreach) is the plain list. Lists of numbe
 parse far faster than a list of objects, and zlib sees the repeats.
 
 Version 2 adds the ``foreach_from`` column ``x``; version 3 the result-caching column ``k`` and
-the GPU column ``gpu``. A definition is written in the oldest version that holds it.
+the GPU column ``gpu``; version 4 the webhooks ``nt`` (``notify:``, issue 29). A definition is
+written in the oldest version that holds it. The workflow parameters (``prm``, a JSON object)
+may be in any version: they are shown, never needed to run.
 """
 
 from __future__ import annotations
@@ -17,21 +19,23 @@ from typing import Any
 
 from shared.codec.framing import frame, open_blob
 from shared.definition.workflow import (
+    NOTIFY_EVENTS,
     CachePolicy,
     CompiledWorkflow,
     ExpandFrom,
+    NotifyTarget,
     RetryPolicy,
     TaskDef,
 )
 from shared.errors import CodecError
 
 DEFINITION_MAGIC = b"DQD"
-DEFINITION_VERSION = 3
+DEFINITION_VERSION = 4
 """Newest definition format read. Version 2 adds ``foreach_from`` (column ``x``), version 3
-``cache`` and ``gpus`` (columns ``k``, ``gpu``); a definition without them is still written as
-version 1 (or 2)."""
-_VERSION_OF_COLUMN = {"x": 2, "k": 3, "gpu": 3}
-"""The first version with each optional column."""
+``cache`` and ``gpus`` (columns ``k``, ``gpu``), version 4 the webhooks (``nt``); a definition
+without them is still written as version 1 (or 2, 3)."""
+_VERSION_OF_COLUMN = {"x": 2, "k": 3, "gpu": 3, "nt": 4}
+"""The first version with each optional column (or top-level entry)."""
 
 _RETRY_DEFAULT = RetryPolicy()
 
@@ -66,6 +70,15 @@ def _dep_policy(raw: Any) -> Any:
 
 def _str_dict(raw: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
+
+
+def _params(raw: Any) -> dict[str, Any]:
+    """The workflow parameters (``prm``): name -> string, number or bool."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in raw.values()
+    ):
+        raise CodecError("definition blob is corrupt: params")
+    return {str(k): v for k, v in raw.items()}
 
 
 def _optional_str(raw: Any) -> str | None:
@@ -117,6 +130,15 @@ def _expand(raw: Any) -> ExpandFrom | None:
         return None
     source, path, max_width = raw
     return ExpandFrom(int(source), tuple(str(key) for key in path), int(max_width))
+
+
+def _notify(raw: Any) -> tuple[NotifyTarget, ...]:
+    targets = []
+    for url, events, secret, fmt in raw:
+        if fmt not in ("json", "slack", "teams") or not all(e in NOTIFY_EVENTS for e in events):
+            raise CodecError(f"definition blob is corrupt: webhook {fmt!r} {events!r}")
+        targets.append(NotifyTarget(str(url), tuple(events), _optional_str(secret), fmt))
+    return tuple(targets)
 
 
 _REQUIRED = frozenset({"cmd", "queue"})
@@ -176,6 +198,11 @@ def encode_definition(wf: CompiledWorkflow) -> bytes:
         doc["res"] = wf.result_policy
     if wf.source is not None:
         doc["src"] = wf.source
+    if wf.notify:
+        doc["nt"] = [[t.url, list(t.events), t.secret, t.format] for t in wf.notify]
+    if wf.params:
+        # Any version: the tasks hold the values already; a reader without this key shows none.
+        doc["prm"] = wf.params
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
     version = max([1] + [v for key, v in _VERSION_OF_COLUMN.items() if key in doc])
     return frame(DEFINITION_MAGIC, version, text)
@@ -213,6 +240,8 @@ def decode_definition(data: bytes) -> CompiledWorkflow:
             max_parallelism=doc.get("mp"),
             result_policy=result_policy,
             source=doc.get("src"),
+            notify=_notify(doc.get("nt", [])),
+            params=_params(doc.get("prm", {})),
         )
     except CodecError:
         raise

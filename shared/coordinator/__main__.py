@@ -91,7 +91,7 @@ async def _main(args: argparse.Namespace) -> int:
         options = CoordinatorOptions.from_settings(settings, pass_budget_s=args.budget)
     async with open_storage(settings, "app") as storage:
         if args.ensure_resources:
-            await ensure_resources(storage, settings.partitions)
+            await ensure_resources(storage, settings.partitions, settings.names)
         coordinators = PartitionSet(storage, settings.names, options, partitions)
         if args.once:
             results = [await c.run_sweeps() for c in coordinators.coordinators.values()]

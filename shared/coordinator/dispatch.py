@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from shared.definition.templating import render_value
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.commands import Dispatch
 from shared.errors import MessageError
@@ -52,6 +53,7 @@ def build_message(
         incarnation=command.incarnation,
         incarnation_blobs=True if command.incarnation_blobs else None,
         run=command.run,
+        params={k: render_value(v) for k, v in wf.params.items()} if wf.params else None,
     )
 
 

@@ -22,6 +22,7 @@ from shared.coordinator.envelope import Envelope
 from shared.coordinator.intake import Receiver
 from shared.coordinator.keeper import LeaseKeeper
 from shared.coordinator.leadership import Leadership
+from shared.coordinator.notices import Notifier
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.passes import PassResult, PassRunner
 from shared.coordinator.projector import Projector
@@ -83,6 +84,7 @@ class Coordinator:
             Projector(storage.index, opts.project_every_s),
             Acknowledger(storage.deadletters, clock, opts),
             clock,
+            Notifier(storage, self.names, signer_of(opts.signing_key)),
         )
         updater.leadership.before_release = lambda: updater.projector.flush(
             PassStats(partition=storage.partition)

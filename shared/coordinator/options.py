@@ -78,6 +78,8 @@ class CoordinatorOptions:
     verify_keys: str | None = _setting("verify_keys")
     """Keys a control event's signature is checked against (``DAGQ_VERIFY_KEYS``, plus the
     signing key's own): with neither, control events are applied unsigned."""
+    eventgrid_endpoint: str | None = _setting("eventgrid_endpoint")
+    """An Event Grid topic (``DAGQ_EVENTGRID_ENDPOINT``): every workflow's ends are notified."""
     sweep_overdue_s: float = 10.0
     """The lease holder runs its partition's sweeps itself when none ran for this long, so they
     never starve while the timer's instance cannot get the lease."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from shared import codec, engine
+from shared.coordinator import notices
 from shared.coordinator.acks import Acknowledger
 from shared.coordinator.apply import Tally, apply_events, defer, dispatch_all
 from shared.coordinator.cache import CachedState, WorkflowCache
@@ -23,6 +24,7 @@ from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.lists import read_lists
+from shared.coordinator.notices import Notifier
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
@@ -79,8 +81,11 @@ class WorkflowUpdater:
         projector: Projector,
         acks: Acknowledger,
         clock: Callable[[], float],
+        notifier: Notifier | None = None,
     ) -> None:
         self.storage = storage
+        self.notifier = notifier
+        """Where notifications go (issue 29, ``notices.py``); None: nobody is told."""
         self.options = options
         self.cache = cache
         self.leadership = leadership
@@ -228,10 +233,13 @@ class WorkflowUpdater:
         """Apply, dispatch and write the state (re-applying on conflicts)."""
         tallies: list[Tally] = []
 
+        notifier, eventgrid = self.notifier, self.options.eventgrid_endpoint is not None
+
         async def change(state: RuntimeState) -> None:
             if not self.leadership.ok():
                 raise LeaseError("the coordinator lease is no longer safe to write under")
             now = self.clock()
+            before = notices.watch(wf, state, eventgrid) if notifier is not None else None
             tallies.append(Tally())  # a conflict re-applies from a fresh read: count afresh
             lists = await read_lists(self.storage.outputs, workflow_id, wf, envelopes)
             try:
@@ -255,6 +263,8 @@ class WorkflowUpdater:
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
             await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
                                commands, tallies[-1], sent, now, results=self.results)  # fmt: skip
+            if before is not None and notifier is not None:  # before the flush, as dispatches
+                await notifier.send(notices.notices(wf, state, before, now, eventgrid))
 
         async def write(state: RuntimeState, data: bytes, etag: str) -> str:
             if not self.leadership.ok():

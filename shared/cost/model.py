@@ -92,4 +92,5 @@ def workflow_cost(
         cached_saved_hours=sum(t.cached_saved_hours for t in tasks),
         cached_saved_cost=sum(t.cached_saved_cost for t in tasks),
         tasks=tasks,
+        params=wf.params,
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from shared.definition.conditions import MatchBudget
 from shared.definition.foreach import Params
-from shared.definition.spec import TaskSpec, WorkflowSpec
+from shared.definition.spec import Scalar, TaskSpec, WorkflowSpec
 from shared.definition.suggestions import Suggester
 from shared.definition.workflow import ExpandFrom
 from shared.errors import DefinitionError, Issue
@@ -108,6 +108,11 @@ class Options:
     """The definition as submitted, kept in the ``CompiledWorkflow`` (None: not kept)."""
     max_expansion_width: int = MAX_EXPANSIONS
     """Most tasks one foreach_from may expand to at run time (``Settings``)."""
+    params: Mapping[str, str] | None = None
+    """Parameter values given at submit, as text (``--param NAME=VALUE``)."""
+    require_params: bool = True
+    """False: a required parameter without a value is no problem (``dagq validate`` without
+    ``--param``); a stand-in of its type fills it."""
 
 
 @dataclass(slots=True, eq=False)
@@ -137,8 +142,15 @@ class Compilation:
     """Size of the workflow's env, counted again for every task."""
     known_names: list[str] | None = None
     """Every name a dependency may use, built the first time one is unknown (for hints)."""
+    param_values: dict[str, Scalar] = field(default_factory=dict)
+    """Parameter name -> its value for this run (the params pass)."""
+    param_vars: dict[str, Scalar] = field(default_factory=dict)
+    """The same as template variables, ``params.NAME`` -> value (the params pass)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """The workflow's env with its parameters filled in (the params pass)."""
 
     def __post_init__(self) -> None:
+        self.env = self.spec.env
         self.workflow_env_bytes = environment_bytes(self.spec.env)
 
     def stop(self) -> DefinitionError:

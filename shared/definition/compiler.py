@@ -7,7 +7,8 @@ and compiles; ``compile_workflow`` compiles a ``WorkflowSpec``. Both raise
 Compiling is one ``Compilation`` (``shared.definition.compilation``) handed to each pass of
 ``shared.definition.passes`` in the order ``run_passes`` shows:
 
-    values -> expansion -> budgets -> dependencies -> foreach_from -> acyclic -> cache -> build
+    values -> params -> expansion -> budgets -> dependencies -> foreach_from -> acyclic
+        -> cache -> notify -> build
 
 A pass reports what it finds and lets the next ones run, so one submit sees every problem; only
 the budgets pass ends the compilation early. Every pass is linear in the size of the definition
@@ -21,6 +22,8 @@ called from ``run_passes`` after the passes that fill what it needs), report wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from shared.definition.compilation import Compilation, Options
 from shared.definition.gc_pause import paused_gc
 from shared.definition.parsing import Format, parse_definition, parse_for_validation
@@ -32,6 +35,8 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    notify,
+    params,
     values,
 )
 from shared.definition.spec import WorkflowSpec
@@ -45,12 +50,14 @@ __all__ = ["compile_text", "compile_workflow", "parse_definition", "run_passes"]
 def run_passes(c: Compilation) -> CompiledWorkflow:
     """The compiler: each pass in order over one compilation (see the module's docstring)."""
     values.check_workflow_fields(c)  # name, default_queue, workflow env, some tasks
+    params.resolve_params(c)  # declared + given -> values; the workflow env filled
     expansion.expand_tasks(c)  # names, foreach -> final tasks, each task's values checked
     budgets.check_budgets(c)  # too many tasks or bytes: stop here
     dependencies.resolve_dependencies(c)  # depends_on -> deps, dep_policy, conditions
     foreach_from.resolve_foreach_from(c)  # the parent's output and {{ item }} templates
     acyclic.check_acyclic(c)  # no dependency cycle
     cache.check_cache(c)  # cache: version and ttl
+    notify.check_notify(c)  # notify: webhook URLs and events
     return build.build_workflow(c)  # every issue, or the CompiledWorkflow
 
 
@@ -59,12 +66,16 @@ def compile_workflow(
     *,
     source_text: str | None = None,
     max_expansion_width: int = MAX_EXPANSIONS,
+    params: Mapping[str, str] | None = None,
 ) -> CompiledWorkflow:
-    """Expand foreach, merge env, resolve defaults and validate the graph.
+    """Expand foreach, merge env, resolve defaults and validate the graph; ``params`` are the
+    parameter values given at submit, as text.
 
     Raises DefinitionError with every issue found.
     """
-    options = Options(source_text=source_text, max_expansion_width=max_expansion_width)
+    options = Options(
+        source_text=source_text, max_expansion_width=max_expansion_width, params=params
+    )
     with paused_gc():
         return run_passes(Compilation(spec, options))
 
@@ -75,15 +86,22 @@ def compile_text(
     source: str = "<input>",
     fmt: Format | None = None,
     max_expansion_width: int = MAX_EXPANSIONS,
+    params: Mapping[str, str] | None = None,
+    require_params: bool = True,
 ) -> CompiledWorkflow:
-    """Parse and compile in one step (what the API and ``dagq validate`` do)."""
+    """Parse and compile in one step (what the API and ``dagq validate`` do), with the parameter
+    values given at submit (``params``, as text); ``require_params=False`` lets a required
+    parameter go without a value (checking a definition alone)."""
     with paused_gc():
         spec, shape_error, partial = parse_for_validation(data, source=source, fmt=fmt)
         if shape_error is not None:
             # Check what parsed too, so one run reports every problem (shape and graph).
             if partial is not None:
                 c = Compilation(
-                    partial.spec, Options(source=source), partial.positions, partial.unparsed
+                    partial.spec,
+                    Options(source=source, params=params, require_params=require_params),
+                    partial.positions,
+                    partial.unparsed,
                 )
                 try:
                     run_passes(c)
@@ -93,5 +111,5 @@ def compile_text(
             raise shape_error
         assert spec is not None
         text = data if isinstance(data, str) else data.decode("utf-8-sig")
-        options = Options(source, text, max_expansion_width)
+        options = Options(source, text, max_expansion_width, params, require_params)
         return run_passes(Compilation(spec, options))

@@ -7,7 +7,7 @@ whole workflow (names, dependencies, cycles, foreach expansion, templates, limit
 
 ai4s-jobq's workflow format is a subset: every ai4s-jobq definition is a valid ``WorkflowSpec``.
 dagq's extensions are ``foreach``, ``foreach_from``, ``retry``, ``queue_timeout_s``, ``cache``,
-``gpus`` (per task) and ``env`` (per workflow).
+``gpus`` (per task) and ``env`` and ``params`` (per workflow).
 Unknown keys are errors everywhere. The JSON Schema in
 ``shared/definition/schema/workflow.schema.json`` is
 generated from these models (``python -m shared.definition.schema``).
@@ -20,7 +20,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared.limits import MAX_CACHE_VERSION, MAX_TASK_GPUS
+from shared.limits import (
+    MAX_CACHE_VERSION,
+    MAX_NOTIFY_SECRET,
+    MAX_NOTIFY_URL,
+    MAX_TASK_GPUS,
+)
 
 Scalar = str | int | float | bool
 """A foreach parameter value."""
@@ -187,6 +192,58 @@ class TaskSpec(_Spec):
         )
 
 
+# -- notifications (issue 29; docs/notifications.md) -----------------------------------------
+
+
+NotifyEventSpec = Literal["completed", "failed", "cancelled", "task_failed"]
+_DEFAULT_EVENTS: tuple[NotifyEventSpec, ...] = ("completed", "failed", "cancelled")
+
+
+class NotifySpec(_Spec):
+    """A webhook told when the workflow ends (dagq): see docs/notifications.md."""
+
+    url: str = Field(max_length=MAX_NOTIFY_URL)
+    """The endpoint dagq POSTs to: ``https://`` (a deployment refuses plain ``http``, loopback,
+    private and link-local addresses unless its settings allow them)."""
+    events: list[NotifyEventSpec] = Field(
+        default_factory=lambda: list(_DEFAULT_EVENTS), min_length=1
+    )
+    """Which events are sent: the run ``completed``, ``failed`` or was ``cancelled``, and
+    ``task_failed`` (a task failed for good, its retries spent) while it runs."""
+    secret: str | None = Field(default=None, min_length=1, max_length=MAX_NOTIFY_SECRET)
+    """Sign each request: the ``X-Dagq-Signature`` header is ``sha256=`` and the hex
+    HMAC-SHA256, with this key, of the ``X-Dagq-Timestamp`` value, a ``.`` and the body."""
+    format: Literal["json", "slack", "teams"] = "json"
+    """The body: dagq's JSON (documented), or the payload of a Slack or Teams incoming webhook."""
+
+
+ParamType = Literal["string", "number", "bool"]
+"""The type of a workflow parameter: what a value given at submit (text) is read as."""
+
+
+class ParamSpec(_Spec):
+    """A workflow parameter written as a mapping (dagq): its default, description and type."""
+
+    default: Scalar | None = None
+    """The value when none is given at submit; absent or null: the parameter is required."""
+    description: str | None = None
+    """What the parameter means (shown by ``dagq status`` and the dashboard)."""
+    type: ParamType | None = None
+    """``string``, ``number`` or ``bool``; absent: the default's type (``string`` without one)."""
+
+    @field_validator("default", mode="before")
+    @classmethod
+    def _check_default(cls, value: Any) -> Any:
+        if value is not None:
+            _check_param("params", value, "default")
+        return value
+
+
+ParamDeclaration = Scalar | ParamSpec | None
+"""A parameter as declared: its default (string, number or bool), a mapping ``{default,
+description, type}``, or null (required, a string)."""
+
+
 class WorkflowSpec(_Spec):
     """A workflow definition as written (YAML or JSON)."""
 
@@ -205,6 +262,44 @@ class WorkflowSpec(_Spec):
     completed or was skipped. ``all_tasks_succeed``: any failed task fails the workflow."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for every task; a task's own ``kwargs.env`` wins (dagq)."""
+    notify: list[NotifySpec] = Field(default_factory=list)
+    """Webhooks told when the run ends (dagq): ``{url, events, secret, format}`` each."""
+    params: dict[str, ParamDeclaration] = Field(default_factory=dict)
+    """Workflow parameters (dagq): name -> default, or ``{default, description, type}``; without a
+    default the parameter is required. Set at submit (``--param NAME=VALUE``), used as
+    ``{{ params.NAME }}`` in ``kwargs.cmd``, env values and ``cwd``, and in every task's
+    environment as ``DAGQ_PARAM_<NAME>``."""
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _check_params(cls, value: Any) -> Any:
+        # One clear message per problem instead of pydantic's per-union-member errors.
+        if not isinstance(value, dict):
+            raise ValueError(f"params must be a mapping of name -> default, got {type_word(value)}")
+        for key, declared in value.items():
+            if isinstance(declared, dict):
+                _check_param(key, "", f"params.{key}")
+                _check_param_mapping(declared, f"params.{key}")
+                continue
+            _check_param(key, "" if declared is None else declared, f"params.{key}")
+        return value
+
+
+def _check_param_mapping(declared: dict[Any, Any], where: str) -> None:
+    """A parameter written as a mapping: only ``default``, ``description`` and ``type``."""
+    for key in declared:
+        if key not in ParamSpec.model_fields:
+            raise ValueError(
+                f"{where}: unknown key {key!r} (a parameter has default, description and type)"
+            )
+    kind = declared.get("type")
+    if kind is not None and kind not in ("string", "number", "bool"):
+        raise ValueError(f"{where}.type must be string, number or bool, got {kind!r}")
+    description = declared.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ValueError(f"{where}.description must be text, got {type_word(description)}")
+    if declared.get("default") is not None:
+        _check_param("default", declared["default"], f"{where}.default")
 
 
 PARAM_NAME_CHARS = "letters, digits and '_', not starting with a digit"

@@ -25,6 +25,27 @@ succeeded."""
 
 ResultPolicy = Literal["all_sinks_succeed", "all_tasks_succeed"]
 
+# -- notifications (issue 29: ``notify:``; shared.definition.passes.notify checks them) --------
+
+NotifyEvent = Literal["completed", "failed", "cancelled", "task_failed"]
+NotifyFormat = Literal["json", "slack", "teams"]
+NOTIFY_EVENTS: tuple[NotifyEvent, ...] = ("completed", "failed", "cancelled", "task_failed")
+DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = ("completed", "failed", "cancelled")
+"""The events of a webhook that names none (and of every ``--notify URL``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyTarget:
+    """A webhook told when the workflow ends (and, with ``task_failed``, when a task fails for
+    good): delivered from the notify queue by ``shared.notify``, never by the coordinator."""
+
+    url: str
+    events: tuple[NotifyEvent, ...] = DEFAULT_NOTIFY_EVENTS
+    secret: str | None = None
+    """The HMAC-SHA256 key of the ``X-Dagq-Signature`` header (None: unsigned)."""
+    format: NotifyFormat = "json"
+    """The body: dagq's JSON, or a Slack or Teams incoming webhook's payload."""
+
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
@@ -119,6 +140,13 @@ class CompiledWorkflow:
     """Task number -> numbers of the tasks that depend on it."""
     source: str | None = None
     """The definition as submitted (YAML or JSON text), kept for display; never parsed again."""
+    notify: tuple[NotifyTarget, ...] = ()
+    """The webhooks told of the run's end: ``notify:`` and the submit's ``--notify URL``."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The workflow parameters of this run, name -> value (a string, number or bool): the
+    defaults of ``params:`` and the values given at submit. Already filled into the tasks'
+    ``{{ params.NAME }}`` (but for a ``foreach_from`` task's cmd and env, which the engine fills
+    as it expands); each task also gets them as ``DAGQ_PARAM_<NAME>`` (the task message)."""
 
     @classmethod
     def of(
@@ -129,6 +157,8 @@ class CompiledWorkflow:
         max_parallelism: int | None = None,
         result_policy: ResultPolicy = "all_sinks_succeed",
         source: str | None = None,
+        notify: tuple[NotifyTarget, ...] = (),
+        params: dict[str, Any] | None = None,
     ) -> CompiledWorkflow:
         """Build from task definitions whose ``parents`` are already indices, deriving ``index``
         and ``children``. No validation: ``shared.definition.compiler`` validates before it calls
@@ -146,6 +176,8 @@ class CompiledWorkflow:
             index={t.name: i for i, t in enumerate(tasks)},
             children=tuple(tuple(k) for k in kids),
             source=source,
+            notify=notify,
+            params=params or {},
         )
 
     @cached_property

@@ -26,7 +26,12 @@ from typing import Any, Protocol
 
 from shared.definition.compilation import environment_bytes
 from shared.definition.foreach import expansion_name
-from shared.definition.templating import parse_command, parse_template, variable_env
+from shared.definition.templating import (
+    PARAMS_PREFIX,
+    parse_command,
+    parse_template,
+    variable_env,
+)
 from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.engine.state import (
     COMPLETED,
@@ -178,6 +183,7 @@ def _extended(wf: CompiledWorkflow, group: int, made: list[TaskDef]) -> Compiled
         index=index,
         children=tuple(children),
         source=wf.source,
+        params=wf.params,
     )
 
 
@@ -218,9 +224,11 @@ def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[Task
         tdef.retry,
     )
     made: list[TaskDef] = []
+    params = {PARAMS_PREFIX + name: value for name, value in wf.params.items()}
     budget = MAX_EXPANDED_BYTES - sum(len(t.cmd) + environment_bytes(t.env) for t in wf.tasks)
     for i, item in enumerate(captured.items):
-        values = item_values(item)
+        own = item_values(item)
+        values = {**params, **own} if params else own
         if not wanted <= values.keys():
             missing = sorted(wanted - values.keys())[0]
             return f"cannot expand: item {i} ({_shown(item)}) has no value for {{{{ {missing} }}}}"
@@ -229,7 +237,7 @@ def _tasks_of(wf: CompiledWorkflow, group: int, captured: ItemList) -> list[Task
             return f"cannot expand: item {i} makes a cmd longer than {MAX_CMD_BYTES:,} bytes"
         task_env = {key: t.render(values, quote=False) for key, t in env.items()} if env else {}
         try:
-            task_env.update(variable_env(values))
+            task_env.update(variable_env(own))
         except TemplateSyntaxError as exc:
             return f"cannot expand: item {i}: {exc}"
         env_bytes = environment_bytes(task_env)

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager, suppress
 
 from azure.core.exceptions import ResourceExistsError
 
+from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage.azure.storage import AzureStorage, azure_storage
 from shared.storage.ports import Storage
@@ -49,7 +50,9 @@ def with_identity(storage: Storage, settings: Settings, identity: str | None) ->
     return guarded(storage, identity, settings.names, usage=usage)
 
 
-async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
+async def ensure_resources(
+    storage: Storage, partitions: int = 1, names: ResourceNames | None = None
+) -> None:
     """Make sure the containers, the index table, and each of the first ``partitions``
     partitions' event queue, poison queue (and lease sentinel) exist. Idempotent; in Azure the
     Bicep templates create them too."""
@@ -57,6 +60,8 @@ async def ensure_resources(storage: Storage, partitions: int = 1) -> None:
     await asyncio.gather(
         *(queue.ensure() for view in views for queue in (view.event_queue, view.event_poison_queue))
     )
+    if names is not None:  # the notify queue (issue 29): its trigger listens from the start
+        await storage.queues.get(names.notify_queue).ensure()
     if isinstance(storage, GuardedStorage):
         _check_deployment(storage, partitions)
         storage = storage.inner

@@ -53,6 +53,8 @@ class WorkflowCost(View):
     cached_saved_hours: float
     cached_saved_cost: float
     tasks: list[TaskCost] = Field(default_factory=list)
+    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """The run's workflow parameters (``params:``), to tell runs of one workflow apart."""
 
 
 class CostGroup(View):

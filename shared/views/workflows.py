@@ -130,11 +130,27 @@ class WorkflowSummary(WorkflowBase):
     url: str
 
 
+class NotifyView(View):
+    """A webhook the run tells when it ends (issue 29, docs/notifications.md): its host only,
+    since a webhook's URL is often its credential (Slack, Teams), and never its secret."""
+
+    host: str
+    events: list[str]
+    format: str
+    signed: bool
+    """It has a ``secret``: each request carries ``X-Dagq-Signature``."""
+
+
 class Workflow(WorkflowBase):
     """``GET /workflows/{id}``: the workflow as its state blob says (authoritative)."""
 
+    notify: list[NotifyView] = Field(default_factory=list)
+    """The webhooks told when the run ends (``notify:``, ``--notify``)."""
+
     tasks: dict[str, TaskSummary] = Field(default_factory=dict)
     """Task name -> task; left out with ``?tasks=false``."""
+    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """The run's workflow parameters (``params:``): the defaults and the values given at submit."""
 
 
 class WorkflowPage(View):

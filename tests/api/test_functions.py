@@ -81,7 +81,7 @@ ANONYMOUS = ("health", "openapi", "dashboard", "dashboard_asset")
 def test_every_function_is_declared_with_its_trigger(listing: dict[str, object]) -> None:
     functions = listing["functions"]
     assert isinstance(functions, dict)
-    assert set(functions) == {*EXPECTED_HTTP, "coordinator", "sweeps"}
+    assert set(functions) == {*EXPECTED_HTTP, "coordinator", "sweeps", "notify"}
     for name, (route, methods) in EXPECTED_HTTP.items():
         trigger = functions[name]
         assert trigger["type"] == "httpTrigger", name
@@ -93,6 +93,10 @@ def test_every_function_is_declared_with_its_trigger(listing: dict[str, object])
     assert coordinator["type"] == "queueTrigger"
     assert coordinator["queueName"] == "smoke-events"  # ResourceNames("smoke").event_queue
     assert coordinator["connection"] == "DAGQ_STORAGE"
+    notify = functions["notify"]  # issue 29: notifications, from a queue of their own
+    assert notify["type"] == "queueTrigger"
+    assert notify["queueName"] == "smoke-notify"  # ResourceNames("smoke").notify_queue
+    assert notify["connection"] == "DAGQ_STORAGE"
     sweeps = functions["sweeps"]
     assert sweeps["type"] == "timerTrigger"
     assert sweeps["schedule"] == "%DAGQ_SWEEP_SCHEDULE%"
@@ -143,6 +147,7 @@ def test_one_queue_trigger_per_partition() -> None:
         "coordinator": "smoke-events",
         "coordinator_p1": "smoke-events-p1",
         "coordinator_p2": "smoke-events-p2",
+        "notify": "smoke-notify",  # one notify queue whatever the partitions
     }  # ResourceNames("smoke").partition_event_queue(p)
     assert all(functions[name]["connection"] == "DAGQ_STORAGE" for name in triggers)
 

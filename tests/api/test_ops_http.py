@@ -16,7 +16,13 @@ def test_workers_answers_the_registry_shape(api_host: HostProcess) -> None:
     # longer than httpx's 5 s default.
     response = httpx.get(f"{api_host.url}/workers", timeout=60)
     assert response.status_code == 200
-    assert response.json() == {"workers": [], "lost_after_s": 90.0}
+    assert response.json() == {
+        "workers": [],
+        "lost_after_s": 90.0,
+        "pool": [],  # no machine was up in the last day
+        "pool_window_s": 86400.0,
+        "currency": "USD",
+    }
 
 
 def test_delete_of_an_unknown_or_malformed_id(api_host: HostProcess) -> None:

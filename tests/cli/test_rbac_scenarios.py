@@ -34,6 +34,7 @@ from shared.settings import Settings
 from shared.storage.factory import open_storage
 from shared.storage.rbac.usage import read_uses
 from tests.cli.conftest import Result, Stack, running_stack
+from tests.notify.receiver import receiver
 
 Dagq = Callable[..., Result]
 
@@ -91,7 +92,8 @@ def stack(
     """The cli stack, its processes recording their calls to this module's own file."""
     logs = Path(tmp_path_factory.mktemp("stack"))
     usage = {"DAGQ_RBAC_ENFORCE": "1", "DAGQ_RBAC_USAGE": str(usage_file)}
-    with running_stack(azurite, logs, **usage) as started:
+    local_hooks = {"DAGQ_NOTIFY_ALLOW_PRIVATE": "1", "DAGQ_NOTIFY_ALLOW_HTTP": "1"}
+    with running_stack(azurite, logs, **usage, **local_hooks) as started:
         yield started
 
 
@@ -152,10 +154,17 @@ def test_every_path_stays_within_the_deployments_roles(
     time.sleep(2)
     ok(dagq("cancel", slow), stack)
     wait_for(dagq, slow, "cancelled")
-    failing = submit(dagq, stack, FAILING)
-    wait_for(dagq, failing, "failed")
-    ok(dagq("retry", failing), stack)
-    wait_for(dagq, failing, "failed")
+    # With a webhook (issue 29): each failed run is told, by the app's notify function.
+    with receiver() as hook:
+        failing = submit(dagq, stack, FAILING, "--notify", hook.url())
+        wait_for(dagq, failing, "failed")
+        ok(dagq("retry", failing), stack)
+        wait_for(dagq, failing, "failed")
+        deadline = time.monotonic() + 60
+        while len(hook.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        told = sorted(json.loads(r.body)["workflow"]["run"] for r in hook.requests)
+        assert told == [1, 2], told
 
     # Dead letters, then everything a user and the dashboard read.
     asyncio.run(dead_letter_two(stack))

@@ -195,7 +195,9 @@ def test_the_builder_knows_every_key_of_the_format() -> None:
         max_parallelism=1,
         result_policy="all_sinks_succeed",
         env={},
+        notify=[{"url": "https://hooks.example.com/x"}],
     )
+    wf.param("p", 1)
     wf.task("a", cmd="true", env={}, cwd="/", cache=True, dep_policy="all", condition="true")
     wf.task(
         "b", cmd="true", after=["a"], queue="q", foreach_from="inputs.a.x", retries=0, retry={},

@@ -24,6 +24,7 @@ EXPECTED_FILES = {
     "modules/retention.bicep",
     "modules/storage-private-endpoints.bicep",
     "modules/alerts.bicep",
+    "modules/eventgrid.bicep",
 }
 
 

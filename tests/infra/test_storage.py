@@ -70,7 +70,7 @@ def test_names_equal_what_the_code_computes_for_the_default_prefix() -> None:
     assert _names(storage, TABLES) == [names.index_table, names.registry_table]
     task_queues = [names.task_queue(queue) for queue in main.default("taskQueues")]
     assert sorted(_names(storage, QUEUES)) == sorted(
-        [names.event_queue, names.event_poison_queue, *task_queues]
+        [names.event_queue, names.event_poison_queue, names.notify_queue, *task_queues]
     )
 
 

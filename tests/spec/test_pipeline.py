@@ -19,18 +19,22 @@ from shared.definition.passes import (
     dependencies,
     expansion,
     foreach_from,
+    notify,
+    params,
     values,
 )
 from tests.spec.helpers import compile_dict, issues_of, task, workflow
 
 PASSES: dict[str, tuple[Any, str]] = {
     "values": (values, "check_workflow_fields"),
+    "params": (params, "resolve_params"),
     "expansion": (expansion, "expand_tasks"),
     "budgets": (budgets, "check_budgets"),
     "dependencies": (dependencies, "resolve_dependencies"),
     "foreach_from": (foreach_from, "resolve_foreach_from"),
     "acyclic": (acyclic, "check_acyclic"),
     "cache": (cache, "check_cache"),
+    "notify": (notify, "check_notify"),
     "build": (build, "build_workflow"),
 }
 """Each pass's module and entry point."""
@@ -39,7 +43,13 @@ PASSES: dict[str, tuple[Any, str]] = {
 def documented_order() -> list[str]:
     """The order the compiler's docstring states (``values -> expansion -> ...``)."""
     doc = compiler.__doc__ or ""
-    (line,) = [ln.strip() for ln in doc.splitlines() if ln.strip().startswith("values ->")]
+    lines = [ln.strip() for ln in doc.splitlines()]
+    (start,) = [i for i, ln in enumerate(lines) if ln.startswith("values ->")]
+    line = lines[start]
+    for more in lines[start + 1 :]:  # (the order may go on, on lines that start with ->)
+        if not more.startswith("->"):
+            break
+        line += " " + more
     return re.split(r"\s*->\s*", line)
 
 
@@ -63,12 +73,14 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_documented_order_is_the_issue_s() -> None:
     assert documented_order() == [
         "values",
+        "params",  # (issue 29: the workflow parameters, before anything renders a task)
         "expansion",
         "budgets",
         "dependencies",
         "foreach_from",
         "acyclic",
         "cache",
+        "notify",
         "build",
     ]
     assert list(PASSES) == documented_order()
@@ -96,6 +108,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
             task("x", depends_on=["y"]),  # acyclic
             task("y", depends_on=["x"]),
             name=" ",  # values
+            notify=[{"url": "ftp://hooks.example.com/"}],  # notify
         )
     )
     assert ran == documented_order()
@@ -105,6 +118,7 @@ def test_every_pass_reports_its_problems_in_one_run(ran: list[str]) -> None:
         "tasks.b.depends_on",
         "tasks.d.foreach_from",
         "tasks.x.depends_on",
+        "notify[0].url",
     ]
 
 
@@ -113,7 +127,7 @@ def test_a_spent_budget_stops_before_the_dependencies(
 ) -> None:
     monkeypatch.setattr(budgets, "MAX_TASKS", 3)
     issues = issues_of(workflow(*[task(f"t{i}", depends_on=["nope"]) for i in range(10)]))
-    assert ran == ["values", "expansion", "budgets"]
+    assert ran == ["values", "params", "expansion", "budgets"]
     assert [i.message for i in issues] == [
         "the workflow has more than 3 tasks after foreach expansion"
     ]

@@ -4,7 +4,8 @@
 indexes) into that dependency's JSON output; the task then expands to one task per item when the
 parent completes (``shared.engine.expansion``). Its ``cmd`` and ``env`` may use ``{{ item }}`` and
 ``{{ item.<key> }}`` (filled in the same shell-safe way as static foreach:
-``shared.definition.templating``).
+``shared.definition.templating``), and ``{{ params.<NAME> }}`` (the engine fills them too; the
+foreach_from pass checks that each names a declared parameter).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from shared.definition.templating import Template
+from shared.definition.templating import PARAMS_PREFIX, Template
 
 PREFIX = "inputs."
 _SEGMENT_RE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -56,12 +57,12 @@ def template_problems(cmd: Template, env: dict[str, Template]) -> list[tuple[str
     found: list[tuple[str, str]] = []
     for field, template in (("cmd", cmd), *((f"env.{k}", t) for k, t in env.items())):
         for name in template.variables:
-            if not _ITEM_RE.match(name):
+            if not _ITEM_RE.match(name) and not name.startswith(PARAMS_PREFIX):
                 found.append(
                     (
                         field,
                         f"unknown template variable {{{{ {name} }}}}: a foreach_from task has"
-                        " {{ item }} and {{ item.<key> }}",
+                        " {{ item }}, {{ item.<key> }} and {{ params.<NAME> }}",
                     )
                 )
     return found

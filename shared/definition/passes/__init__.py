@@ -7,5 +7,7 @@ runs them over one ``Compilation`` (``shared.definition.compilation``):
 4. ``dependencies``: ``depends_on`` -> task numbers, ``dep_policy``, conditions;
 5. ``foreach_from``: the parent output a dynamic fan-out reads, and its templates;
 6. ``acyclic``: no dependency cycle;
-7. ``build``: every issue found, or the ``CompiledWorkflow``.
+7. ``cache``: ``cache:`` versions and ttls;
+8. ``notify``: the webhooks of ``notify:`` (their URLs' form, their events);
+9. ``build``: every issue found, or the ``CompiledWorkflow``.
 """

@@ -1,10 +1,11 @@
-"""Pass 8, build: with no issue found, the final tasks -> the ``TaskDef``s of a
+"""Pass 9, build: with no issue found, the final tasks -> the ``TaskDef``s of a
 ``CompiledWorkflow``; otherwise ``DefinitionError`` with every issue."""
 
 from __future__ import annotations
 
 from shared.definition.compilation import Compilation, Written
 from shared.definition.passes.cache import cache_policy
+from shared.definition.passes.notify import notify_targets
 from shared.definition.spec import RetrySpec
 from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
 
@@ -16,12 +17,15 @@ def build_workflow(c: Compilation) -> CompiledWorkflow:
     if c.issues:
         raise c.stop()
     spec = c.spec
+    notify = notify_targets(c)  # checked by pass 8: adds no issue now
     return CompiledWorkflow.of(
         spec.name,
         [task for w in c.written for task in _task_defs(c, w)],
         max_parallelism=spec.max_parallelism,
         result_policy=spec.result_policy,
         source=c.options.source_text,
+        notify=notify,
+        params=c.param_values,
     )
 
 

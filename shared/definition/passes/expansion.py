@@ -11,10 +11,18 @@ from typing import NamedTuple
 
 from shared.definition.compilation import Compilation, Expansion, Written, environment_bytes
 from shared.definition.foreach import Params, expand, expansion_count, expansion_name
+from shared.definition.parameters import uses_params
 from shared.definition.passes.budgets import charge, spent
+from shared.definition.passes.params import fill, unknown_param
 from shared.definition.passes.values import check_env_names, check_task_values
 from shared.definition.suggestions import Suggester
-from shared.definition.templating import Template, parse_command, parse_template, variable_env
+from shared.definition.templating import (
+    PARAMS_PREFIX,
+    Template,
+    parse_command,
+    parse_template,
+    variable_env,
+)
 from shared.errors import TemplateSyntaxError
 from shared.limits import MAX_EXPANSIONS
 from shared.names import TASK_NAME_RE, safe_name_problem
@@ -113,12 +121,28 @@ def _plain(c: Compilation, w: Written) -> Expansion:
     kwargs = task.kwargs
     if kwargs.env:
         check_env_names(c, kwargs.env, f"{w.loc}.kwargs.env", task.name)
-    charge(c, len(kwargs.cmd) + environment_bytes(kwargs.env))
-    env = {**spec.env, **kwargs.env} if spec.env else kwargs.env
+    cmd, own_env, cwd = kwargs.cmd, kwargs.env, kwargs.cwd
+    if task.foreach_from is None:
+        cmd, own_env, cwd = _fill_params(c, w)
+    elif cwd is not None:  # (its cmd and env are filled as it expands: shared.engine.expansion)
+        cwd = fill(c, cwd, f"{w.loc}.kwargs.cwd", task.name, quote=False)
+    charge(c, len(cmd) + environment_bytes(own_env))
+    env = {**c.env, **own_env} if c.env else own_env
     queue = task.queue if task.queue is not None else spec.default_queue
-    expansion = Expansion(task.name, kwargs.cmd, env, kwargs.cwd, queue, None)
+    expansion = Expansion(task.name, cmd, env, cwd, queue, None)
     check_task_values(c, w, expansion, "")
     return expansion
+
+
+def _fill_params(c: Compilation, w: Written) -> tuple[str, dict[str, str], str | None]:
+    """cmd, env and cwd of a task without foreach, with ``{{ params.NAME }}`` filled."""
+    kwargs, loc, name = w.spec.kwargs, f"{w.loc}.kwargs", w.spec.name
+    cmd = fill(c, kwargs.cmd, f"{loc}.cmd", name, quote=True)
+    env = kwargs.env
+    if any(uses_params(value) for value in env.values()):
+        env = {k: fill(c, v, f"{loc}.env.{k}", name, quote=False) for k, v in env.items()}
+    cwd = None if kwargs.cwd is None else fill(c, kwargs.cwd, f"{loc}.cwd", name, quote=False)
+    return cmd, env, cwd
 
 
 def _foreach(c: Compilation, w: Written) -> list[Expansion]:
@@ -180,17 +204,18 @@ def _render_all(
     out: list[Expansion] = []
     for index, params in enumerate(all_params):
         name = expansion_name(task.name, params, index)
-        rendered = cmd.render(params, quote=True)
-        own_env = {k: t.render(params, quote=False) for k, t in env_templates.items()}
+        values = {**c.param_vars, **params} if c.param_vars else params
+        rendered = cmd.render(values, quote=True)
+        own_env = {k: t.render(values, quote=False) for k, t in env_templates.items()}
         own_env.update(variable_env(params))
         if not charge(c, len(rendered) + environment_bytes(own_env)):
             return out
         expansion = Expansion(
             name,
             rendered,
-            {**spec.env, **own_env},
-            cwd.render(params, quote=False) if cwd is not None else None,
-            queue.render(params, quote=False) if queue is not None else spec.default_queue,
+            {**c.env, **own_env},
+            cwd.render(values, quote=False) if cwd is not None else None,
+            queue.render(values, quote=False) if queue is not None else spec.default_queue,
             params,
         )
         check_task_values(c, w, expansion, f"in expansion {name!r}: ")
@@ -218,15 +243,21 @@ def _check_variables(
     c: Compilation, w: Written, variables: set[str], all_params: list[Params]
 ) -> bool:
     task = w.spec
+    used = {var for var in variables if var.startswith(PARAMS_PREFIX)}
+    variables = variables - used
+    ok = _check_params_used(c, w, used)
     if isinstance(task.foreach, dict):
         known = sorted(task.foreach)
         unknown = sorted(variables - set(known))
         for var in unknown:
-            c.issues.add(
-                f"{w.loc}.kwargs", partial(_unknown_variable, c.suggester, var, known), task.name
+            message = (
+                f"unknown template variable {{{{ {var} }}}}: the workflow parameter is"
+                f" {{{{ params.{var} }}}}"
+                if var in c.spec.params
+                else partial(_unknown_variable, c.suggester, var, known)
             )
-        return not unknown
-    ok = True
+            c.issues.add(f"{w.loc}.kwargs", message, task.name)
+        return ok and not unknown
     for i, params in enumerate(all_params):
         missing = sorted(variables - params.keys())
         if missing:
@@ -238,6 +269,17 @@ def _check_variables(
             )
             ok = False
     return ok
+
+
+def _check_params_used(c: Compilation, w: Written, used: set[str]) -> bool:
+    """Each ``{{ params.NAME }}`` of a foreach task names a declared parameter."""
+    names = sorted(c.spec.params)
+    unknown = sorted(used - c.param_vars.keys())
+    for var in unknown:
+        c.issues.add(
+            f"{w.loc}.kwargs", partial(unknown_param, c.suggester, var, names), w.spec.name
+        )
+    return not unknown
 
 
 def _check_variable_env(c: Compilation, w: Written, all_params: list[Params]) -> bool:

@@ -1,15 +1,19 @@
 """Pass 5, foreach_from: each ``foreach_from`` resolved into the ``ExpandFrom`` its task carries
 (``Written.dynamic``): a reference to one plain direct dependency's output, and templates of
-``{{ item }}`` / ``{{ item.<key> }}`` in cmd and env only (``shared.definition.foreach.dynamic``).
+``{{ item }}`` / ``{{ item.<key> }}`` (and ``{{ params.NAME }}``) in cmd and env only
+(``shared.definition.foreach.dynamic``).
 It runs after the dependencies pass: the parent must be one of the task's resolved dependencies."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from shared.definition.compilation import Compilation, Written
 from shared.definition.foreach import parse_reference, template_problems
-from shared.definition.templating import Template, parse_command, parse_template
+from shared.definition.parameters import without_params
+from shared.definition.passes.params import unknown_param
+from shared.definition.templating import PARAMS_PREFIX, Template, parse_command, parse_template
 from shared.definition.workflow import ExpandFrom
 from shared.errors import TemplateSyntaxError
 
@@ -67,8 +71,15 @@ def _check_templates(c: Compilation, w: Written) -> None:
         return
     for field, problem in template_problems(cmd, env):
         c.issues.add(f"{loc}.{field}", problem, w.spec.name)
+    names = sorted(c.spec.params)
+    for field, template in (("cmd", cmd), *((f"env.{k}", t) for k, t in env.items())):
+        for var in template.variables:
+            if var.startswith(PARAMS_PREFIX) and var not in c.param_vars:
+                c.issues.add(
+                    f"{loc}.{field}", partial(unknown_param, c.suggester, var, names), w.spec.name
+                )
     for field, text in (("kwargs.cwd", kwargs.cwd), ("queue", w.spec.queue)):
-        if text is not None and "{{" in text:
+        if text is not None and "{{" in without_params(text):
             c.issues.add(
                 f"{w.loc}.{field}",
                 "a foreach_from task cannot template its cwd or queue (only cmd and env)",

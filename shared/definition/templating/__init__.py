@@ -13,6 +13,8 @@ from __future__ import annotations
 from shared.definition.templating.shell_lexer import placement_problems
 from shared.definition.templating.template import (
     ENV_PREFIX,
+    PARAM_ENV_PREFIX,
+    PARAMS_PREFIX,
     Template,
     env_var_name,
     parse_command,
@@ -23,6 +25,8 @@ from shared.definition.templating.template import (
 
 __all__ = [
     "ENV_PREFIX",
+    "PARAMS_PREFIX",
+    "PARAM_ENV_PREFIX",
     "Template",
     "env_var_name",
     "parse_command",

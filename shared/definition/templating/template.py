@@ -36,6 +36,11 @@ Value = str | int | float | bool | None | list[Any] | dict[str, Any]
 
 ENV_PREFIX = "DAGQ_VAR_"
 """Prefix of the environment variable that carries each template variable."""
+PARAMS_PREFIX = "params."
+"""Template variables named ``params.<NAME>`` are the workflow's parameters (``params:``)."""
+PARAM_ENV_PREFIX = "DAGQ_PARAM_"
+"""Prefix of the environment variable that carries each workflow parameter (the worker sets it
+from the task message: ``shared.messages.TaskMessage.params``)."""
 TEMPLATE_RE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 """Anything between ``{{`` and ``}}``; the inside must be one variable name."""
 _NAME_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$")
@@ -134,7 +139,10 @@ def render_value(value: Value) -> str:
 
 def env_var_name(name: str) -> str:
     """The environment variable of template variable ``name``: ``DAGQ_VAR_`` + the name with each
-    ``.`` as ``_`` (``seed`` -> ``DAGQ_VAR_seed``, ``item.lr`` -> ``DAGQ_VAR_item_lr``)."""
+    ``.`` as ``_`` (``seed`` -> ``DAGQ_VAR_seed``, ``item.lr`` -> ``DAGQ_VAR_item_lr``); a
+    workflow parameter's is ``DAGQ_PARAM_<NAME>`` (``params.lr`` -> ``DAGQ_PARAM_lr``)."""
+    if name.startswith(PARAMS_PREFIX):
+        return PARAM_ENV_PREFIX + name[len(PARAMS_PREFIX) :]
     return ENV_PREFIX + name.replace(".", "_")
 
 

@@ -65,8 +65,10 @@ export function runView(root, route, ctx) {
         h("dl", {},
           item("id", h("span", { class: "mono" }, id)), item("run", wf.run), item("created", clock(wf.created_at)),
           item("duration", duration(elapsed(wf))), item("tasks", countsText(wf.counts, wf.total))),
+        paramsList(wf.params),
         h("div", { style: "max-width:520px;margin-top:8px" }, progressBar(wf.counts, wf.total)),
-        wf.error ? h("p", { class: "error small" }, wf.error) : null),
+        wf.error ? h("p", { class: "error small" }, wf.error) : null,
+        notifyLine(wf.notify)),
       h("div", { class: "actions" }, retry, cancel));
   }
 
@@ -190,6 +192,31 @@ function selectionOf(route) {
   if (route.params.get("task")) return { kind: "task", name: route.params.get("task") };
   if (route.params.get("group")) return { kind: "group", name: route.params.get("group") };
   return null;
+}
+
+/** Who is told when the run ends (notify:, --notify): each webhook's host and events; none: nothing. */
+function notifyLine(hooks) {
+  if (!hooks || !hooks.length) return null;
+  const shown = hooks.map((n) => {
+    const extra = [n.format !== "json" ? n.format : null, n.signed ? "signed" : null].filter(Boolean);
+    return `${n.host} (${n.events.join(", ")}${extra.length ? "; " + extra.join(", ") : ""})`;
+  });
+  return h("p", { class: "small muted", id: "run-notify", title: "Webhooks told when the run ends (docs/notifications.md)" },
+    "notifies ", shown.join(" · "));
+}
+
+/** The run's workflow parameters (params:), NAME = value as its tasks see it; none: nothing. */
+function paramsList(params) {
+  const names = Object.keys(params || {});
+  if (!names.length) return null;
+  return h("dl", { class: "params", id: "run-params", "aria-label": "Parameters" },
+    h("div", {}, h("dt", {}, "params")),
+    names.map((name) => {
+      const value = params[name];
+      const text = typeof value === "string" ? value : JSON.stringify(value);
+      const shown = text.length > 60 ? `${text.slice(0, 59)}…` : text;
+      return h("div", { "data-param": name }, h("dt", { class: "mono" }, name), h("dd", { class: "mono", title: text }, shown));
+    }));
 }
 
 function item(term, value) {
