@@ -1,6 +1,7 @@
 # dagq — the single entry point for developers and CI.
 #   make test    install everything (virtualenv, pip packages, Azurite from npm) and run the whole suite
-#   make lint    ruff + mypy + the import contracts (lint-imports; docs/architecture.md)
+#   make lint    ruff, ruff format, mypy and the import contracts (lint-imports; docs/architecture.md)
+#   make infra-check  the field's tools over infra/ (checkov, kubernetes-validate, cloud-init)
 #   make demo    the whole stack on this machine, running examples/pipeline.yaml (KEEP=1: stay up)
 #   make screenshots  the dashboard's screenshots in .run/screenshots/ (UPDATE=1: docs/screenshots/)
 #   make bench   benchmarks under bench/ (each prints one key=value line)
@@ -27,11 +28,12 @@ install: $(STAMP) $(NODE_STAMP)
 
 # Reproducible installs: every Python package at the version in constraints.txt (the versions the
 # suite passed with; the Functions remote build and the worker VMs use the same file), and Azurite
-# exactly as package-lock.json says (npm ci).
+# exactly as package-lock.json says (npm ci). The test and lint tools are pyproject.toml's
+# [dependency-groups] (pip >= 25.1 installs them with --group: the pip upgrade comes first).
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[functions,cli,worker,test,lint]"
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[functions,cli,worker]" --group test --group lint
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -63,14 +65,15 @@ browser:
 	      || echo "could not install chromium: the browser tests will be skipped"; \
 	  else echo "chromium is missing (as root: apt-get install chromium): the browser tests will be skipped"; fi; }
 
+# Fast (well under a minute on a warm virtualenv): each tool once, nothing installed from outside.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(MAKE) --no-print-directory infra-check
 
-# The field's own tools over infra/, offline (tests/infra/offline_checks.py says what each checks).
+# The field's own tools over infra/, offline (tests/infra/offline_checks.py says what each checks);
+# CI runs it after make lint (.ci/run).
 # checkov lives in a virtualenv of its own: its pins (pycep-parser 0.5.1, packaging < 24) conflict
 # with dagq's (constraints-checkov.txt). cloud-init comes from Debian (installed here when missing,
 # as root with apt-get, as on CI).
@@ -92,7 +95,6 @@ cloud-init:
 infra-check: $(STAMP) $(CHECKOV_STAMP) cloud-init
 	$(PY) -m tests.infra.offline_checks --checkov $(CHECKOV_VENV)/bin/checkov \
 	  --kubernetes-validate $(VENV)/bin/kubernetes-validate --cloud-init "$$(command -v cloud-init)"
-	$(VENV)/bin/lint-imports
 
 # Every storage call of the end-to-end scenarios, checked against infra/'s role assignments as Azure
 # would check it: fails on a refusal (a role the code needs is missing), on a role no call used

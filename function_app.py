@@ -27,7 +27,7 @@ import os
 import azure.functions as func
 
 from shared.api import cost_http as cost
-from shared.api import dashboard, notify_trigger, task_http, triggers
+from shared.api import dashboard, notify_trigger, schedule_http, task_http, triggers
 from shared.api import http as api
 from shared.api import ops_http as ops
 from shared.deployment import shape_from_env
@@ -158,6 +158,45 @@ async def get_workflow_cost(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="cost", methods=["GET"])
 async def get_cost(req: func.HttpRequest) -> func.HttpResponse:
     return await cost.period_cost(req)
+
+
+# -- schedules (shared/api/schedule_http.py, docs/api.md "Schedules") --------------------------
+
+
+@app.function_name("create_schedule")
+@app.route(route="schedules", methods=["POST"])
+async def create_schedule(req: func.HttpRequest) -> func.HttpResponse:
+    return await schedule_http.create_schedule(req)
+
+
+@app.function_name("list_schedules")
+@app.route(route="schedules", methods=["GET"])
+async def list_schedules(req: func.HttpRequest) -> func.HttpResponse:
+    return await schedule_http.list_schedules(req)
+
+
+@app.function_name("get_schedule")
+@app.route(route="schedules/{name}", methods=["GET"])
+async def get_schedule(req: func.HttpRequest) -> func.HttpResponse:
+    return await schedule_http.get_schedule(req)
+
+
+@app.function_name("delete_schedule")
+@app.route(route="schedules/{name}", methods=["DELETE"])
+async def delete_schedule(req: func.HttpRequest) -> func.HttpResponse:
+    return await schedule_http.delete_schedule(req)
+
+
+@app.function_name("pause_schedule")
+@app.route(route="schedules/{name}/pause", methods=["POST"])
+async def pause_schedule(req: func.HttpRequest) -> func.HttpResponse:
+    return await schedule_http.pause_schedule(req)
+
+
+@app.function_name("resume_schedule")
+@app.route(route="schedules/{name}/resume", methods=["POST"])
+async def resume_schedule(req: func.HttpRequest) -> func.HttpResponse:
+    return await schedule_http.resume_schedule(req)
 
 
 # -- the dashboard (shared/api/dashboard.py, docs/dashboard.md) -----------------------------------

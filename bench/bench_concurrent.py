@@ -11,7 +11,15 @@ Ends with ONE line of key=value pairs: concurrent_10k_workflows_s (first submit 
 completed), tasks_per_s, submit_s, the storage requests per task the model counted
 (requests_per_task) and their breakdown by operation (requests_breakdown: ``port.method`` or
 ``events|tasks.method`` for the event and task queues, requests per task each, largest first).
-Usage: python bench/bench_concurrent.py [--workflows 10000]
+
+requests_per_task_real adds what real workers cost beside the synthetic ones (which claim, run
+nothing and report a completion), for a ``--task-s`` (60) second task on a worker of one slot with
+the worker's default settings, each figure per task (real_breakdown): the state check before the
+run, the started event (its send, the coordinator's delete, and its share of event receives and
+state writes at this run's measured rate per event), the message's visibility heartbeats, the
+cancel checks, the live log (its creation and an append every ``live_s`` of a task that writes
+steadily), and the registry beats (sent every ``live_s`` while a task's progress changes).
+Usage: python bench/bench_concurrent.py [--workflows 10000] [--task-s 60]
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from devtools.testing.synthetic_worker import SyntheticWorker
 from shared.api import service
 from shared.coordinator import CoordinatorOptions
 from shared.coordinator.process import PartitionSet
@@ -33,7 +42,6 @@ from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled
-from tests.support.synthetic_worker import SyntheticWorker
 
 NAMES = ResourceNames("bench")
 QUEUES = [f"q{i}" for i in range(8)]
@@ -47,7 +55,7 @@ def small(width: int, queue: str) -> CompiledWorkflow:
     return CompiledWorkflow.of("small", tasks)
 
 
-async def main(workflows: int, width: int, partitions: int) -> None:
+async def main(workflows: int, width: int, partitions: int, task_s: float) -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("dagq.coordinator").setLevel(
         logging.INFO if "-v" in sys.argv else logging.ERROR
@@ -102,11 +110,18 @@ async def main(workflows: int, width: int, partitions: int) -> None:
     breakdown = requests_breakdown(model.stats.calls, total_tasks)
     for label, per_task in breakdown:
         print(f"  {label:32} {per_task:6.2f} requests per task")
+    real = real_worker_extras(dict(breakdown), task_s)
+    real_total = requests + sum(per_task for _, per_task in real)
+    print(f"with real workers ({task_s:g} s tasks): {real_total:.1f} storage requests per task")
+    for label, per_task in real:
+        print(f"  {label:32} {per_task:6.2f} requests per task")
     print(
         f"concurrent_10k_workflows_s={elapsed:.1f} workflows={workflows} tasks={total_tasks} "
         f"tasks_per_s={rate:.0f} submit_s={submit_s:.1f} requests_per_task={requests:.2f} "
         f"partitions={partitions} max_runs_per_attempt={duplicates} requests_breakdown="
         + ",".join(f"{label}:{per_task:.2f}" for label, per_task in breakdown)
+        + f" requests_per_task_real={real_total:.2f} real_task_s={task_s:g} real_breakdown="
+        + ",".join(f"{label}:{per_task:.2f}" for label, per_task in real)
     )
 
 
@@ -115,10 +130,32 @@ def requests_breakdown(calls: Counter[str], tasks: int) -> list[tuple[str, float
     return [(label, count / tasks) for label, count in calls.most_common() if count]
 
 
+def real_worker_extras(measured: dict[str, float], task_s: float) -> list[tuple[str, float]]:
+    """Requests per task a real worker (default settings, one slot) adds to the synthetic ones
+    for a ``task_s`` second task that logs and reports progress steadily (see the docstring)."""
+    from worker_agent.config import WorkerSettings
+
+    worker = WorkerSettings(queues=["q"])
+    events = measured.get("events.send", 1.0)  # events applied per task in this run
+    return [
+        ("worker.state_check", 1.0),  # the HEAD after the claim, before the run
+        ("started.events.send", 1.0),
+        ("started.events.delete", 1.0),
+        ("started.events.receive", measured.get("events.receive", 0.0) / events),
+        ("started.workflows.write_state", measured.get("workflows.write_state", 0.0) / events),
+        ("tasks.extend", task_s / worker.heartbeat_interval_s),
+        ("worker.cancel_checks", task_s / worker.cancel_check_s),
+        ("outputs.append_log", 1.0 + task_s / worker.live_s),
+        ("registry.beat", task_s / worker.live_s),
+    ]
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workflows", type=int, default=10_000)
     parser.add_argument("--width", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--task-s", type=float, default=60.0,
+                        help="task duration for requests_per_task_real")  # fmt: skip
     args = parser.parse_args()
-    asyncio.run(main(args.workflows, args.width, args.partitions))
+    asyncio.run(main(args.workflows, args.width, args.partitions, args.task_s))

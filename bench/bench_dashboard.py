@@ -3,7 +3,7 @@
 The DAG's layout should grow with the collapsed graph (a foreach is one node), not with the tasks;
 the Gantt chart draws one bar per attempt, so it grows with them. The page is served by the app
 under the local host; the workflow's two API answers are made up by the browser's request routing
-(tests/support/synthetic_run.py), so nothing has to run first. Prints key=value lines measured in
+(devtools/testing/synthetic_run.py), so nothing has to run first. Prints key=value lines measured in
 one run: dag_nodes_N, dag_layout_ms_N, gantt_bars_N, gantt_render_ms_N (N = tasks).
 
     python bench/bench_dashboard.py
@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devtools.azurite import Azurite
 from devtools.browser import browser_context, chromium_path
-from tests.support.api_host import start_host
-from tests.support.synthetic_run import fan_out
+from devtools.testing.api_host import start_host
+from devtools.testing.synthetic_run import fan_out
 
 SIZES = (100, 1_000, 10_000)
 

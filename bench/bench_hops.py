@@ -10,6 +10,10 @@ production. Task durations vary (``--sleep`` seconds and up to 10 s more) so the
 phase of the idle polling's back-off. A hop is the child's ``started_at`` minus its parent's
 ``finished_at`` (both stamped by the workers).
 
+With ``BENCH_LATENCY_MS=D`` the run is repeated with the stack's every storage request delayed D ms
+(bench/latency_proxy.py between Azurite and the app and workers) and the line adds hop_p50_ms_latD,
+hop_p95_ms_latD and hop_p50_latD_delta_ms (the p50 at +D minus the p50 of this run without it).
+
 Ends with ONE line of key=value pairs (hops, hop_p50_ms, hop_p95_ms, hop_max_ms).
 Usage: python bench/bench_hops.py [--chains 2] [--length 7] [--sleep 6]
 """
@@ -17,14 +21,17 @@ Usage: python bench/bench_hops.py [--chains 2] [--length 7] [--sleep 6]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,18 +79,56 @@ def hops_of(view: dict[str, Any], length: int) -> list[float]:
     ]
 
 
+def halves_of(view: dict[str, Any], length: int) -> list[tuple[float, float]]:
+    """Each hop in two: parent finished -> child queued (the report reaching the coordinator and
+    its pass: ``queued_at`` is the coordinator's clock when it dispatched), child queued -> child
+    started (the send, the worker's poll, receive, claim, check)."""
+    tasks = view["tasks"]
+    return [
+        (tasks[f"t{i}"]["queued_at"] - tasks[f"t{i - 1}"]["finished_at"],
+         tasks[f"t{i}"]["started_at"] - tasks[f"t{i}"]["queued_at"])
+        for i in range(1, length)
+    ]  # fmt: skip
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def main(chains: int, length: int, sleep_s: float) -> None:
-    run_dir = tempfile.mkdtemp(prefix="dagq-hops-")
-    os.environ["DAGQ_RUN_DIR"] = run_dir
-    os.environ["DAGQ_WORKER_METADATA_URL"] = ""  # no Scheduled Events off a VM: 127.0.0.1 only
+def through_proxy(latency_ms: float) -> Callable[[], None]:
+    """Makes the stack's Azurite answer through the latency proxy; returns the undo."""
+    from bench.latency_proxy import proxied
     from devtools import stack
 
-    started = stack.up("h" + uuid.uuid4().hex[:8], any_ports=True)
+    original = stack.start_azurite
+    exits = contextlib.ExitStack()
+
+    def start_azurite(env: dict[str, str], any_ports: bool = False, timeout_s: float = 30.0
+                      ) -> tuple[Any, str]:  # fmt: skip
+        proc, conn = original(env, any_ports, timeout_s)
+        return proc, exits.enter_context(proxied(conn, latency_ms))
+
+    stack.start_azurite = start_azurite  # type: ignore[assignment]
+
+    def undo() -> None:
+        stack.start_azurite = original  # type: ignore[assignment]
+        exits.close()
+
+    return undo
+
+
+def run(chains: int, length: int, sleep_s: float, latency_ms: float = 0) -> list[float]:
+    from devtools import stack
+
+    run_dir = stack.RUN_DIR
+    shutil.rmtree(run_dir / "azurite", ignore_errors=True)  # each run on an empty emulator
+    undo = through_proxy(latency_ms) if latency_ms else (lambda: None)
+    try:
+        started = stack.up("h" + uuid.uuid4().hex[:8], any_ports=True)
+    except BaseException:
+        undo()
+        raise
     try:
         time.sleep(3.0)  # let the workers and the trigger settle into their idle polling
         # At most two chains: the local stack's gpu worker has two slots, so no hop waits for a
@@ -93,18 +138,44 @@ def main(chains: int, length: int, sleep_s: float) -> None:
         views = wait_done(started.api_url, ids, timeout_s=length * (sleep_s + 30))
     finally:
         stack.down(quiet=True)
+        undo()
     failed = [v["id"] for v in views if v["status"] != "completed"]
     if failed:
         raise SystemExit(f"workflows did not complete: {failed} (logs in {run_dir})")
     hops = [hop for view in views for hop in hops_of(view, length)]
+    halves = [half for view in views for half in halves_of(view, length)]
     p50, p95 = percentile(hops, 0.5), percentile(hops, 0.95)
-    print(f"{len(hops)} hops over {chains} chains of {length} tasks ({sleep_s}-{sleep_s + 10} s)")
+    to_queued = percentile([a for a, _ in halves], 0.5) * 1000
+    to_started = percentile([b for _, b in halves], 0.5) * 1000
+    extra = f" at +{latency_ms:g} ms per request" if latency_ms else ""
+    print(f"{len(hops)} hops over {chains} chains of {length} tasks ({sleep_s}-{sleep_s + 10} s)"
+          f"{extra}")  # fmt: skip
     print(f"mean {statistics.mean(hops) * 1000:.0f} ms, p50 {p50 * 1000:.0f} ms, "
-          f"p95 {p95 * 1000:.0f} ms, max {max(hops) * 1000:.0f} ms")  # fmt: skip
-    print(
+          f"p95 {p95 * 1000:.0f} ms, max {max(hops) * 1000:.0f} ms; p50 finished -> queued "
+          f"{to_queued:.0f} ms, queued -> started {to_started:.0f} ms", flush=True)  # fmt: skip
+    return hops
+
+
+def main(chains: int, length: int, sleep_s: float) -> None:
+    os.environ["DAGQ_RUN_DIR"] = tempfile.mkdtemp(prefix="dagq-hops-")
+    os.environ["DAGQ_WORKER_METADATA_URL"] = ""  # no Scheduled Events off a VM: 127.0.0.1 only
+    hops = run(chains, length, sleep_s)
+    p50, p95 = percentile(hops, 0.5), percentile(hops, 0.95)
+    line = (
         f"hops={len(hops)} hop_p50_ms={p50 * 1000:.0f} hop_p95_ms={p95 * 1000:.0f} "
         f"hop_max_ms={max(hops) * 1000:.0f}"
     )
+    latency_ms = float(os.environ.get("BENCH_LATENCY_MS") or 0)
+    if latency_ms:
+        slow = run(chains, length, sleep_s, latency_ms)
+        tag = f"_lat{latency_ms:g}"
+        slow_p50 = percentile(slow, 0.5)
+        line += (
+            f" hop_p50_ms{tag}={slow_p50 * 1000:.0f}"
+            f" hop_p95_ms{tag}={percentile(slow, 0.95) * 1000:.0f}"
+            f" hop_p50{tag}_delta_ms={(slow_p50 - p50) * 1000:.0f}"
+        )
+    print(line)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Requests after idle gaps, through a proxy whose server closes idle connections (issue #36).
 
-A ``FlakyProxy`` (tests/support) in front of a fresh Azurite closes a connection that was idle at
+A ``FlakyProxy`` (devtools/testing) in front of a fresh Azurite closes a connection that was idle at
 least ``--server-idle-s`` as the next request goes out (the race a client meets when it reuses a
 pooled connection the server has just timed out). A process makes ``--requests`` index inserts,
 each after a ``--gap-s`` pause, once with aiohttp's default keep-alive (15 s) and once with dagq's
@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import shared.storage.azure.clients as clients
 from devtools.azurite import Azurite
+from devtools.testing.flaky_proxy import FlakyProxy
 from shared.settings import Settings, azurite_connection_string
 from shared.states import WorkflowStatus
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import IndexRow
-from tests.support.flaky_proxy import FlakyProxy
 
 
 async def run(table_port: int, other: tuple[int, int], keepalive_s: float, args: argparse.Namespace,

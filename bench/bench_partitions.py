@@ -40,14 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.modelled_stack import FunctionsInstance, fan, queues_empty, stage_running_leaves
 from bench.scale_controller import PartitionFunction, run_controller
+from devtools.testing.partition_ids import ids_in_each_partition as ids_for
+from devtools.testing.synthetic_worker import SyntheticWorker
 from shared.coordinator import CoordinatorOptions
 from shared.coordinator.process import PartitionSet
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from shared.storage.modelled import AzureModel, StorageModel, modelled
 from shared.storage.ports import Storage
-from tests.support.partition_ids import ids_in_each_partition as ids_for
-from tests.support.synthetic_worker import SyntheticWorker
 
 NAMES = ResourceNames("bench")
 

@@ -197,7 +197,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def save_results(client: Client, workflow_id: str, folder: Path) -> tuple[dict[str, Any], Path]:
     """Write every task's output (outputs.json) and log (logs/<task>.log) under ``folder``."""
-    from shared.errors import ApiError
+    from shared.client.errors import ApiError
 
     folder.mkdir(parents=True, exist_ok=True)
     outputs = client.outputs(workflow_id)
@@ -256,7 +256,7 @@ def run_demo(base: Path, *, plain: bool, timeout_s: float, keep: bool = False) -
     """One demo run in a new folder under ``base`` (earlier runs' folders are kept)."""
     from rich.console import Console
 
-    from shared.cli import cost_render, render
+    from shared.cli import cost_render, render, style
     from shared.cli.follow import follow
     from shared.client import Client
 
@@ -290,7 +290,7 @@ def run_demo(base: Path, *, plain: bool, timeout_s: float, keep: bool = False) -
             say("")
             say(render.status_view(final))
             say("")
-            took = render.duration(render.elapsed_of(final, time.time()))
+            took = style.duration(render.elapsed_of(final, time.time()))
             say(f"outcome: workflow {final.id} [bold]{final.status}[/bold] in {took}")
             evaluation = outputs.get("evaluate")
             if isinstance(evaluation, dict):

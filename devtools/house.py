@@ -6,9 +6,11 @@ The rooms are the packages of ``shared/`` (``api``, ``engine``...), the *kernel*
 modules: one floor by design, see docs/architecture.md), ``worker_agent``, ``dagq`` (the Python face
 users import), ``devtools`` and the Functions app (``function_app.py``). A room's floor is one above
 the highest room it imports, so the drawing shows the house as the code builds it, not as it was
-planned. The rules (issue 18):
+planned. The rules (issues 18 and 34):
 
-1. no circle between rooms;
+1. no circle between rooms, and none between modules (inside a room either: a circle hidden behind
+   ``if TYPE_CHECKING:`` or a function-level import is still one; the simulation, ``sim/``, is
+   held to this rule too, though it is no room);
 2. nothing imports upward: every import between rooms runs down the plan, the floors of the import
    contracts in pyproject.toml (``[tool.importlinter]``, which ``make lint`` enforces module by
    module; the app and devtools stand on top, the worker and dagq above shared);
@@ -31,6 +33,8 @@ import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("shared", "worker_agent", "dagq", "devtools")
+MODULE_PACKAGES = (*PACKAGES, "sim")
+"""The packages whose modules must not import each other in a circle."""
 APP = "function_app"
 KERNEL = "kernel"
 MAX_FLOORS = 12
@@ -38,7 +42,7 @@ TOP = frozenset({"devtools", APP})
 """The rooms above everything: the Functions app and the developer tools (siblings)."""
 
 Rooms = Mapping[str, frozenset[str]]
-"""Each room -> the rooms it imports (never itself)."""
+"""Each room -> the rooms it imports (never itself); or each module -> the modules it imports."""
 
 
 def room_of(module: str, shared_packages: frozenset[str]) -> str | None:
@@ -91,6 +95,19 @@ def read_rooms(root: Path = ROOT) -> dict[str, frozenset[str]]:
     return {room: frozenset(targets) for room, targets in imports.items()}
 
 
+def read_modules() -> dict[str, frozenset[str]]:
+    """Every module of ``MODULE_PACKAGES`` and the modules of theirs it imports (never itself)."""
+    graph = grimp.build_graph(*MODULE_PACKAGES, cache_dir=None)
+    return {
+        module: frozenset(
+            target
+            for target in graph.find_modules_directly_imported_by(module)
+            if target in graph.modules and target != module
+        )
+        for module in graph.modules
+    }
+
+
 def plan(root: Path = ROOT) -> list[frozenset[str]]:
     """The planned floors, top first: the app and devtools, the worker and dagq, then shared's
     floors.
@@ -109,7 +126,7 @@ def plan(root: Path = ROOT) -> list[frozenset[str]]:
 
 
 def find_circle(rooms: Rooms) -> list[str] | None:
-    """A circle of imports between rooms (first room repeated at the end), or None."""
+    """A circle of imports between rooms or modules (the first repeated at the end), or None."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
 
@@ -158,9 +175,13 @@ class Verdict:
     problems: list[str]
 
 
-def judge(rooms: Rooms, planned: list[frozenset[str]]) -> Verdict:
-    """Check the three rules of the module docstring over ``rooms`` against ``planned``."""
+def judge(rooms: Rooms, planned: list[frozenset[str]], modules: Rooms | None = None) -> Verdict:
+    """Check the three rules of the module docstring over ``rooms`` (and ``modules``, when given)
+    against ``planned``."""
     problems: list[str] = []
+    between_modules = find_circle(modules or {})
+    if between_modules is not None:
+        problems.append("a circle between modules: " + " -> ".join(between_modules))
     circle = find_circle(rooms)
     if circle is not None:
         problems.append("a circle: " + " -> ".join(circle))
@@ -195,7 +216,7 @@ def drawing(verdict: Verdict, rooms: Rooms) -> str:
 def main() -> int:
     """Print the drawn house; 1 if a rule is broken."""
     rooms = read_rooms()
-    verdict = judge(rooms, plan())
+    verdict = judge(rooms, plan(), read_modules())
     if verdict.floors:
         print(drawing(verdict, rooms))
     for problem in verdict.problems:

@@ -37,6 +37,8 @@ QUEUE_PARTITION = "queue"
 """Registry-table partition of the queues any worker ever polled: one row per queue."""
 FAILURE_PARTITION = "failure"
 """Registry-table partition of tolerated storage failures (``shared.storage.tolerated``)."""
+SCHEDULE_PARTITION = "schedule"
+"""Schedules-table partition of the schedules: one row per schedule, its name the RowKey."""
 
 _MAX_MS = 10**13  # inverted timestamps keep 13 digits until the year 2286
 _DEADLETTER_NEWEST_FIRST = re.compile(r"\d{4}-\d{2}-\d{2}/\d{13}-.+\.json")
@@ -157,6 +159,12 @@ class ResourceNames:
         """The worker registry (heartbeats, queues polled, job marks): a table of its own, so the
         workers' role (write their rows) reaches no workflow's index row."""
         return f"{self.prefix}WorkersRegistry"
+
+    @property
+    def schedules_table(self) -> str:
+        """The schedules (``dagq schedule``): a table of its own, which only the app reads and
+        writes (the workers' identity has no role on it)."""
+        return f"{self.prefix}Schedules"
 
     # -- queues -----------------------------------------------------------------------------
     @property

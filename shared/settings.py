@@ -15,6 +15,7 @@ Everything else has a ``DAGQ_`` name, listed on the fields below.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -51,7 +52,12 @@ def azurite_connection_string(
 class Settings(BaseSettings):
     """Deployment-wide settings shared by the Functions app, the coordinator process and the CLI."""
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="DAGQ_", extra="ignore", populate_by_name=True, frozen=True
+    )
+    """Each setting is read from ``DAGQ_`` + its name in capitals (``lease_s``: ``DAGQ_LEASE_S``);
+    only the storage settings, named as the Functions host names a binding connection, spell out
+    their variables (``env_names`` lists every one)."""
 
     # -- storage ------------------------------------------------------------------------------
     storage_connection_string: str | None = Field(
@@ -81,21 +87,18 @@ class Settings(BaseSettings):
     signing_key: str | None = Field(
         default=None,
         repr=False,
-        validation_alias=AliasChoices("DAGQ_SIGNING_KEY"),
         description="The app's private Ed25519 key (32 bytes, URL-safe base64: python -m"
         " shared.signing makes a pair): the app signs every task message and control event"
         " with it. The app only: never give it to workers.",
     )
     verify_keys: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("DAGQ_VERIFY_KEYS"),
         description="The app's public key(s), comma-separated (two while a key is rotated):"
         " workers run only task messages, and the coordinator applies only control events,"
         " signed with one of them. Unset (with no DAGQ_SIGNING_KEY): nothing is verified.",
     )
     rbac_enforce: bool = Field(
         default=False,
-        validation_alias=AliasChoices("DAGQ_RBAC_ENFORCE"),
         description="Check every storage call against infra/'s role assignments for the calling"
         " component's identity and refuse what Azure would refuse (a 403"
         " AuthorizationPermissionMismatch): for Azurite, which enforces no roles. The test suite"
@@ -103,20 +106,17 @@ class Settings(BaseSettings):
     )
     rbac_usage: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("DAGQ_RBAC_USAGE"),
         description="With DAGQ_RBAC_ENFORCE: a file every process appends the permissions it"
         " used to (make rbac-check).",
     )
     prefix: str = Field(
         default=DEFAULT_PREFIX,
-        validation_alias=AliasChoices("DAGQ_PREFIX"),
         description="Namespaces every container, table and queue of this deployment.",
     )
 
     # -- coordinator --------------------------------------------------------------------------
     partitions: int = Field(
         default=DEFAULT_PARTITIONS,
-        validation_alias=AliasChoices("DAGQ_PARTITIONS"),
         description="Partitions new workflows are spread over (each: its own event queue, poison"
         " queue, lease and writer). Raising it affects only new workflows; see docs/capacity.md.",
     )
@@ -124,45 +124,38 @@ class Settings(BaseSettings):
         default=30,
         ge=15,
         le=60,
-        validation_alias=AliasChoices("DAGQ_LEASE_S"),
         description="Coordinator lease duration; renewed while a pass runs.",
     )
     pass_budget_s: float = Field(
         default=20.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_PASS_BUDGET_S"),
         description="How long one coordinator pass keeps draining the event queue.",
     )
     event_visibility_s: int = Field(
         default=60,
         ge=5,
-        validation_alias=AliasChoices("DAGQ_EVENT_VISIBILITY_S"),
         description="Visibility timeout of events received by a pass; well above pass_budget_s.",
     )
     lost_dispatch_after_s: float = Field(
         default=24 * 3600.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_LOST_DISPATCH_AFTER_S"),
         description="A task queued this long without a start is re-sent (ready-repair).",
     )
     empty_queue_repair_after_s: float = Field(
         default=60.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_EMPTY_QUEUE_REPAIR_AFTER_S"),
         description="A queued task whose queue holds no message at all is re-sent this long "
         "after it was sent (its message was lost), instead of after lost_dispatch_after_s.",
     )
     activate_repair_after_s: float = Field(
         default=30.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_ACTIVATE_REPAIR_AFTER_S"),
         description="A pending workflow this old is activated by the sweep (its event was lost).",
     )
     inline_output_bytes: int = Field(
         default=4 * 1024,
         gt=0,
         le=32 * 1024,
-        validation_alias=AliasChoices("DAGQ_INLINE_OUTPUT_BYTES"),
         description=(
             "Largest task output kept inline in an event and in the state blob; larger ones live"
             " in the outputs container (the coordinator moves any larger inline output there)."
@@ -171,7 +164,6 @@ class Settings(BaseSettings):
     state_inline_bytes: int = Field(
         default=1024 * 1024,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_STATE_INLINE_BYTES"),
         description=(
             "Most inline output bytes one workflow's state holds; outputs beyond it are moved to"
             " the outputs container, so state blobs stay small whatever the workflow."
@@ -180,7 +172,6 @@ class Settings(BaseSettings):
     workflow_slice_s: float = Field(
         default=5.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_WORKFLOW_SLICE_S"),
         description=(
             "Longest a pass spends loading one workflow and applying its events; past it the"
             " workflow's remaining events are set aside for a later pass (logged, counted)."
@@ -189,7 +180,6 @@ class Settings(BaseSettings):
     state_cache_mb: int = Field(
         default=64,
         ge=1,
-        validation_alias=AliasChoices("DAGQ_STATE_CACHE_MB"),
         description=(
             "Memory each partition's coordinator keeps workflow states in between passes (an"
             " estimate of their decoded size): about 12,000 five-task workflows at 64, enough for"
@@ -199,7 +189,6 @@ class Settings(BaseSettings):
     )
     sweep_schedule: str = Field(
         default="*/30 * * * * *",
-        validation_alias=AliasChoices("DAGQ_SWEEP_SCHEDULE"),
         description="NCRONTAB (seconds first) of the timer trigger that runs the sweeps. Every "
         "30 s: Flex Consumption bills each run at least 1 s, so the old 5 s cost ~$0.90 a day "
         "idle; 30 s keeps the repairs (activate after 30 s, an empty queue's lost dispatch after "
@@ -210,66 +199,56 @@ class Settings(BaseSettings):
     worker_lost_after_s: float = Field(
         default=90.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_WORKER_LOST_AFTER_S"),
         description="A worker not seen for this long shows as lost: a few of its registry "
         "intervals (DAGQ_WORKER_REGISTRY_S, default 20 s).",
     )
     sweep_overdue_after_s: float = Field(
         default=300.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_SWEEP_OVERDUE_AFTER_S"),
         description="dagq doctor reports a partition whose sweeps have not run for this long.",
     )
     event_stuck_after_s: float = Field(
         default=60.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_EVENT_STUCK_AFTER_S"),
         description="dagq doctor reports events visible this long while no coordinator holds "
         "the lease.",
     )
     clock_skew_s: float = Field(
         default=30.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_CLOCK_SKEW_S"),
         description="dagq doctor reports a worker whose clock is off from storage's by more.",
     )
     dead_letter_window_s: float = Field(
         default=24 * 3600.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_DEAD_LETTER_WINDOW_S"),
         description="dagq doctor reports dead letters received within this window.",
     )
     worker_forget_after_s: float = Field(
         default=7 * 24 * 3600.0,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_WORKER_FORGET_AFTER_S"),
         description="A lost worker's record is deleted once it has not been seen for this long.",
     )
 
     # -- API ----------------------------------------------------------------------------------
     prices: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("DAGQ_PRICES"),
         description="The price table of cost estimates (dagq cost, GET /api/workflows/{id}/cost):"
         " a JSON or YAML file's path, or inline JSON; unset: illustrative defaults (docs/cost.md).",
     )
     gpu_vm_sku: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("DAGQ_GPU_VM_SKU"),
         description="VM size of the deployment's GPU pool (the deployment sets it): without "
         "DAGQ_PRICES, the gpu queue is priced at its list price per GPU (docs/cost.md).",
     )
     max_definition_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_MAX_DEFINITION_BYTES"),
         description="Largest accepted workflow definition body.",
     )
     max_expansion_width: int = Field(
         default=MAX_EXPANSIONS,  # as static foreach
         ge=1,
         le=MAX_TASKS,
-        validation_alias=AliasChoices("DAGQ_MAX_EXPANSION_WIDTH"),
         description="Most tasks one foreach_from may expand to at run time (a longer list fails"
         " the task); recorded in each workflow's definition at submit.",
     )
@@ -277,31 +256,26 @@ class Settings(BaseSettings):
     # -- notifications (issue 29; docs/notifications.md) -------------------------------------
     notify_allow_private: bool = Field(
         default=False,
-        validation_alias=AliasChoices("DAGQ_NOTIFY_ALLOW_PRIVATE"),
         description="Let webhooks reach loopback and private addresses (the local stack sets it);"
         " link-local addresses (169.254.0.0/16, the metadata endpoint) stay refused.",
     )
     notify_allow_http: bool = Field(
         default=False,
-        validation_alias=AliasChoices("DAGQ_NOTIFY_ALLOW_HTTP"),
         description="Let webhooks use plain http:// (the local stack sets it); else https only.",
     )
     notify_retry_s: float = Field(
         default=NOTIFY_DELIVERY_BOUND_S,
         gt=0,
-        validation_alias=AliasChoices("DAGQ_NOTIFY_RETRY_S"),
         description="How long a notification is retried, with backoff, before it is"
         " dead-lettered with its reason.",
     )
     eventgrid_endpoint: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("DAGQ_EVENTGRID_ENDPOINT"),
         description="An Event Grid custom topic's endpoint (infra's eventGridTopic parameter sets"
         " it): every workflow's end and task_failed also go there, as CloudEvents.",
     )
     public_url: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("DAGQ_PUBLIC_URL"),
         description="The app's base URL (https://<app>.azurewebsites.net) for the dashboard"
         " links of notifications; default: https:// and the host's WEBSITE_HOSTNAME.",
     )
@@ -322,6 +296,23 @@ class Settings(BaseSettings):
     def _valid_partitions(cls, value: str | int | None) -> int:
         return parse_partitions(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _named_as_variables(cls, data: Any) -> Any:
+        """Values given by their variables' names (``Settings.model_validate(env)``, with
+        ``DAGQ_LEASE_S`` for ``lease_s``) are taken as values given by name: ``env_prefix``
+        names only the environment's variables."""
+        if not isinstance(data, dict):
+            return data
+        named = dict(data)
+        for key, value in data.items():
+            name = key.lower().removeprefix("dagq_") if isinstance(key, str) else None
+            field = cls.model_fields.get(name) if name and key.lower() != name else None
+            if name is not None and field is not None and field.validation_alias is None:
+                del named[key]
+                named[name] = value
+        return named
+
     @model_validator(mode="after")
     def _storage_is_addressed(self) -> Settings:
         has_uris = bool(self.blob_service_uri and self.queue_service_uri and self.table_service_uri)
@@ -332,6 +323,16 @@ class Settings(BaseSettings):
                 "use a managed identity"
             )
         return self
+
+    @classmethod
+    def env_names(cls) -> dict[str, tuple[str, ...]]:
+        """Each setting -> the environment variables it is read from, in order of precedence."""
+        prefix = cls.model_config.get("env_prefix", "")
+        return {
+            name: tuple(getattr(field.validation_alias, "choices", ()))
+            or (f"{prefix}{name.upper()}",)
+            for name, field in cls.model_fields.items()
+        }
 
     @cached_property
     def names(self) -> ResourceNames:

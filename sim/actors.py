@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -34,14 +34,12 @@ from sim.faults import Crash, Tooth
 from sim.keys import FORGED_CMD, FORGER, VERIFIER
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
+from sim.world_view import World
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
     workflow_cancelled,
     workflow_of,
 )
-
-if TYPE_CHECKING:
-    from sim.world import World
 
 HOST_MAX_DEQUEUE = 5
 """host.json maxDequeueCount: a trigger message that failed this often goes to the poison queue."""

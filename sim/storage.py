@@ -311,6 +311,7 @@ def _wrap(raw: MemoryStorage, v: _View) -> ActorStorage:
         event_poison_queue=_Port(raw.event_poison_queue, v, "queue"),
         registry=_Port(raw.registry, v, "registry"),
         cache=_Port(raw.cache, v, "cache"),
+        schedules=_Port(raw.schedules, v, "schedules"),
         partition=raw.partition,
         raw=raw,
         actor_view=v,

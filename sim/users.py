@@ -13,7 +13,7 @@ import asyncio
 import random
 import string
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.api import service
 from shared.deployment import partition_of
@@ -26,9 +26,7 @@ from sim.faults import Crash, TransientError
 from sim.keys import SIGNER
 from sim.storage import Actor, view
 from sim.workload import compile_random
-
-if TYPE_CHECKING:
-    from sim.world import World
+from sim.world_view import World
 
 Call = Callable[[Storage], Awaitable[Any]]
 

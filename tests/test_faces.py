@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from shared.lazy import face_imports
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = sorted(
     ".".join(init.parent.relative_to(ROOT).parts)
@@ -138,6 +140,50 @@ def test_every_name_of_a_face_resolves(package: str) -> None:
 @pytest.mark.parametrize("package", sorted(PINNED))
 def test_a_pinned_face_names_exactly_its_api(package: str) -> None:
     assert set(importlib.import_module(package).__all__) == PINNED[package]
+
+
+def _face_source(package: str) -> str:
+    return (ROOT / package.replace(".", "/") / "__init__.py").read_text()
+
+
+LAZY = [p for p in PACKAGES if "lazy_face(" in _face_source(p)]
+"""The lazy faces (``shared.lazy.lazy_face``)."""
+
+
+def test_the_lazy_faces_are_the_heavy_packages() -> None:
+    heavy = {"shared.api", "shared.ops", "shared.coordinator", "shared.codec", "shared.definition"}
+    assert heavy | {"shared.storage", "shared.readback", "worker_agent"} <= set(LAZY)
+
+
+@pytest.mark.parametrize("package", LAZY)
+def test_a_lazy_face_declares_each_name_once(package: str) -> None:
+    """Once: as an import (``name as name``) that type checkers read and ``lazy_face`` reads back
+    for ``__all__`` and ``__getattr__``, not again in a list and a map (issue 34)."""
+    source = _face_source(package)
+    assert "lazy_names(" not in source
+    assert "\n__all__ = " not in source
+    declared = [name for _, name in face_imports(package, source)]
+    assert len(set(declared)) == len(declared), "a name declared twice"
+    assert sorted(declared) == importlib.import_module(package).__all__
+
+
+def test_face_imports_reads_the_top_and_type_checking_imports_only() -> None:
+    source = (
+        '"""Doc.\n\n    from shared.x.a import in_a_docstring\n"""\n'
+        "from shared.x.m import eager as eager\n"
+        "from shared.lazy import lazy_face\n"
+        "if TYPE_CHECKING:\n"
+        "    from shared.x.n import (\n"
+        "        one as one,  # a comment\n"
+        "        two as two,\n"
+        "    )\n"
+        "def f() -> None:\n    from shared.x.z import inner\n"
+    )
+    assert face_imports("shared.x", source) == [
+        ("shared.x.m", "eager"),
+        ("shared.x.n", "one"),
+        ("shared.x.n", "two"),
+    ]
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:

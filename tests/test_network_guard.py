@@ -17,7 +17,7 @@ import pytest
 
 from tests.support import netns
 from tests.support.netguard import SITE_DIR, Offences, _load_guard
-from tests.worker.conftest import start_agent
+from tests.worker.agents import start_agent
 from worker_agent.config import DEFAULT_METADATA_URL
 
 

@@ -34,8 +34,12 @@ def _requirements() -> set[str]:
     }
 
 
+def _pyproject() -> dict:  # type: ignore[type-arg]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
 def _project() -> dict:  # type: ignore[type-arg]
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return _pyproject()["project"]
 
 
 def _constraints() -> dict[str, Version]:
@@ -52,6 +56,8 @@ def _all_dependencies() -> list[Requirement]:
     deps = [dep.split("#")[0].strip() for dep in project["dependencies"]]
     for extra in project["optional-dependencies"].values():
         deps.extend(extra)
+    for group in _pyproject()["dependency-groups"].values():
+        deps.extend(dep.split("#")[0].strip() for dep in group)
     return [Requirement(dep) for dep in deps]
 
 
@@ -59,8 +65,7 @@ def test_requirements_txt_is_the_runtime_dependencies_plus_azure_functions() -> 
     project = _project()
     runtime = {dep.split("#")[0].strip() for dep in project["dependencies"]}
     functions = set(project["optional-dependencies"]["functions"])
-    host_only = {dep for dep in functions if dep.startswith("croniter")}  # the local host's timer
-    assert _requirements() == runtime | (functions - host_only)
+    assert _requirements() == runtime | functions
 
 
 def test_funcignore_keeps_development_files_out_of_the_deployment() -> None:

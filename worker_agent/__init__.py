@@ -11,20 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from worker_agent.agent import Agent
-    from worker_agent.cli import main
-    from worker_agent.config import WorkerSettings
+    from worker_agent.agent import Agent as Agent
+    from worker_agent.cli import main as main
+    from worker_agent.config import WorkerSettings as WorkerSettings
 
-__all__ = ["Agent", "WorkerSettings", "main"]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "worker_agent.agent": ("Agent",),
-        "worker_agent.cli": ("main",),
-        "worker_agent.config": ("WorkerSettings",),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.errors import AttemptError, DagqError, MessageError, NotFoundError, StartError
+from shared.errors import DagqError, MessageError, NotFoundError
 from shared.messages import (
     FailureReason,
     TaskEvent,
@@ -38,6 +38,7 @@ from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent.config import WorkerSettings
+from worker_agent.errors import AttemptError, StartError
 from worker_agent.files import (
     AttemptPaths,
     closing_fd,
@@ -64,6 +65,20 @@ from worker_agent.workflow_check import (
 
 ERROR_RETRY_S = 5
 """After an unexpected error (storage outage, bug) the message comes back this much later."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One task message this worker holds, from claim to delete: what it says, as it was
+    received, the heartbeat that keeps it invisible, the stop request of its slot, the slot's
+    GPUs and the logger bound to its workflow, task and attempt."""
+
+    message: TaskMessage
+    received: ReceivedMessage
+    heartbeat: Heartbeat
+    stop: StopRequest
+    devices: str | None
+    log: TaskLogger
 
 
 @dataclass
@@ -107,18 +122,19 @@ class AttemptRunner:
             logger=log,
         )
         heartbeat.start()
+        attempt = Attempt(message, received, heartbeat, stop, devices, log)
+        # A storage outage or a bug, not the task's doing: hand the message back so the attempt
+        # is retried (by this worker or another) instead of being reported.
         try:
-            await self._attempt(message, received, heartbeat, stop, devices, log)
-        except BaseException as exc:
-            # A storage outage or a bug, not the task's doing: hand the message back so the
-            # attempt is retried (by this worker or another) instead of being reported.
-            if isinstance(exc, asyncio.CancelledError):
-                await self._release(heartbeat, log)
-            else:
-                log.exception("could not process the task message; releasing it for a retry")
-                await self._release(heartbeat, log, after_s=ERROR_RETRY_S)
-            if not isinstance(exc, Exception):
-                raise
+            await self._attempt(attempt)
+        except asyncio.CancelledError:
+            await self._release(attempt)
+            raise
+        except Exception:
+            await self._release_after_error(attempt)
+        except BaseException:
+            await self._release_after_error(attempt)
+            raise
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -134,35 +150,27 @@ class AttemptRunner:
             verifier.check(message)
         return message
 
-    async def _attempt(
-        self,
-        message: TaskMessage,
-        received: ReceivedMessage,
-        heartbeat: Heartbeat,
-        stop: StopRequest,
-        devices: str | None,
-        log: TaskLogger,
-    ) -> None:
+    async def _attempt(self, attempt: Attempt) -> None:
+        message, received, log = attempt.message, attempt.received, attempt.log
         if not await self._claim(message, received):
             log.info("duplicate dispatch of an attempt another message holds: dropping it")
-            await self._finish(heartbeat, log)
+            await self._finish(attempt)
             return
         # One HEAD, after the claim and right before running (a check before the claim could
         # be stale by the time the task starts: the simulation found one, seed 2306).
         seen = await workflow_of(self.storage, message)
         if seen.foreign:
-            await self._dead_letter(heartbeat.queue, received, seen.foreign, log, heartbeat)
+            queue = attempt.heartbeat.queue
+            await self._dead_letter(queue, received, seen.foreign, log, attempt.heartbeat)
             return
         if seen.late(message, received.dequeue_count):
             log.info("the task's run has ended: dropping a late message of the task")
-            await self._finish(heartbeat, log)
+            await self._finish(attempt)
             return
         if seen.status in CANCELLED_STATUSES:
             log.info("workflow is cancelled: not running the task")
             error = "the workflow was cancelled before the task started"
-            await self._report(
-                message, self._failed(message, None, "cancelled", None, error), heartbeat, log
-            )
+            await self._report(attempt, self._failed(attempt, "cancelled", error))
             return
         limit = self.settings.max_deliveries
         if limit and received.dequeue_count > limit:
@@ -172,42 +180,33 @@ class AttemptRunner:
                 f"{limit})"
             )
             log.error("%s: reporting the attempt failed", error)
-            await self._report(
-                message, self._failed(message, None, "error", None, error), heartbeat, log
-            )
+            await self._report(attempt, self._failed(attempt, "error", error))
             return
         paths = AttemptPaths.create(self.settings.work_dir, message)
         try:
-            await self._run_and_report(message, heartbeat, stop, devices, paths, log)
+            await self._run_and_report(attempt, paths)
         finally:
             if not self.settings.keep_work_dirs:
                 paths.remove()
 
-    async def _run_and_report(
-        self,
-        message: TaskMessage,
-        heartbeat: Heartbeat,
-        stop: StopRequest,
-        devices: str | None,
-        paths: AttemptPaths,
-        log: TaskLogger,
-    ) -> None:
+    async def _run_and_report(self, attempt: Attempt, paths: AttemptPaths) -> None:
+        message, log = attempt.message, attempt.log
         try:
             cwd = resolve_cwd(self.settings.work_dir, paths.work, message.cwd)
             write_json(paths.upstream, await upstream_values(message, self.storage.outputs))
-            env = task_environment(os.environ, message, paths, devices, self.settings.task_env)
+            env = task_environment(
+                os.environ, message, paths, attempt.devices, self.settings.task_env
+            )
             if self.task_user is not None:
                 env.update(self.task_user.environment())
             cwd_fd = None if self.task_user is None else open_cwd(cwd, self.settings.work_dir)
         except AttemptError as exc:
             log.warning("cannot run the task: %s", exc)
-            await self._report(
-                message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
-            )
+            await self._report(attempt, self._failed(attempt, "error", str(exc)))
             return
-        if stop.reason == "shutdown":
+        if attempt.stop.reason == "shutdown":
             closing_fd(cwd_fd).close()
-            await self._release(heartbeat, log)
+            await self._release(attempt)
             return
         # The agent's files are made while the directory is root's; it is handed over last.
         with (
@@ -217,46 +216,51 @@ class AttemptRunner:
         ):
             if self.task_user is not None:
                 self.task_user.hand_over(paths.root, [paths.work.name], [progress.fd])
+            user = None if self.task_user is None else (self.task_user.uid, self.task_user.gid)
             command = Command(
-                cmd=message.cmd, cwd=cwd, cwd_fd=cwd_fd, env=env, log_path=paths.log, log=task_log,
-                timeout_s=message.timeout_s, cgroup_parent=self.cgroup_parent,
-                user=None if self.task_user is None else (self.task_user.uid, self.task_user.gid),
-            )  # fmt: skip
-            live = self._live(message, progress, task_log, heartbeat, log)
+                cmd=message.cmd,
+                cwd=cwd,
+                cwd_fd=cwd_fd,
+                env=env,
+                log_path=paths.log,
+                log=task_log,
+                timeout_s=message.timeout_s,
+                cgroup_parent=self.cgroup_parent,
+                user=user,
+            )
+            live = self._live(attempt, progress, task_log)
             try:
-                result = await self._run(message, command, stop, log)
+                result = await self._run(attempt, command)
             except StartError as exc:
                 log.warning("%s", exc)
-                await self._report(
-                    message, self._failed(message, None, "error", None, str(exc)), heartbeat, log
-                )
+                await self._report(attempt, self._failed(attempt, "error", str(exc)))
                 return
             finally:
                 await live.stop()
             if result.stopped == "shutdown":
                 log.info("task stopped for shutdown; its message is released for another worker")
-                await self._release(heartbeat, log)
+                await self._release(attempt)
                 return
-            event = await self._result_event(message, result, paths, task_log, live, log)
-        await self._report(message, event, heartbeat, log)
+            outcome = Outcome(self.settings, self.reporter, message, log)
+            event = await outcome.event(result, paths, task_log, live)
+        await self._report(attempt, event)
 
-    def _live(
-        self,
-        message: TaskMessage,
-        progress: LogFile,
-        task_log: LogFile,
-        heartbeat: Heartbeat,
-        log: TaskLogger,
-    ) -> LiveAttempt:
+    def _live(self, attempt: Attempt, progress: LogFile, task_log: LogFile) -> LiveAttempt:
         """Start shipping the log and reading the progress file of the attempt about to run."""
+        message, heartbeat = attempt.message, attempt.heartbeat
         live = LiveAttempt(
             AttemptKey(message.workflow_id, message.task, message.attempt),
-            progress, task_log, self.storage.outputs,
-            max_log_bytes=self.settings.max_log_bytes, interval_s=self.settings.live_s,
-            logger=log, lost=lambda: heartbeat.lost, on_progress=self.on_progress,
+            progress,
+            task_log,
+            self.storage.outputs,
+            max_log_bytes=self.settings.max_log_bytes,
+            interval_s=self.settings.live_s,
+            logger=attempt.log,
+            lost=lambda: heartbeat.lost,
+            on_progress=self.on_progress,
             on_error=self.on_live_error,
             blob_incarnation=message.blob_incarnation,
-        )  # fmt: skip
+        )
         live.start()
         return live
 
@@ -272,15 +276,16 @@ class AttemptRunner:
             return True
         return owner.decode(errors="replace") == received.id
 
-    async def _run(
-        self, message: TaskMessage, command: Command, stop: StopRequest, log: TaskLogger
-    ) -> RunResult:
+    async def _run(self, attempt: Attempt, command: Command) -> RunResult:
+        message, log = attempt.message, attempt.log
         announcer = StartedAnnouncer(self.settings, self.reporter, message, log)
         announce = asyncio.create_task(announcer.run())
-        watch = asyncio.create_task(self._watch_cancel(message, stop, log))
+        watch = asyncio.create_task(self._watch_cancel(attempt))
         log.info("running: %s", message.cmd[:200])
         try:
-            result = await run_command(command, stop, kill_grace_s=self.settings.kill_grace_s)
+            result = await run_command(
+                command, attempt.stop, kill_grace_s=self.settings.kill_grace_s
+            )
         finally:
             watch.cancel()
             if announcer.posting:
@@ -295,11 +300,12 @@ class AttemptRunner:
         )
         return result
 
-    async def _watch_cancel(self, message: TaskMessage, stop: StopRequest, log: TaskLogger) -> None:
+    async def _watch_cancel(self, attempt: Attempt) -> None:
+        stop, log = attempt.stop, attempt.log
         while stop.reason is None:
             await asyncio.sleep(self.settings.cancel_check_s)
             try:
-                cancelled = await workflow_cancelled(self.storage, message)
+                cancelled = await workflow_cancelled(self.storage, attempt.message)
             except Exception as exc:  # transient: the next check will tell
                 log.debug("cancel check failed: %s", exc)
                 continue
@@ -307,45 +313,29 @@ class AttemptRunner:
                 log.info("workflow cancelled: stopping the task")
                 stop.request("cancelled")
 
-    async def _result_event(
-        self,
-        message: TaskMessage,
-        result: RunResult,
-        paths: AttemptPaths,
-        task_log: LogFile,
-        live: LiveAttempt,
-        log: TaskLogger,
-    ) -> TaskEvent:
-        """Upload the log (and a large output) and build the event that reports ``result``."""
-        outcome = Outcome(self.settings, self.reporter, message, log)
-        return await outcome.event(result, paths, task_log, live)
-
-    def _failed(
-        self,
-        message: TaskMessage,
-        result: RunResult | None,
-        reason: FailureReason,
-        exit_code: int | None,
-        error: str,
-    ) -> TaskFailedEvent:
-        return failed_event(self.settings.worker_id, message, result, reason, exit_code, error)
+    def _failed(self, attempt: Attempt, reason: FailureReason, error: str) -> TaskFailedEvent:
+        """The event of an attempt that failed before its command ran (no result, no exit)."""
+        return failed_event(self.settings.worker_id, attempt.message, None, reason, None, error)
 
     # -- the message ---------------------------------------------------------------------------
 
-    async def _report(
-        self, message: TaskMessage, event: TaskEvent, heartbeat: Heartbeat, log: TaskLogger
-    ) -> None:
+    async def _report(self, attempt: Attempt, event: TaskEvent) -> None:
         """Post the attempt's result, then delete its message (unless another worker holds it)."""
-        if heartbeat.lost:
+        log = attempt.log
+        if attempt.heartbeat.lost:
             log.warning("not reporting: another worker holds this attempt's message now")
-            await heartbeat.stop()
+            await attempt.heartbeat.stop()
             return
-        await self.reporter.post(event, partition=message.partition, logger=log)
+        await self.reporter.post(event, partition=attempt.message.partition, logger=log)
         log.info("reported %s", event.kind)
-        await self._finish(heartbeat, log)
+        await self._finish(attempt)
 
-    async def _finish(self, heartbeat: Heartbeat, log: TaskLogger) -> None:
+    async def _finish(self, attempt: Attempt) -> None:
         """Delete the message with its latest receipt."""
+        await self._finish_held(attempt.heartbeat, attempt.log)
+
+    async def _finish_held(self, heartbeat: Heartbeat, log: TaskLogger) -> None:
+        """Delete the message ``heartbeat`` holds, with its latest receipt."""
         current = await heartbeat.stop()
         if current is None:
             return
@@ -355,9 +345,17 @@ class AttemptRunner:
         if not deleted:
             log.warning("task message was already gone or taken by another worker")
 
-    async def _release(self, heartbeat: Heartbeat, log: TaskLogger, after_s: int = 0) -> None:
-        """Make the message visible again after ``after_s`` (best effort: else it reappears when
-        its visibility timeout ends)."""
+    async def _release_after_error(self, attempt: Attempt) -> None:
+        attempt.log.exception("could not process the task message; releasing it for a retry")
+        await self._release(attempt, after_s=ERROR_RETRY_S)
+
+    async def _release(self, attempt: Attempt, after_s: int = 0) -> None:
+        """Make the message visible again after ``after_s``."""
+        await self._release_held(attempt.heartbeat, attempt.log, after_s)
+
+    async def _release_held(self, heartbeat: Heartbeat, log: TaskLogger, after_s: int = 0) -> None:
+        """Make the message ``heartbeat`` holds visible again after ``after_s`` (best effort:
+        else it reappears when its visibility timeout ends)."""
         current = await heartbeat.stop()
         if current is None:
             return
@@ -391,9 +389,9 @@ class AttemptRunner:
         except DagqError as exc:
             log.error("could not dead-letter message %s: %s", received.id, exc)
             if heartbeat is not None:
-                await self._release(heartbeat, log, after_s=ERROR_RETRY_S)
+                await self._release_held(heartbeat, log, after_s=ERROR_RETRY_S)
             return
         if heartbeat is not None:
-            await self._finish(heartbeat, log)
+            await self._finish_held(heartbeat, log)
         else:
             await retry_transient("deleting a malformed message", lambda: queue.delete(received))

@@ -25,12 +25,13 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
-from shared.errors import AttemptError, MessageError, NotFoundError
+from shared.errors import MessageError, NotFoundError
 from shared.json_values import parse_untrusted
 from shared.message_fields import parent_output_blob
 from shared.messages import OutputRef, TaskMessage
 from shared.names import ResourceNames
 from shared.storage.ports import OutputBlobs
+from worker_agent.errors import AttemptError
 from worker_agent.reporting import retry_transient
 
 UPSTREAM_FETCH_CONCURRENCY = 16

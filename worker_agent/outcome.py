@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from shared.errors import AttemptError
 from shared.limits import ERROR_TAIL_CHARS
 from shared.messages import (
     INLINE_OUTPUT_BYTES,
@@ -28,6 +27,7 @@ from shared.messages import (
 )
 from shared.names import ResourceNames
 from worker_agent.config import WorkerSettings
+from worker_agent.errors import AttemptError
 from worker_agent.files import AttemptPaths, compact_json, read_output
 from worker_agent.live import LiveAttempt
 from worker_agent.logfile import LogFile

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from shared.errors import StartError
 from worker_agent.cgroup import TaskCgroup
+from worker_agent.errors import StartError
 from worker_agent.logfile import LogFile
 from worker_agent.processes import TaskProcesses
 

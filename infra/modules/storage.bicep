@@ -76,6 +76,7 @@ var names = {
   cacheContainer: '${prefix}-cache'
   indexTable: '${prefix}WorkflowsIndex'
   registryTable: '${prefix}WorkersRegistry'
+  schedulesTable: '${prefix}Schedules'
   eventQueue: '${prefix}-events'
   eventPoisonQueue: '${prefix}-events-poison'
   notifyQueue: '${prefix}-notify'
@@ -216,6 +217,13 @@ resource registryTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2
   name: names.registryTable
 }
 
+// The schedules (dagq schedule): only the app's identity has a table role that reaches them
+// (identity.bicep appTableDataContributor); the workers' table role is on the registry only.
+resource schedulesTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' = {
+  parent: tableService
+  name: names.schedulesTable
+}
+
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
   parent: storage
   name: 'default'
@@ -336,6 +344,7 @@ output deadletterContainerName string = names.deadletterContainer
 output cacheContainerName string = names.cacheContainer
 output indexTableName string = names.indexTable
 output registryTableName string = names.registryTable
+output schedulesTableName string = names.schedulesTable
 output eventQueueName string = names.eventQueue
 // Every event queue workers send completions to (one per coordinator partition): identity.bicep
 // gives the worker identity Message Sender on each.

@@ -20,80 +20,57 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from shared.api.context import CONTEXT, AppContext
-    from shared.api.openapi import OPENAPI_PATH
-    from shared.api.problems import bad_request, problem_for
+    from shared.api.context import CONTEXT as CONTEXT
+    from shared.api.context import AppContext as AppContext
+    from shared.api.openapi import OPENAPI_PATH as OPENAPI_PATH
+    from shared.api.problems import bad_request as bad_request
+    from shared.api.problems import problem_for as problem_for
     from shared.api.reads import (
-        get_attempts,
-        get_log,
-        get_task,
-        get_workflow,
-        health,
-        list_workflows,
-        read_task_output,
-        workflow_view,
+        get_attempts as get_attempts,
+    )
+    from shared.api.reads import (
+        get_log as get_log,
+    )
+    from shared.api.reads import (
+        get_task as get_task,
+    )
+    from shared.api.reads import (
+        get_workflow as get_workflow,
+    )
+    from shared.api.reads import (
+        health as health,
+    )
+    from shared.api.reads import (
+        list_workflows as list_workflows,
+    )
+    from shared.api.reads import (
+        read_task_output as read_task_output,
+    )
+    from shared.api.reads import (
+        workflow_view as workflow_view,
     )
     from shared.api.service import (
-        ControlResult,
-        Submission,
-        cancel,
-        compile_definition,
-        retry,
-        submit,
+        ControlResult as ControlResult,
     )
-    from shared.api.triggers import on_event, on_sweep
+    from shared.api.service import (
+        Submission as Submission,
+    )
+    from shared.api.service import (
+        cancel as cancel,
+    )
+    from shared.api.service import (
+        compile_definition as compile_definition,
+    )
+    from shared.api.service import (
+        retry as retry,
+    )
+    from shared.api.service import (
+        submit as submit,
+    )
+    from shared.api.triggers import on_event as on_event
+    from shared.api.triggers import on_sweep as on_sweep
 
-__all__ = [
-    "CONTEXT",
-    "OPENAPI_PATH",
-    "AppContext",
-    "ControlResult",
-    "Submission",
-    "bad_request",
-    "cancel",
-    "compile_definition",
-    "get_attempts",
-    "get_log",
-    "get_task",
-    "get_workflow",
-    "health",
-    "list_workflows",
-    "on_event",
-    "on_sweep",
-    "problem_for",
-    "read_task_output",
-    "retry",
-    "submit",
-    "workflow_view",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.api.context": ("CONTEXT", "AppContext"),
-        "shared.api.openapi": ("OPENAPI_PATH",),
-        "shared.api.problems": ("bad_request", "problem_for"),
-        "shared.api.reads": (
-            "get_attempts",
-            "get_log",
-            "get_task",
-            "get_workflow",
-            "health",
-            "list_workflows",
-            "read_task_output",
-            "workflow_view",
-        ),
-        "shared.api.service": (
-            "ControlResult",
-            "Submission",
-            "cancel",
-            "compile_definition",
-            "retry",
-            "submit",
-        ),
-        "shared.api.triggers": ("on_event", "on_sweep"),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

@@ -16,9 +16,6 @@ from shared.names import check_workflow_id
 if TYPE_CHECKING:
     from shared.cost.prices import PriceTable
 
-MAX_SINCE_S = 366 * 86400.0
-"""Longest period a cost report covers."""
-
 
 @functools.lru_cache(maxsize=4)
 def _prices(spec: str | None, vm_sku: str | None = None) -> PriceTable:

@@ -138,7 +138,7 @@ def graph_view(workflow_id: str, wf: CompiledWorkflow) -> Graph:
 async def _graph(req: func.HttpRequest) -> func.HttpResponse:
     from shared.api.context import CONTEXT
     from shared.names import check_workflow_id
-    from shared.storage.workflow_reads import read_definition, read_workflow
+    from shared.readback.workflow_reads import read_definition, read_workflow
 
     workflow_id = req.route_params.get("id") or ""
     check_workflow_id(workflow_id)

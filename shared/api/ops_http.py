@@ -19,7 +19,6 @@ from shared.errors import ConfigError
 if TYPE_CHECKING:
     from shared.cost.prices import PriceTable
 
-PURGEABLE = ("completed", "failed", "cancelled")
 POOL_WINDOW_S = 24 * 3600.0
 """The workers' answer reports the machines up in the last this long (``pool``)."""
 

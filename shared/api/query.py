@@ -18,10 +18,7 @@ from typing import Annotated, Literal, TypeVar
 import azure.functions as func
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from shared.api.cost_http import MAX_SINCE_S
-from shared.api.ops_http import PURGEABLE
 from shared.api.problems import bad_request
-from shared.api.task_http import MAX_OFFSET
 from shared.limits import (
     MAX_COST_WORKFLOWS,
     MAX_COUNTER,
@@ -31,6 +28,13 @@ from shared.limits import (
     MAX_TOKEN_CHARS,
 )
 from shared.states import WorkflowStatus
+
+MAX_SINCE_S = 366 * 86400.0
+"""Longest period a cost report covers."""
+PURGEABLE = ("completed", "failed", "cancelled")
+"""The statuses a purge takes."""
+MAX_OFFSET = 1 << 48
+"""Largest byte offset of a log read (far past any log: --max-log-bytes bounds them)."""
 
 _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 _DECIMAL = re.compile(

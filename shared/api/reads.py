@@ -18,8 +18,8 @@ from shared.api.task_reads import (
 )
 from shared.errors import NotFoundError
 from shared.names import ResourceNames, check_task_name
+from shared.readback.workflow_reads import read_workflow
 from shared.states import TaskState, WorkflowStatus
-from shared.storage.workflow_reads import read_workflow
 
 if TYPE_CHECKING:
     from collections.abc import Callable

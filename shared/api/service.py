@@ -23,9 +23,9 @@ from shared.errors import ConflictError, IncompleteSubmitError, NotFoundError
 from shared.limits import MAX_COUNTER
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent, SignedMessage, encode
 from shared.names import check_workflow_id, new_workflow_id
+from shared.readback.workflow_reads import read_workflow
 from shared.signing import Signer
 from shared.states import WorkflowStatus
-from shared.storage.workflow_reads import read_workflow
 
 M = TypeVar("M", bound=SignedMessage)
 

@@ -19,9 +19,6 @@ from shared.api.http import _handler, json_response
 from shared.api.request import route_param
 from shared.names import check_task_name, check_workflow_id
 
-MAX_OFFSET = 1 << 48
-"""Largest byte offset accepted (far past any log: --max-log-bytes bounds them)."""
-
 ATTEMPT_HEADER = "X-Dagq-Attempt"
 SIZE_HEADER = "X-Dagq-Log-Size"
 GROWING_HEADER = "X-Dagq-Log-Growing"

@@ -1,5 +1,6 @@
 """Entry points of the non-HTTP triggers: the event-queue triggers (one per partition) and the
-sweep timer.
+sweep timer. Partition 0's coordinator starts the schedules' due runs after its sweeps
+(``start_scheduled_runs``).
 
 Both delegate to the coordinator (``shared.coordinator``) on the app's shared storage. One
 coordinator per partition is created on first use and kept for the life of the worker process, so
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     import azure.functions as func
 
     from shared.coordinator import Coordinator
+    from shared.storage.ports import Storage
 
 log = logging.getLogger("dagq.triggers")
 
@@ -41,8 +43,22 @@ async def coordinator(partition: int = 0) -> Coordinator:
             from shared.coordinator import Coordinator
 
             storage = (await CONTEXT.storage()).for_partition(partition)
-            _coordinators[partition] = Coordinator(storage, CONTEXT.settings, keep_lease=True)
+            _coordinators[partition] = Coordinator(
+                storage, CONTEXT.settings, keep_lease=True, after_sweeps=start_scheduled_runs
+            )
         return _coordinators[partition]
+
+
+async def start_scheduled_runs(storage: Storage, now: float) -> int:
+    """The schedules' sweep (``shared.api.schedule_sweep``), run after partition 0's sweeps."""
+    from shared.api.schedule_sweep import run_schedules
+    from shared.signing import signer_of
+
+    settings = CONTEXT.settings
+    return await run_schedules(
+        storage, now, partitions=settings.partitions, signer=signer_of(settings.signing_key),
+        max_expansion_width=settings.max_expansion_width,
+    )  # fmt: skip
 
 
 def _message_text(msg: func.QueueMessage) -> str:

@@ -10,27 +10,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from shared.caching.entry import CachedFrom, CacheEntry, decode_entry, encode_entry
-    from shared.caching.key import CacheInputs, cache_key, key_of_task, output_digest
+    from shared.caching.entry import (
+        CachedFrom as CachedFrom,
+    )
+    from shared.caching.entry import (
+        CacheEntry as CacheEntry,
+    )
+    from shared.caching.entry import (
+        decode_entry as decode_entry,
+    )
+    from shared.caching.entry import (
+        encode_entry as encode_entry,
+    )
+    from shared.caching.key import (
+        CacheInputs as CacheInputs,
+    )
+    from shared.caching.key import (
+        cache_key as cache_key,
+    )
+    from shared.caching.key import (
+        key_of_task as key_of_task,
+    )
+    from shared.caching.key import (
+        output_digest as output_digest,
+    )
 
-__all__ = [
-    "CacheEntry",
-    "CacheInputs",
-    "CachedFrom",
-    "cache_key",
-    "decode_entry",
-    "encode_entry",
-    "key_of_task",
-    "output_digest",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.caching.entry": ("CacheEntry", "CachedFrom", "decode_entry", "encode_entry"),
-        "shared.caching.key": ("CacheInputs", "cache_key", "key_of_task", "output_digest"),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.task_logs",
     "shared.cli.watch",
     "shared.cli.control",
+    "shared.cli.schedules",
     "shared.cli.ops",
     "shared.cli.cost",
     "shared.cli.ui",

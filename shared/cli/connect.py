@@ -65,7 +65,8 @@ def report_errors(handler: Handler) -> Handler:
             )
             return ExitCode.USAGE
         from shared.cli.terminal import for_stderr
-        from shared.errors import ApiError, ApiUnreachableError, DagqError, WaitTimeoutError
+        from shared.client.errors import ApiError, ApiUnreachableError, WaitTimeoutError
+        from shared.errors import DagqError
 
         try:
             return handler(args)

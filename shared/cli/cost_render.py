@@ -7,7 +7,7 @@ from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable, Phrases
 from shared.cli.params_render import params_line
-from shared.cli.render import duration
+from shared.cli.style import duration
 from shared.views import CostReport, WorkflowCost
 
 TASK_COLUMNS = (

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from shared.cli import render
+from shared.cli import render, style
 from shared.cli.exitcodes import for_status
 from shared.cli.unserved import UnservedQueues
 from shared.client import Client, Workflow
@@ -155,7 +155,7 @@ def conclude(wf: Workflow, console: Console, *, since: float | None = None) -> i
     elapsed = render.elapsed_of(wf, time.time())
     if since is not None:
         elapsed = max(0.0, (wf.finished_at or time.time()) - since)
-    took = render.duration(elapsed)
+    took = style.duration(elapsed)
     console.print(
         Text.assemble(
             f"workflow {wf.id} ",
@@ -169,7 +169,7 @@ def conclude(wf: Workflow, console: Console, *, since: float | None = None) -> i
         failed = [name for name, info in wf.tasks.items() if info.state == TaskState.FAILED]
         for name in failed[:5]:
             error = wf.tasks[name].error or ""
-            console.print(f"  failed: {name}  {render.first_line(error)}", highlight=False)
+            console.print(f"  failed: {name}  {style.first_line(error)}", highlight=False)
         ran = [name for name in failed if wf.tasks[name].started_at is not None]
         if ran:  # a task that never ran has no log: its error above says why
             console.print(f"  see a log: dagq logs {wf.id} {ran[0]}", highlight=False)

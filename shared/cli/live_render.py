@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from rich.text import Text
 
 from shared.cli.fit_table import Column, FitTable
-from shared.cli.render import STATE_STYLE, duration, first_line, timestamp
+from shared.cli.style import STATE_STYLE, duration, first_line, timestamp
 from shared.views import AttemptList, GpuView
 
 MAX_METRICS_SHOWN = 3

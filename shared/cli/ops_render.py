@@ -10,7 +10,7 @@ from rich.text import Text
 from shared.cli.cost_render import money
 from shared.cli.fit_table import Column, FitTable
 from shared.cli.live_render import gpu_text, progress_text
-from shared.cli.render import duration
+from shared.cli.style import duration
 from shared.durations import spell_duration
 from shared.views import DoctorReport, WorkersView, WorkerView
 

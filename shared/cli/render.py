@@ -18,7 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.cli.fit_table import Cell, Column, FitTable, Phrases
+from shared.cli.live_render import progress_text
 from shared.cli.params_render import params_line
+from shared.cli.style import STATE_STYLE, duration, first_line, timestamp
 from shared.client import TaskInfo, Workflow, WorkflowSummary
 from shared.states import TERMINAL_TASK_STATES, TaskState, WorkflowStatus
 
@@ -37,17 +39,6 @@ STATE_ORDER: tuple[str, ...] = (
 
 CACHED = "cached"
 """What the task table shows for a task that completed from the result cache (it did not run)."""
-STATE_STYLE: dict[str, str] = {
-    TaskState.COMPLETED: "green",
-    TaskState.RUNNING: "cyan",
-    TaskState.QUEUED: "yellow",
-    TaskState.READY: "magenta",
-    TaskState.PENDING: "grey50",
-    TaskState.FAILED: "bold red",
-    TaskState.UPSTREAM_FAILED: "red",
-    TaskState.SKIPPED: "grey62",
-    TaskState.CANCELLED: "dark_orange",
-}
 STATUS_STYLE: dict[str, str] = {
     WorkflowStatus.PENDING: "grey50",
     WorkflowStatus.RUNNING: "cyan",
@@ -56,27 +47,6 @@ STATUS_STYLE: dict[str, str] = {
     WorkflowStatus.FAILED: "bold red",
     WorkflowStatus.CANCELLED: "bold dark_orange",
 }
-
-
-def duration(seconds: float | None) -> str:
-    """``73`` -> ``1m13s``; ``None`` -> ``-``."""
-    if seconds is None or seconds < 0:
-        return "-"
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
-
-
-def timestamp(epoch: float | None) -> str:
-    """A UTC time for tables (``2026-11-29 12:01:02``)."""
-    if epoch is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
 
 
 def dumps(value: object) -> str:
@@ -259,8 +229,6 @@ TASK_COLUMNS = (
 def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
     """The task table: names and states kept, the other columns left out, least useful first
     (started, queue, try, took, exit, progress), when the width runs out."""
-    from shared.cli.live_render import progress_text
-
     last = Column("error" if any(info.error for _, info in items) else "note", "text", drop=1)
     notes = [_cached_note(info) or first_line(info.error, limit=200) for _, info in items]
     progress = [progress_text(info.progress, info.metrics) for _, info in items]
@@ -311,14 +279,6 @@ def task_table(wf: Workflow, limit: int | None = 50) -> tuple[FitTable, int]:
         hidden = len(items) - limit
         items = sorted(items[:limit], key=lambda kv: order[kv[0]])
     return task_rows(items), hidden
-
-
-def first_line(text: str | None, limit: int = 80) -> str:
-    if not text:
-        return ""
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    line = lines[-1] if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def status_view(wf: Workflow, *, limit: int | None = 50) -> RenderableType:

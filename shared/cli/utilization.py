@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from shared.cli.fit_table import Column, FitTable
-from shared.cli.render import duration
+from shared.cli.style import duration
 from shared.views import WorkersView
 
 

@@ -26,6 +26,7 @@ The package's modules: ``config`` (where the API is), ``transport`` (HTTP and ``
 from __future__ import annotations
 
 from shared.client.config import DEFAULT_API_URL, KEY_HEADER, ClientConfig, config_file_path
+from shared.client.errors import ApiError, ApiUnreachableError, WaitTimeoutError
 from shared.client.models import (
     Accepted,
     CancelAccepted,
@@ -39,7 +40,6 @@ from shared.client.models import (
 )
 from shared.client.operations import Client, Definition
 from shared.client.wait import UpdateCallback
-from shared.errors import ApiError, ApiUnreachableError, WaitTimeoutError
 
 __all__ = [
     "DEFAULT_API_URL",

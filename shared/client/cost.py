@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from shared.client.transport import segment
 from shared.views import CostReport, WorkflowCost
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -26,8 +27,6 @@ class CostMixin:
     def workflow_cost(self, workflow_id: str) -> WorkflowCost:
         """One workflow's GPU-hours, CPU-hours, estimated cost, storage requests and what the
         result cache saved, per task."""
-        from shared.client.transport import segment
-
         return self._model(WorkflowCost, "GET", f"/workflows/{segment(workflow_id)}/cost")
 
     def cost(

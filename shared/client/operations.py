@@ -15,6 +15,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from shared.client.config import ClientConfig
 from shared.client.cost import CostMixin
+from shared.client.errors import ApiError
 from shared.client.models import (
     CancelAccepted,
     RetryAccepted,
@@ -25,10 +26,11 @@ from shared.client.models import (
     WorkflowSummary,
 )
 from shared.client.ops import OperationsMixin
+from shared.client.schedules import SchedulesMixin
 from shared.client.task_logs import TaskLogsMixin
 from shared.client.transport import REPEATS, Transport, payload, segment, shape_error, snippet
 from shared.client.wait import UpdateCallback, wait_for
-from shared.errors import ApiError, DagqError
+from shared.errors import DagqError
 from shared.names import new_workflow_id
 from shared.states import TaskState
 
@@ -75,13 +77,14 @@ def client_workflow_id() -> str:
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
-class Client(OperationsMixin, TaskLogsMixin, CostMixin):
+class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
     """Synchronous client of one dagq deployment. Use as a context manager or call ``close``.
 
     The operations methods (``workers``, ``doctor``, ``delete``, ``purge``) come from
     ``shared.client.ops``; ``logs``, ``follow_log`` and ``attempts`` from
     ``shared.client.task_logs``; the cost methods (``workflow_cost``, ``cost``) from
-    ``shared.client.cost``."""
+    ``shared.client.cost``; the schedule methods (``create_schedule``, ``schedules``...) from
+    ``shared.client.schedules``."""
 
     def __init__(
         self,

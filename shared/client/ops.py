@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from shared.client.transport import segment as _seg
 from shared.views import DoctorReport, PurgedView, PurgeReport, WorkersView
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ class OperationsMixin:
     def delete(self, workflow_id: str) -> PurgedView:
         """Purge one finished workflow: its definition, state, index row, outputs and logs
         (ApiError 409 while it runs, 404 if unknown). Finishes an interrupted purge too."""
-        from shared.client.transport import segment as _seg
-
         return self._model(PurgedView, "DELETE", f"/workflows/{_seg(workflow_id)}")
 
     def purge(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from shared.client.transport import segment
 from shared.views import AttemptList
 
 if TYPE_CHECKING:
@@ -56,8 +57,6 @@ class TaskLogsMixin:
     def attempts(self, workflow_id: str, task: str) -> AttemptList:
         """Every attempt of a task, oldest first: number, state, worker, times, exit code,
         error, log (earlier attempts stay readable after retries and reruns)."""
-        from shared.client.transport import segment
-
         path = f"/workflows/{segment(workflow_id)}/tasks/{segment(task)}/attempts"
         return self._model(AttemptList, "GET", path)
 
@@ -66,8 +65,6 @@ class TaskLogsMixin:
     ) -> LogPiece:
         """What exists of an attempt's log from byte ``offset`` (the latest attempt with a log
         unless ``attempt`` is given), and whether it may still grow."""
-        from shared.client.transport import segment
-
         params: dict[str, str | int] = {"offset": offset}
         if attempt is not None:
             params["attempt"] = attempt

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared.client.config import KEY_HEADER, ClientConfig, check_credentials_travel_safely
 from shared.client.entra import entra_auth
-from shared.errors import ApiError, ApiUnreachableError
+from shared.client.errors import ApiError, ApiUnreachableError
 
 _M = TypeVar("_M", bound=BaseModel)
 

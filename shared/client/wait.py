@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from shared.errors import ApiError, ApiUnreachableError, WaitTimeoutError
+from shared.client.errors import ApiError, ApiUnreachableError, WaitTimeoutError
 
 if TYPE_CHECKING:
     from shared.client.models import Workflow

@@ -13,52 +13,36 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.codec.metadata import status_from_metadata
-from shared.lazy import lazy_names
+from shared.codec.metadata import status_from_metadata as status_from_metadata
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
     from shared.codec.definition import (
-        DEFINITION_MAGIC,
-        DEFINITION_VERSION,
-        decode_definition,
-        encode_definition,
+        DEFINITION_MAGIC as DEFINITION_MAGIC,
+    )
+    from shared.codec.definition import (
+        DEFINITION_VERSION as DEFINITION_VERSION,
+    )
+    from shared.codec.definition import (
+        decode_definition as decode_definition,
+    )
+    from shared.codec.definition import (
+        encode_definition as encode_definition,
     )
     from shared.codec.state import (
-        STATE_MAGIC,
-        STATE_VERSION,
-        decode_state,
-        encode_state,
-        state_metadata,
+        STATE_MAGIC as STATE_MAGIC,
+    )
+    from shared.codec.state import (
+        STATE_VERSION as STATE_VERSION,
+    )
+    from shared.codec.state import (
+        decode_state as decode_state,
+    )
+    from shared.codec.state import (
+        encode_state as encode_state,
+    )
+    from shared.codec.state import (
+        state_metadata as state_metadata,
     )
 
-__all__ = [
-    "DEFINITION_MAGIC",
-    "DEFINITION_VERSION",
-    "STATE_MAGIC",
-    "STATE_VERSION",
-    "decode_definition",
-    "decode_state",
-    "encode_definition",
-    "encode_state",
-    "state_metadata",
-    "status_from_metadata",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.codec.definition": (
-            "DEFINITION_MAGIC",
-            "DEFINITION_VERSION",
-            "decode_definition",
-            "encode_definition",
-        ),
-        "shared.codec.state": (
-            "STATE_MAGIC",
-            "STATE_VERSION",
-            "decode_state",
-            "encode_state",
-            "state_metadata",
-        ),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

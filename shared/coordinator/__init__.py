@@ -13,37 +13,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from shared.coordinator.entry import Coordinator
-    from shared.coordinator.envelope import Envelope
-    from shared.coordinator.options import CoordinatorOptions
-    from shared.coordinator.passes import PassResult
-    from shared.coordinator.process import PartitionSet
-    from shared.coordinator.stats import LeaseState, PassStats
-    from shared.coordinator.update import WorkflowUpdater
+    from shared.coordinator.entry import Coordinator as Coordinator
+    from shared.coordinator.envelope import Envelope as Envelope
+    from shared.coordinator.options import CoordinatorOptions as CoordinatorOptions
+    from shared.coordinator.passes import PassResult as PassResult
+    from shared.coordinator.process import PartitionSet as PartitionSet
+    from shared.coordinator.stats import LeaseState as LeaseState
+    from shared.coordinator.stats import PassStats as PassStats
+    from shared.coordinator.update import WorkflowUpdater as WorkflowUpdater
 
-__all__ = [
-    "Coordinator",
-    "CoordinatorOptions",
-    "Envelope",
-    "LeaseState",
-    "PartitionSet",
-    "PassResult",
-    "PassStats",
-    "WorkflowUpdater",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.coordinator.entry": ("Coordinator",),
-        "shared.coordinator.envelope": ("Envelope",),
-        "shared.coordinator.options": ("CoordinatorOptions",),
-        "shared.coordinator.passes": ("PassResult",),
-        "shared.coordinator.process": ("PartitionSet",),
-        "shared.coordinator.stats": ("LeaseState", "PassStats"),
-        "shared.coordinator.update": ("WorkflowUpdater",),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

@@ -1,5 +1,5 @@
-"""The in-memory half of a workflow update: apply events through the engine, then carry out the
-dispatches (sending task messages), failing attempts whose message cannot be sent at all.
+"""The in-memory half of a workflow update: apply events through the engine (the dispatches that
+follow are ``dispatch.dispatch_all``'s).
 
 Nothing here writes the state blob; ``update.py`` flushes what this changed.
 """
@@ -9,41 +9,18 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 from shared import engine
-from shared.coordinator.dispatch import Dispatcher, SentKey
 from shared.coordinator.envelope import Envelope
-from shared.coordinator.lists import cached_list
-from shared.coordinator.results import ResultCacheSteps
+from shared.coordinator.tally import Tally
 from shared.definition.workflow import CompiledWorkflow
-from shared.engine.commands import Command, Dispatch, WorkflowFinished
+from shared.engine.commands import Command
 from shared.engine.state import RuntimeState
-from shared.errors import ApplyError, DispatchBoundError, DispatchError, MessageError
-from shared.limits import ERROR_TAIL_CHARS
-from shared.messages import Event, TaskCompletedEvent, TaskFailedEvent
+from shared.errors import ApplyError, MessageError
+from shared.messages import Event, TaskCompletedEvent
 
 log = logging.getLogger("dagq.coordinator")
-
-
-@dataclass
-class Tally:
-    """Counters of one workflow update; merged into the pass stats only if the update succeeds."""
-
-    applied: int = 0
-    duplicates: int = 0
-    dispatched: int = 0
-    upstream_blobs: int = 0
-    finished: int = 0
-    dead: list[tuple[Envelope, str]] = field(default_factory=list)
-    deferred: list[Envelope] = field(default_factory=list)
-    set_aside: list[Envelope] = field(default_factory=list)
-    """Not applied: the workflow's slice of the pass ran out first (left for a later pass)."""
-    completed: list[TaskCompletedEvent] = field(default_factory=list)
-    """Completions applied (their cached tasks' results are recorded after the flush)."""
-    cache_hits: int = 0
-    """Dispatches answered from the result cache (completed without running)."""
 
 
 def apply_events(
@@ -95,74 +72,6 @@ def apply_events(
 def _take_deferred(tally: Tally) -> list[Envelope]:
     early, tally.deferred = tally.deferred, []
     return early
-
-
-def dispatch_rounds(wf: CompiledWorkflow) -> int:
-    """How many send rounds ``dispatch_all`` may need: every round but the last fails at least one
-    attempt whose message cannot be sent or completes one from the result cache, and one run of
-    the workflow has at most sum(num_retries + 1) attempts."""
-    return sum(task.num_retries + 1 for task in wf.tasks) + 1
-
-
-async def dispatch_all(
-    dispatcher: Dispatcher,
-    may_send: Callable[[], bool],
-    workflow_id: str,
-    wf: CompiledWorkflow,
-    state: RuntimeState,
-    commands: list[Command],
-    tally: Tally,
-    sent: set[SentKey],
-    now: float,
-    max_rounds: int | None = None,
-    results: ResultCacheSteps | None = None,
-) -> None:
-    """Send the dispatches among ``commands``. An attempt whose message cannot be sent at all
-    fails (reason ``error``), which may dispatch its retry: rounds go on until no dispatch is
-    left, at most ``max_rounds`` (default ``dispatch_rounds(wf)``) — if that is ever reached,
-    DispatchBoundError (never a silently dropped dispatch). With ``results``, a dispatch of a
-    cached task whose result is in the cache completes from it instead of being sent (its
-    children's dispatches follow in the next round)."""
-    rounds = dispatch_rounds(engine.expanded(wf, state)) if max_rounds is None else max_rounds
-    for _ in range(rounds):
-        dispatches = [c for c in commands if isinstance(c, Dispatch)]
-        tally.finished += sum(isinstance(c, WorkflowFinished) for c in commands)
-        if not dispatches:
-            return
-        if not may_send():
-            raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
-        # The workflow as it runs: the definition plus its foreach_from expansions.
-        running = engine.expanded(wf, state)
-        hits = await results.lookup_all(workflow_id, running, dispatches, now) if results else []
-        answered = {id(hit.dispatch) for hit in hits}
-        dispatches = [d for d in dispatches if id(d) not in answered]
-        outcome = await dispatcher.send_all(workflow_id, running, dispatches, sent)
-        tally.dispatched += outcome.sent
-        tally.upstream_blobs += outcome.upstream_blobs
-        if not outcome.ok:
-            raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
-        commands = []
-        for hit in hits:
-            lists = cached_list(wf, hit.completion, hit.payload)
-            commands += engine.complete_from_cache(
-                wf, state, hit.completion, hit.origin, now, lists=lists
-            )
-        tally.cache_hits += len(hits)
-        for command, reason in outcome.unsendable:
-            failure = TaskFailedEvent(
-                workflow_id=workflow_id,
-                task=command.name,
-                attempt=command.attempt,
-                incarnation=command.incarnation,
-                finished_at=now,
-                reason="error",
-                error=reason[:ERROR_TAIL_CHARS],
-            )
-            commands += engine.apply(wf, state, failure, now)
-    if any(isinstance(c, Dispatch) for c in commands):
-        raise DispatchBoundError(
-            f"dispatches of workflow {workflow_id} did not settle in {rounds} rounds"
-        )
 
 
 def defer(tally: Tally, max_deliveries: int) -> list[Envelope]:

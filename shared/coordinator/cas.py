@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from shared.coordinator.cache import CachedState
+from shared.coordinator.state_cache import CachedState
 from shared.engine.state import RuntimeState
 from shared.errors import FlushConflictsError, StaleStateError
 

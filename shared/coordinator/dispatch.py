@@ -1,4 +1,6 @@
-"""Carrying out the engine's Dispatch commands: build each task message and send it, concurrently.
+"""Carrying out the engine's Dispatch commands: build each task message and send it, concurrently,
+in rounds (``dispatch_all``: an attempt whose message cannot be sent fails, which may dispatch its
+retry; a cached task may complete from the result cache, which dispatches its children).
 
 A task message carries its parents' output refs inline when the whole map fits the message budget;
 otherwise (a sink with thousands of parents) the map is written once to the attempt's upstream blob
@@ -10,14 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from shared import engine
+from shared.coordinator.lists import cached_list
+from shared.coordinator.results import ResultCacheSteps
+from shared.coordinator.tally import Tally
 from shared.definition.templating import render_value
 from shared.definition.workflow import CompiledWorkflow
-from shared.engine.commands import Dispatch
-from shared.errors import MessageError
-from shared.messages import TaskMessage, encode
+from shared.engine.commands import Command, Dispatch, WorkflowFinished
+from shared.engine.state import RuntimeState
+from shared.errors import DispatchBoundError, DispatchError, MessageError
+from shared.limits import ERROR_TAIL_CHARS
+from shared.messages import TaskFailedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.signing import Signer
 from shared.storage.ports import Storage
@@ -180,3 +188,82 @@ class Dispatcher:
             await self._storage.outputs.put(blob, upstream_json(command))
             outcome.upstream_blobs += 1
         return text
+
+
+def dispatch_rounds(wf: CompiledWorkflow) -> int:
+    """How many send rounds ``dispatch_all`` may need: every round but the last fails at least one
+    attempt whose message cannot be sent or completes one from the result cache, and one run of
+    the workflow has at most sum(num_retries + 1) attempts."""
+    return sum(task.num_retries + 1 for task in wf.tasks) + 1
+
+
+@dataclass
+class DispatchStep:
+    """What the dispatch step of one workflow update works on: the workflow and its state, the
+    update's tally, what the pass already sent, the time the update applies, and the result
+    cache's steps (None: no task is answered from the cache)."""
+
+    workflow_id: str
+    wf: CompiledWorkflow
+    state: RuntimeState
+    tally: Tally
+    sent: set[SentKey]
+    now: float
+    results: ResultCacheSteps | None = None
+
+
+async def dispatch_all(
+    dispatcher: Dispatcher,
+    may_send: Callable[[], bool],
+    step: DispatchStep,
+    commands: list[Command],
+    max_rounds: int | None = None,
+) -> None:
+    """Send the dispatches among ``commands``. An attempt whose message cannot be sent at all
+    fails (reason ``error``), which may dispatch its retry: rounds go on until no dispatch is
+    left, at most ``max_rounds`` (default ``dispatch_rounds(wf)``) — if that is ever reached,
+    DispatchBoundError (never a silently dropped dispatch). With ``results``, a dispatch of a
+    cached task whose result is in the cache completes from it instead of being sent (its
+    children's dispatches follow in the next round)."""
+    workflow_id, wf, state, tally, now = step.workflow_id, step.wf, step.state, step.tally, step.now
+    results = step.results
+    rounds = dispatch_rounds(engine.expanded(wf, state)) if max_rounds is None else max_rounds
+    for _ in range(rounds):
+        dispatches = [c for c in commands if isinstance(c, Dispatch)]
+        tally.finished += sum(isinstance(c, WorkflowFinished) for c in commands)
+        if not dispatches:
+            return
+        if not may_send():
+            raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
+        # The workflow as it runs: the definition plus its foreach_from expansions.
+        running = engine.expanded(wf, state)
+        hits = await results.lookup_all(workflow_id, running, dispatches, now) if results else []
+        answered = {id(hit.dispatch) for hit in hits}
+        dispatches = [d for d in dispatches if id(d) not in answered]
+        outcome = await dispatcher.send_all(workflow_id, running, dispatches, step.sent)
+        tally.dispatched += outcome.sent
+        tally.upstream_blobs += outcome.upstream_blobs
+        if not outcome.ok:
+            raise DispatchError(f"sending the task messages of workflow {workflow_id} failed")
+        commands = []
+        for hit in hits:
+            lists = cached_list(wf, hit.completion, hit.payload)
+            commands += engine.complete_from_cache(
+                wf, state, hit.completion, hit.origin, now, lists=lists
+            )
+        tally.cache_hits += len(hits)
+        for command, reason in outcome.unsendable:
+            failure = TaskFailedEvent(
+                workflow_id=workflow_id,
+                task=command.name,
+                attempt=command.attempt,
+                incarnation=command.incarnation,
+                finished_at=now,
+                reason="error",
+                error=reason[:ERROR_TAIL_CHARS],
+            )
+            commands += engine.apply(wf, state, failure, now)
+    if any(isinstance(c, Dispatch) for c in commands):
+        raise DispatchBoundError(
+            f"dispatches of workflow {workflow_id} did not settle in {rounds} rounds"
+        )

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 
 from shared.coordinator.acks import Acknowledger
-from shared.coordinator.cache import WorkflowCache
 from shared.coordinator.dispatch import Dispatcher
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.intake import Receiver
@@ -24,8 +23,9 @@ from shared.coordinator.keeper import LeaseKeeper
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.notices import Notifier
 from shared.coordinator.options import CoordinatorOptions
-from shared.coordinator.passes import PassResult, PassRunner
+from shared.coordinator.passes import AfterSweeps, PassResult, PassRunner
 from shared.coordinator.projector import Projector
+from shared.coordinator.state_cache import WorkflowCache
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.errors import LeaseError
@@ -62,9 +62,11 @@ class Coordinator:
         clock: Clock = time.time,
         hold_lease: bool = False,
         keep_lease: bool = False,
+        after_sweeps: AfterSweeps | None = None,
     ) -> None:
         """``config``: the deployment's Settings (options then default from them) or just its
-        ResourceNames (options default to the Settings defaults)."""
+        ResourceNames (options default to the Settings defaults). ``after_sweeps``: a job run
+        after partition 0's sweeps, under its lease (the Functions app's schedules)."""
         self.storage = storage
         if isinstance(config, Settings):
             self.names = config.names
@@ -89,7 +91,7 @@ class Coordinator:
         updater.leadership.before_release = lambda: updater.projector.flush(
             PassStats(partition=storage.partition)
         )
-        self._passes = PassRunner(updater, Receiver(opts), hold_lease or keep_lease)
+        self._passes = PassRunner(updater, Receiver(opts), hold_lease or keep_lease, after_sweeps)
         self._keeper = LeaseKeeper(self._passes, opts.keep_lease_idle_s) if keep_lease else None
         self.leadership = updater.leadership
         self.triggers = 0

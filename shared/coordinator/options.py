@@ -47,6 +47,9 @@ class CoordinatorOptions:
     """Most receives issued concurrently per drain cycle (a deep queue earns them; a shallow one
     gets one). A cycle's events are applied together and each workflow is flushed once per cycle.
     More than 2 measured no faster on Azurite, whose receives slow down as the queue deepens."""
+    prefetch_cycles: int = 2
+    """Receive cycles run ahead of the drain on a deep queue (1 on a shallow one): what came back
+    while a cycle was updated joins the next, so latency makes cycles larger, not more numerous."""
     send_concurrency: int = 32
     delete_concurrency: int = 32
     workflow_concurrency: int = 32

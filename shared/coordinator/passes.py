@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from shared.coordinator.dispatch import SentKey
@@ -20,9 +22,14 @@ from shared.coordinator.intake import Receiver, take_in
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.sweeps import run_sweeps
 from shared.coordinator.update import WorkflowUpdater
+from shared.storage.ports import Storage
 from shared.storage.tolerated import TOLERATED
 
 log = logging.getLogger("dagq.coordinator")
+
+AfterSweeps = Callable[[Storage, float], Awaitable[int]]
+"""A job run after partition 0's sweeps, under the lease, with the coordinator's storage and the
+time by its clock; it returns how many things it did (the schedules' sweep, ``shared.api``)."""
 
 
 @dataclass
@@ -45,8 +52,15 @@ class PassResult:
 class PassRunner:
     """Runs the passes of one coordinator, one at a time."""
 
-    def __init__(self, updater: WorkflowUpdater, receiver: Receiver, hold_lease: bool) -> None:
+    def __init__(
+        self,
+        updater: WorkflowUpdater,
+        receiver: Receiver,
+        hold_lease: bool,
+        after_sweeps: AfterSweeps | None = None,
+    ) -> None:
         self.updater = updater
+        self.after_sweeps = after_sweeps
         self.receiver = receiver
         self.hold_lease = hold_lease
         self.lock = asyncio.Lock()
@@ -113,8 +127,22 @@ class PassRunner:
         if sweep and ok():
             self.last_sweep = time.monotonic()
             await run_sweeps(self.updater, self.receiver, result.stats)
+            if ok():
+                await self._after_sweeps(result.stats)
         if ok():  # a lease kept for the next pass: that pass (or the release) writes the rest
             await self.updater.projector.flush(result.stats, due_only=self.hold_lease)
+
+    async def _after_sweeps(self, stats: PassStats) -> None:
+        """The job run after partition 0's sweeps (advisory: its failure fails no pass)."""
+        if self.after_sweeps is None or self.updater.storage.partition != 0:
+            return
+        try:
+            done = await self.after_sweeps(self.updater.storage, self.updater.clock())
+        except Exception as exc:
+            log.warning("the job after the sweeps failed: %r", exc)
+            return
+        if done:
+            stats.bump_sweep("schedules", done)
 
     async def _end_lease(self, stats: PassStats) -> None:
         leadership = self.updater.leadership
@@ -127,34 +155,51 @@ class PassRunner:
 
     async def _drain(self, deadline: float, result: PassResult, trigger: Envelope | None) -> None:
         """Receive -> update -> ack, cycle after cycle, until the queue is empty or the deadline
-        has passed (the cycle in hand is always finished)."""
+        has passed (the cycle in hand is always finished).
+
+        Receives run ahead of the cycles: one while a cycle is updated, and on a deep queue (the
+        last cycle took a full fan-out of batches) ``prefetch_cycles`` of them, every one already
+        back joining the next cycle. So a cycle slowed by storage latency takes in more events,
+        and its one flush per workflow covers them all. Every receive started is waited for and
+        its events updated in this pass (none is left to come back after its visibility). A
+        trigger event is updated at once, while the first receive is in flight: a hop through the
+        Functions trigger does not wait for a round trip that brings it nothing."""
         stats = result.stats
         updater = self.updater
+        opts = updater.options
         sent: set[SentKey] = set()
         acks: list[asyncio.Task[None]] = []
         updater.acks.new_pass()
         queue = updater.storage.event_queue
         first = [trigger] if trigger else []
         stats.events_received += len(first)
-        receiving: asyncio.Task[list[Envelope]] | None = asyncio.create_task(
-            self.receiver.receive(queue, stats)
+        deep = opts.batch_size * opts.receives_per_cycle
+        ahead: deque[asyncio.Task[list[Envelope]]] = deque(
+            [asyncio.create_task(self.receiver.receive(queue, stats))]
         )
         try:
-            while receiving is not None:
-                envelopes = first + await receiving
-                first = []
-                receiving = None
-                if not envelopes or not updater.leadership.ok():
+            while ahead:
+                if first:  # the trigger's cycle does not wait for the first receive
+                    envelopes, first = first, []
+                else:
+                    envelopes = await ahead.popleft()
+                    while ahead and ahead[0].done():  # received while the last cycle ran
+                        envelopes += await ahead.popleft()
+                if not updater.leadership.ok():
                     break
-                if time.monotonic() < deadline:
-                    receiving = asyncio.create_task(self.receiver.receive(queue, stats))
+                if envelopes and time.monotonic() < deadline:
+                    depth = opts.prefetch_cycles if len(envelopes) >= deep else 1
+                    while len(ahead) < depth:
+                        ahead.append(asyncio.create_task(self.receiver.receive(queue, stats)))
+                if not envelopes:
+                    continue
                 done = await take_in(envelopes, updater, stats, sent)
                 await updater.projector.flush(stats, due_only=True)  # the cycle's rows, batched
                 if trigger is not None and result.trigger_applied is None:
                     result.trigger_applied = any(env is trigger for env in done)
                 acks.append(asyncio.create_task(updater.acks.ack(done)))
         finally:
-            if receiving is not None:  # only after a failure: the events come back on their own
+            for receiving in ahead:  # only after a failure: the events come back on their own
                 with contextlib.suppress(Exception):
                     await receiving
             await asyncio.gather(*acks, return_exceptions=True)

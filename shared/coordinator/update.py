@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from shared import codec, engine
 from shared.coordinator import notices
 from shared.coordinator.acks import Acknowledger
-from shared.coordinator.apply import Tally, apply_events, defer, dispatch_all
-from shared.coordinator.cache import CachedState, WorkflowCache
+from shared.coordinator.apply import apply_events, defer
+from shared.coordinator.backlog import event_backlog_s
 from shared.coordinator.cas import read_modify_write
-from shared.coordinator.dispatch import Dispatcher, SentKey
+from shared.coordinator.dispatch import Dispatcher, DispatchStep, SentKey, dispatch_all
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.lists import read_lists
@@ -29,7 +29,9 @@ from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.outputs import bound_inline_outputs
 from shared.coordinator.projector import Projector
 from shared.coordinator.results import ResultCacheSteps
+from shared.coordinator.state_cache import CachedState, WorkflowCache
 from shared.coordinator.stats import PassStats
+from shared.coordinator.tally import Tally
 from shared.coordinator.terminal_rows import TerminalRows
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
@@ -45,8 +47,8 @@ from shared.errors import (
     WrongPartitionError,
 )
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent
-from shared.storage.ports import IndexRow, Storage
-from shared.storage.workflow_reads import cached_definition, forget_definition
+from shared.readback.workflow_reads import cached_definition, forget_definition
+from shared.storage.ports import IndexRow, Storage, StoredState
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -102,20 +104,11 @@ class WorkflowUpdater:
         """How long the oldest visible event has waited, at the start of the current sweep."""
 
     async def note_empty_queues(self, queues: Iterable[str]) -> None:
-        """Count these queues now: the sweep's updates re-send queued attempts on empty ones —
-        after ``empty_queue_repair_after_s`` plus the event queue's backlog: a task's report
-        still waiting in that backlog is why its state says queued, not a lost message."""
+        """Count these queues now: the sweep's updates re-send queued attempts on empty ones
+        (after the grace plus the event queue's backlog, ``shared.coordinator.backlog``)."""
         self.empty_queues = await self._dispatcher.empty_queues(queues)
-        self.event_backlog_s = 0.0
-        if not self.empty_queues:
-            return
-        try:
-            oldest = await self.storage.event_queue.oldest_visible_at()
-        except Exception as exc:  # unknown backlog: the plain grace, as before the look
-            log.warning("cannot read the event queue's oldest event: %r", exc)
-            return
-        if oldest is not None:
-            self.event_backlog_s = max(0.0, self.clock() - oldest)
+        backlog = await event_backlog_s(self.storage, self.clock) if self.empty_queues else 0.0
+        self.event_backlog_s = backlog
 
     async def update_all(
         self, groups: dict[str, list[Envelope]], stats: PassStats, sent: set[SentKey]
@@ -151,18 +144,28 @@ class WorkflowUpdater:
             if len(envelopes) > 1:  # find the culprit: the others must not be held back
                 return await self._one_by_one(workflow_id, envelopes, stats, sent)
             return UpdateResult(done=await self.acks.failed(workflow_id, envelopes, exc, stats))
-        except Exception as exc:  # storage trouble, a lost lease, flush conflicts: redelivery
-            self.cache.forget(workflow_id)
-            stats.events_unacked += len(envelopes)
-            if isinstance(exc, DispatchError):
-                stats.send_failures += 1
-            elif isinstance(exc, DispatchBoundError):
-                stats.dispatch_rounds_exhausted += 1
-                log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
-            elif not isinstance(exc, LeaseError):
-                log.warning("workflow %s: update failed, events left for redelivery: %r",
-                            workflow_id, exc)  # fmt: skip
-            return UpdateResult()
+        # Storage trouble, a lost lease, flush conflicts: the events are left for redelivery.
+        except DispatchError:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            stats.send_failures += 1
+        except DispatchBoundError as exc:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            stats.dispatch_rounds_exhausted += 1
+            log.error("workflow %s: %s; events left for redelivery", workflow_id, exc)
+        except LeaseError:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+        except Exception as exc:
+            self._left_for_redelivery(workflow_id, envelopes, stats)
+            log.warning(
+                "workflow %s: update failed, events left for redelivery: %r", workflow_id, exc
+            )
+        return UpdateResult()
+
+    def _left_for_redelivery(
+        self, workflow_id: str, envelopes: list[Envelope], stats: PassStats
+    ) -> None:
+        self.cache.forget(workflow_id)
+        stats.events_unacked += len(envelopes)
 
     async def _one_by_one(
         self, workflow_id: str, envelopes: list[Envelope], stats: PassStats, sent: set[SentKey]
@@ -196,14 +199,11 @@ class WorkflowUpdater:
             return UpdateResult()
         except NotFoundError:
             return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
-        except (CodecError, WrongPartitionError) as exc:
-            reason = str(exc)
-            if isinstance(exc, CodecError):
-                reason = f"workflow {workflow_id}: stored definition or state cannot be decoded"
-                reason += f": {exc}"
-            log.error(reason)
-            done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
-            return UpdateResult(done=done)
+        except CodecError as exc:
+            reason = f"workflow {workflow_id}: stored definition or state cannot be decoded: {exc}"
+            return await self._dead_letter_all(envelopes, reason, stats)
+        except WrongPartitionError as exc:
+            return await self._dead_letter_all(envelopes, str(exc), stats)
         await bound_inline_outputs(
             self.storage.outputs, cached.state, envelopes,
             inline_limit=self.options.inline_output_bytes,
@@ -261,8 +261,8 @@ class WorkflowUpdater:
                 raise ApplyError(f"the engine's sweep raised {exc!r}", None) from exc
             # Dispatch before the flush: a crash in between re-sends on redelivery (workers
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
-            await dispatch_all(self._dispatcher, self.leadership.ok, workflow_id, wf, state,
-                               commands, tallies[-1], sent, now, results=self.results)  # fmt: skip
+            step = DispatchStep(workflow_id, wf, state, tallies[-1], sent, now, self.results)
+            await dispatch_all(self._dispatcher, self.leadership.ok, step, commands)
             if before is not None and notifier is not None:  # before the flush, as dispatches
                 await notifier.send(notices.notices(wf, state, before, now, eventgrid))
 
@@ -325,6 +325,14 @@ class WorkflowUpdater:
         done += await self.acks.dead_letter(tally.dead, stats)
         return UpdateResult(done=done, row=row)
 
+    async def _dead_letter_all(
+        self, envelopes: list[Envelope], reason: str, stats: PassStats
+    ) -> UpdateResult:
+        """Dead-letter every event of a workflow that cannot be loaded, for ``reason``."""
+        log.error(reason)
+        done = await self.acks.dead_letter([(env, reason) for env in envelopes], stats)
+        return UpdateResult(done=done)
+
     def _drop_other_incarnation(
         self, workflow_id: str, envelopes: list[Envelope], created_at: float | None
     ) -> None:
@@ -345,21 +353,32 @@ class WorkflowUpdater:
             forget_definition(self.storage, workflow_id)
 
     async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
-        wf = await cached_definition(self.storage, workflow_id)
-        return wf, await self._state(workflow_id, wf)
+        cached = self.cache.take_state(workflow_id)
+        if cached is not None:
+            return await cached_definition(self.storage, workflow_id), cached
+        # Neither read needs the other's answer: one round trip for both, not two in a row (a
+        # missing one is an orphan either way; the definition is immutable).
+        wf, stored = await asyncio.gather(
+            cached_definition(self.storage, workflow_id),
+            self.storage.workflows.read_state(workflow_id),
+        )
+        return wf, self._decoded(workflow_id, wf, stored)
 
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:
         cached = self.cache.take_state(workflow_id)
         if cached is None:
-            # The partition never changes after submit, so checking it on each read from storage
-            # (from the metadata the download returns: no request of its own) covers every state
-            # this coordinator caches.
             stored = await self.storage.workflows.read_state(workflow_id)
-            owner = partition_from_metadata(stored.metadata)
-            if owner != self.storage.partition:
-                raise WrongPartitionError(workflow_id, owner, self.storage.partition)
-            cached = CachedState(codec.decode_state(stored.data, wf), stored.etag, stored.data)
+            cached = self._decoded(workflow_id, wf, stored)
         return cached
+
+    def _decoded(self, workflow_id: str, wf: CompiledWorkflow, stored: StoredState) -> CachedState:
+        # The partition never changes after submit, so checking it on each read from storage
+        # (from the metadata the download returns: no request of its own) covers every state
+        # this coordinator caches.
+        owner = partition_from_metadata(stored.metadata)
+        if owner != self.storage.partition:
+            raise WrongPartitionError(workflow_id, owner, self.storage.partition)
+        return CachedState(codec.decode_state(stored.data, wf), stored.etag, stored.data)
 
 
 def _names_other(env: Envelope, incarnation: int | None) -> bool:

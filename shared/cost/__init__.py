@@ -11,28 +11,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from shared.cost.model import task_cost, workflow_cost
-    from shared.cost.prices import DEFAULT_PRICES, PriceTable, QueuePrice, load_prices
-    from shared.cost.requests import estimate_requests
+    from shared.cost.model import task_cost as task_cost
+    from shared.cost.model import workflow_cost as workflow_cost
+    from shared.cost.prices import (
+        DEFAULT_PRICES as DEFAULT_PRICES,
+    )
+    from shared.cost.prices import (
+        PriceTable as PriceTable,
+    )
+    from shared.cost.prices import (
+        QueuePrice as QueuePrice,
+    )
+    from shared.cost.prices import (
+        load_prices as load_prices,
+    )
+    from shared.cost.requests import estimate_requests as estimate_requests
 
-__all__ = [
-    "DEFAULT_PRICES",
-    "PriceTable",
-    "QueuePrice",
-    "estimate_requests",
-    "load_prices",
-    "task_cost",
-    "workflow_cost",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.cost.model": ("task_cost", "workflow_cost"),
-        "shared.cost.prices": ("DEFAULT_PRICES", "PriceTable", "QueuePrice", "load_prices"),
-        "shared.cost.requests": ("estimate_requests",),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

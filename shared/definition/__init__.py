@@ -18,27 +18,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from shared.definition.compiler import compile_text, compile_workflow, parse_definition
-    from shared.definition.spec import WorkflowSpec
-    from shared.definition.workflow import CompiledWorkflow, TaskDef
+    from shared.definition.compiler import (
+        compile_text as compile_text,
+    )
+    from shared.definition.compiler import (
+        compile_workflow as compile_workflow,
+    )
+    from shared.definition.compiler import (
+        parse_definition as parse_definition,
+    )
+    from shared.definition.spec import WorkflowSpec as WorkflowSpec
+    from shared.definition.workflow import CompiledWorkflow as CompiledWorkflow
+    from shared.definition.workflow import TaskDef as TaskDef
 
-__all__ = [
-    "CompiledWorkflow",
-    "TaskDef",
-    "WorkflowSpec",
-    "compile_text",
-    "compile_workflow",
-    "parse_definition",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.definition.compiler": ("compile_text", "compile_workflow", "parse_definition"),
-        "shared.definition.spec": ("WorkflowSpec",),
-        "shared.definition.workflow": ("CompiledWorkflow", "TaskDef"),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

@@ -19,10 +19,7 @@ outputs container under its number, and the API lists it with ``kept: false``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from shared.engine.state import RuntimeState
+from typing import Any, Protocol
 
 from shared.limits import KEPT_ATTEMPT_ERROR_CHARS as ERROR_CHARS
 from shared.limits import KEPT_ATTEMPTS_PER_TASK as KEPT_PER_TASK
@@ -66,7 +63,23 @@ class PastAttempt:
         )  # fmt: skip
 
 
-def archive(state: RuntimeState, i: int, code: int) -> None:
+class AttemptColumns(Protocol):
+    """The columns of a workflow's runtime state that ``archive`` reads and keeps (the engine's
+    ``RuntimeState`` has them; this module does not import it, which imports this one)."""
+
+    attempt: list[int]
+    queued_ms: list[int | None]
+    started_ms: list[int | None]
+    finished_ms: list[int | None]
+    exit_code: list[int | None]
+    errors: dict[int, str]
+    workers: dict[int, str]
+    log_blob: dict[int, str]
+    history: dict[int, list[PastAttempt]]
+    n_history: int
+
+
+def archive(state: AttemptColumns, i: int, code: int) -> None:
     """Keep the current attempt of task ``i`` (which ended in state ``code``) before it is
     replaced; a task that never ran has nothing to keep."""
     attempt = state.attempt[i]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
+from shared.definition.conditions import ParentView, compile_condition
 from shared.definition.workflow import CompiledWorkflow, DepPolicy
 from shared.engine.state import FAILED, READY, SKIPPED, UPSTREAM_FAILED, RuntimeState
 from shared.errors import ConditionBudgetError, ConditionError, DagqError
@@ -60,7 +61,6 @@ def _cache_for(wf: CompiledWorkflow) -> dict[int, Condition | ConditionError]:
 
 def _compile(wf: CompiledWorkflow, task: int) -> Condition | ConditionError:
     # Imported lazily: only workflows that use conditions pay for the expression language.
-    from shared.definition.conditions import compile_condition
 
     cache = _cache_for(wf)
     found = cache.get(task)
@@ -88,7 +88,6 @@ def condition_verdict(
     condition = _compile(wf, task)
     if isinstance(condition, ConditionError):
         return _condition_error(condition)
-    from shared.definition.conditions import ParentView
 
     inputs: dict[str, ParentView] = {}
     for p in wf.tasks[task].parents:

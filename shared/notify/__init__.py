@@ -11,6 +11,7 @@ backoff for a bounded time, then a dead letter. docs/notifications.md.
 """
 
 from shared.notify.delivery import Deliverer, DeliveryOptions, Outcome
-from shared.notify.guard import RefusedTarget, TargetRules
+from shared.notify.errors import RefusedTarget
+from shared.notify.guard import TargetRules
 
 __all__ = ["Deliverer", "DeliveryOptions", "Outcome", "RefusedTarget", "TargetRules"]

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from shared.cost.model import workflow_cost
 from shared.cost.prices import PriceTable
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.state import RuntimeState
@@ -29,13 +30,14 @@ from shared.limits import NOTIFY_DELIVERY_BOUND_S, NOTIFY_TIMEOUT_S
 from shared.messages import NotifyMessage, encode
 from shared.names import ResourceNames
 from shared.notify import bodies
-from shared.notify.guard import RefusedTarget, Resolve, TargetRules, system_resolve
+from shared.notify.errors import RefusedTarget
+from shared.notify.guard import Resolve, TargetRules, system_resolve
 from shared.notify.post import Answer, post_eventgrid, post_webhook
 from shared.notify.report import Report, build_report, confirm
+from shared.readback.workflow_reads import read_workflow
 from shared.settings import Settings
 from shared.signing import Signer, Verifier
 from shared.storage.ports import Storage
-from shared.storage.workflow_reads import read_workflow
 
 log = logging.getLogger("dagq.notify")
 
@@ -171,8 +173,6 @@ class Deliverer:
     def _cost(self, wf: CompiledWorkflow, state: RuntimeState, now: float) -> dict[str, Any] | None:
         if self._prices is None:
             return None
-        from shared.cost.model import workflow_cost
-
         try:
             cost = workflow_cost(wf, state, self._prices, now)
         except Exception:  # a cost is a nicety: never hold a notification back for it

@@ -18,15 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from shared.errors import DagqError
+from shared.notify.errors import RefusedTarget
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 """Host name and port -> the IP addresses it resolves to (tests pass a fake: no DNS in tests)."""
-
-
-class RefusedTarget(DagqError, OSError):
-    """A webhook target the deployment's settings forbid (the reason says which rule)."""
 
 
 @dataclass(frozen=True)

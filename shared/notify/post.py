@@ -4,6 +4,7 @@ with the app's Microsoft Entra token. Redirects are not followed (one could lead
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -11,8 +12,8 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from shared.notify.errors import RefusedTarget
 from shared.notify.guard import (
-    RefusedTarget,
     Resolve,
     TargetRules,
     checked_addresses,
@@ -110,8 +111,6 @@ async def post_eventgrid(endpoint: str, events: list[dict[str, Any]], timeout_s:
     """POST CloudEvents to an Event Grid topic, as the app's identity (role: EventGrid Data
     Sender on the topic, infra/modules/eventgrid.bicep)."""
     global _credential
-    import json
-
     from azure.identity.aio import DefaultAzureCredential
 
     if _credential is None:

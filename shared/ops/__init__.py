@@ -14,36 +14,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_names
+from shared.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from shared.ops.doctor import report, summarize
-    from shared.ops.doctor_checks import CHECKS, diagnose
-    from shared.ops.doctor_facts import Facts, gather
-    from shared.ops.purge import purge_many, purge_workflow
-    from shared.ops.workers import list_workers, worker_status, worker_view
+    from shared.ops.doctor import report as report
+    from shared.ops.doctor import summarize as summarize
+    from shared.ops.doctor_checks import CHECKS as CHECKS
+    from shared.ops.doctor_checks import diagnose as diagnose
+    from shared.ops.doctor_facts import Facts as Facts
+    from shared.ops.doctor_facts import gather as gather
+    from shared.ops.purge import purge_many as purge_many
+    from shared.ops.purge import purge_workflow as purge_workflow
+    from shared.ops.workers import (
+        list_workers as list_workers,
+    )
+    from shared.ops.workers import (
+        worker_status as worker_status,
+    )
+    from shared.ops.workers import (
+        worker_view as worker_view,
+    )
 
-__all__ = [
-    "CHECKS",
-    "Facts",
-    "diagnose",
-    "gather",
-    "list_workers",
-    "purge_many",
-    "purge_workflow",
-    "report",
-    "summarize",
-    "worker_status",
-    "worker_view",
-]
-
-__getattr__ = lazy_names(
-    __name__,
-    {
-        "shared.ops.doctor": ("report", "summarize"),
-        "shared.ops.doctor_checks": ("CHECKS", "diagnose"),
-        "shared.ops.doctor_facts": ("Facts", "gather"),
-        "shared.ops.purge": ("purge_many", "purge_workflow"),
-        "shared.ops.workers": ("list_workers", "worker_status", "worker_view"),
-    },
-)
+__all__, __getattr__ = lazy_face(__name__, __file__)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Literal
 
 from shared.cost.model import workflow_cost
 from shared.cost.prices import PriceTable
+from shared.readback.workflow_reads import read_workflow
 from shared.storage.machines import MachineLife
-from shared.storage.workflow_reads import read_workflow
 from shared.views.cost import CostGroup, CostReport, PoolMachines, WorkflowCost
 
 if TYPE_CHECKING:

@@ -15,8 +15,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from shared.engine.projection import index_row
+from shared.engine.state import QUEUED
+from shared.engine.step import in_state
 from shared.errors import NotFoundError
 from shared.names import ResourceNames
+from shared.readback.workflow_reads import read_workflow
 from shared.states import WorkflowStatus
 
 if TYPE_CHECKING:
@@ -201,18 +205,11 @@ def _within_budget(rows: list[IndexRow], partial: list[str]) -> list[IndexRow]:
 
 async def _row_of(storage: Storage, workflow_id: str) -> IndexRow:
     """The index row of one workflow, derived from its state (authoritative)."""
-    from shared.engine.projection import index_row
-    from shared.storage.workflow_reads import read_workflow
-
     wf, state = await read_workflow(storage, workflow_id)
     return index_row(wf, state)
 
 
 async def _examine(storage: Storage, row: IndexRow) -> tuple[WorkflowFacts, list[QueuedTask]]:
-    from shared.engine.state import QUEUED
-    from shared.engine.step import in_state
-    from shared.storage.workflow_reads import read_workflow
-
     facts = WorkflowFacts(row.workflow_id, row.name, row.status, row.created_at, list(row.queues))
     if row.status is not WorkflowStatus.RUNNING:
         return facts, []

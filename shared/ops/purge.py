@@ -36,13 +36,21 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from shared.codec.metadata import (
+    blob_incarnation_from_metadata,
+    incarnation_from_metadata,
+    status_from_metadata,
+)
+from shared.codec.state import decode_state
+from shared.deployment import partition_from_metadata
+from shared.engine.projection import index_row
 from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.limits import CACHE_SCAN_ROTATE_S
-from shared.names import ResourceNames
+from shared.names import ResourceNames, check_workflow_id
+from shared.readback.workflow_reads import cached_definition, forget_definition, read_workflow
 from shared.states import WorkflowStatus
 from shared.storage.ports import PurgeMark
 from shared.storage.tolerated import TOLERATED, Kind, describe
-from shared.storage.workflow_reads import cached_definition, forget_definition
 from shared.views import PurgedItem, PurgedView, PurgeReport
 
 if TYPE_CHECKING:
@@ -55,8 +63,6 @@ PURGE_CONCURRENCY = 16
 
 def purge_mark(created_at: float, metadata: Mapping[str, str]) -> PurgeMark:
     """The marker of a workflow created at ``created_at`` whose state blob has ``metadata``."""
-    from shared.codec.metadata import blob_incarnation_from_metadata, incarnation_from_metadata
-
     scoped = blob_incarnation_from_metadata(metadata) is not None
     return PurgeMark(created_at, incarnation_from_metadata(metadata), scoped)
 
@@ -77,8 +83,6 @@ async def delete_outputs(storage: Storage, workflow_id: str, mark: PurgeMark) ->
 def _other_incarnation(mark: PurgeMark, metadata: Mapping[str, str]) -> bool:
     """Whether the state blob (its ``metadata``) is of another incarnation than the marked one:
     the id was submitted again after the marked purge deleted its state."""
-    from shared.codec.metadata import incarnation_from_metadata
-
     return mark.incarnation is not None and incarnation_from_metadata(metadata) != mark.incarnation
 
 
@@ -134,10 +138,6 @@ async def _only_a_definition_left(storage: Storage, workflow_id: str) -> bool:
 
 async def _give_up(storage: Storage, workflow_id: str) -> None:
     """Leave a workflow that is no longer terminal as it is: its index row back, no marker."""
-    from shared.codec.state import decode_state
-    from shared.deployment import partition_from_metadata
-    from shared.engine.projection import index_row
-
     wf = await cached_definition(storage, workflow_id)
     stored = await storage.workflows.read_state(workflow_id)
     row = replace(
@@ -152,8 +152,6 @@ async def _terminal_etag(
     storage: Storage, workflow_id: str
 ) -> tuple[WorkflowStatus | None, str, dict[str, str]]:
     """The state blob's status, the ETag and the metadata of that same version (one HEAD)."""
-    from shared.codec.metadata import status_from_metadata
-
     metadata, etag = await storage.workflows.state_properties(workflow_id)
     return status_from_metadata(metadata), etag, metadata
 
@@ -192,10 +190,6 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     NotFoundError if there is no such workflow (or it is purged already); ConflictError if it is
     still pending, running or cancelling, or its submit never completed.
     """
-    from shared.codec.metadata import incarnation_from_metadata
-    from shared.names import check_workflow_id
-    from shared.storage.workflow_reads import read_workflow
-
     check_workflow_id(workflow_id)
     for _ in range(READ_TRIES):
         try:

@@ -77,6 +77,7 @@ async def ensure_resources(
         *(container(name) for name in storage.names.all_containers()),
         storage.clients.table.create_table_if_not_exists(storage.names.index_table),
         storage.clients.table.create_table_if_not_exists(storage.names.registry_table),
+        storage.clients.table.create_table_if_not_exists(storage.names.schedules_table),
     )
     await asyncio.gather(
         *(view.lease.ensure_sentinel() for view in views if isinstance(view, AzureStorage))
@@ -89,7 +90,7 @@ def _check_deployment(storage: GuardedStorage, partitions: int) -> None:
     names, check = storage.guard.names, storage.guard.check
     for container in names.all_containers():
         check("deployment", "create_container", CREATE_CONTAINER, Target("blob", container))
-    for table in (names.index_table, names.registry_table):
+    for table in (names.index_table, names.registry_table, names.schedules_table):
         check("deployment", "create_table", CREATE_TABLE, Target("table", table))
     for partition in range(partitions):
         lease = Target("blob", names.workflows_container, names.lease_blob(partition))

@@ -180,7 +180,7 @@ class _Modelled:
         if not inspect.iscoroutinefunction(attr):
             return attr
         kind = _KIND.get(name, "blob.read")
-        if self._port in ("lease", "registry"):
+        if self._port in ("lease", "registry", "schedules"):
             kind = "lease" if self._port == "lease" else "table.point"
         label = f"{self._label}.{name}"
         return _wrap(self, attr, label, kind)
@@ -241,6 +241,7 @@ def modelled(base: Storage, model: StorageModel) -> ModelledStorage:
         index=_Modelled(base.index, model, "index"),
         registry=_Modelled(base.registry, model, "registry"),
         cache=_Modelled(base.cache, model, "cache"),
+        schedules=_Modelled(base.schedules, model, "schedules"),
         event_queue=_queue(base.event_queue, model),
         event_poison_queue=_queue(base.event_poison_queue, model),
         partition=base.partition,

@@ -23,6 +23,7 @@ from shared.limits import CACHE_SCAN
 from shared.states import WorkflowStatus
 from shared.storage.queue_ports import Queue, Queues, ReceivedMessage
 from shared.storage.registry import Registry
+from shared.storage.schedules import Schedules
 
 __all__ = [
     "IndexRow",
@@ -342,6 +343,8 @@ class Storage:
     """Worker heartbeats, queues ever polled, recurring jobs' last runs (in the index table)."""
     cache: ResultCache
     """Entries of the result cache (``cache:`` tasks)."""
+    schedules: Schedules
+    """The schedules (``dagq schedule``), in the app's own table."""
     partition: int = field(default=0, kw_only=True)
 
     def for_partition(self, partition: int) -> Storage:
@@ -361,6 +364,7 @@ PORTS: dict[str, type] = {
     "queues": Queues,
     "index": Index,
     "registry": Registry,
+    "schedules": Schedules,
 }
 """Each port by the name the storage layers key their per-method tables by (the permission
 layer's REST operations, the repeat rules)."""

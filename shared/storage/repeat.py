@@ -175,5 +175,13 @@ REPEATED: dict[str, str] = {
     "registry.failures": "a read",
     "registry.note_machine": "an upsert of the same row",
     "registry.machines": "a read",
+    # -- schedules --
+    "schedules.create": "insert; a repeat's 409 is this call's own create when the row holds "
+    "exactly this record",
+    "schedules.get": "a read",
+    "schedules.list": "a read",
+    "schedules.update": "If-Match replace; a repeat's 412 is this call's own write when the row "
+    "holds exactly this record (else StaleStateError: the caller reads again)",
+    "schedules.delete": "a delete (a repeat finds nothing: False)",
 }
 """Every port operation -> why repeating it after a lost connection is safe."""

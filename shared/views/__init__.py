@@ -11,10 +11,10 @@ mode, unset defaults left out). Unknown fields are kept: a client tolerates fiel
 adds.
 
 Adding an endpoint: define its answer in the module of its kind (``workflows``, ``attempts``,
-``health``, ``problems``, ``ops``: a ``View`` subclass with a docstring and field docs), build it
-in ``service``, list it in ``COMPONENTS`` and the path in ``shared.api.openapi``, and regenerate the
-document (see docs/api.md). This module imports pydantic: the HTTP shell imports it
-on first use, never when ``function_app`` is imported.
+``health``, ``problems``, ``ops``, ``schedules``: a ``View`` subclass with a docstring and field
+docs), build it in ``service``, list it in ``COMPONENTS`` and the path in
+``shared.api.openapi``, and regenerate the document (see docs/api.md). This module imports
+pydantic: the HTTP shell imports it on first use, never when ``function_app`` is imported.
 """
 
 from __future__ import annotations
@@ -57,6 +57,12 @@ from shared.views.ops import (
 from shared.views.problems import (
     IssueView,
     Problem,
+)
+from shared.views.schedules import (
+    ScheduleDeleted,
+    ScheduleList,
+    ScheduleRun,
+    ScheduleView,
 )
 from shared.views.workflows import (
     Accepted,
@@ -110,6 +116,10 @@ __all__ = [
     "PurgedView",
     "QueueDepth",
     "RetryAccepted",
+    "ScheduleDeleted",
+    "ScheduleList",
+    "ScheduleRun",
+    "ScheduleView",
     "Submitted",
     "TaskCost",
     "TaskDetail",
@@ -144,5 +154,8 @@ COMPONENTS: tuple[type[View], ...] = (
     PurgeReport,
     WorkflowCost,
     CostReport,
+    ScheduleView,
+    ScheduleList,
+    ScheduleDeleted,
 )
 """The models the OpenAPI document names (with every model they use)."""

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from devtools.azurite import Azurite
+from devtools.testing.api_host import HostProcess, start_host
 from shared.settings import Settings
-from tests.support.api_host import HostProcess, start_host
 
 
 @pytest.fixture(scope="module")

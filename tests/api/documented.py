@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import jsonschema_rs
 
-from tests.support.api_host import REPO_ROOT
+from devtools.testing.api_host import REPO_ROOT
 
 
 @cache

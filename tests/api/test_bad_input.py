@@ -18,9 +18,9 @@ from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
+from devtools.testing.api_host import HostProcess
 from shared.names import INDEX_PARTITION, ResourceNames
 from shared.settings import Settings
-from tests.support.api_host import HostProcess
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

@@ -73,6 +73,12 @@ EXPECTED_HTTP = {
     "get_cost": ("cost", ["GET"]),
     "dashboard": ("ui", ["GET"]),
     "dashboard_asset": ("ui/{*path}", ["GET"]),
+    "create_schedule": ("schedules", ["POST"]),
+    "list_schedules": ("schedules", ["GET"]),
+    "get_schedule": ("schedules/{name}", ["GET"]),
+    "delete_schedule": ("schedules/{name}", ["DELETE"]),
+    "pause_schedule": ("schedules/{name}/pause", ["POST"]),
+    "resume_schedule": ("schedules/{name}/resume", ["POST"]),
 }
 ANONYMOUS = ("health", "openapi", "dashboard", "dashboard_asset")
 """Functions that hold no data: anonymous whatever DAGQ_API_AUTH_LEVEL says."""

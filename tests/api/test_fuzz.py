@@ -23,8 +23,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from devtools.testing.api_host import HostProcess
 from shared.api.openapi import OPENAPI_PATH
-from tests.support.api_host import HostProcess
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

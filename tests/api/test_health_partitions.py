@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from devtools.azurite import Azurite
+from devtools.testing.api_host import HostProcess, start_host
 from shared.settings import Settings
 from shared.storage.factory import open_storage
-from tests.support.api_host import HostProcess, start_host
 
 pytestmark = pytest.mark.azurite
 

@@ -14,10 +14,10 @@ from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 
+from devtools.testing.api_host import HostProcess
 from shared.settings import Settings
 from shared.storage.azure.registry import to_entity
 from shared.storage.registry import WorkerRecord, WorkerTask
-from tests.support.api_host import HostProcess
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

@@ -25,7 +25,7 @@ from devtools.localhost import (
     load_host_config,
     parse_timespan,
 )
-from tests.support.api_host import HostProcess, start_host
+from devtools.testing.api_host import HostProcess, start_host
 
 
 def test_timespans() -> None:
@@ -238,7 +238,7 @@ def test_several_instances_share_the_work_and_stop_together(
 ) -> None:
     import urllib.request
 
-    from tests.support.partition_ids import ids_in_each_partition
+    from devtools.testing.partition_ids import ids_in_each_partition
 
     env = {"DAGQ_STORAGE": azurite.connection_string, "DAGQ_PARTITIONS": "2",
            "DAGQ_PREFIX": "i" + uuid.uuid4().hex[:10]}  # fmt: skip

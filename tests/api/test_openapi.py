@@ -11,11 +11,11 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from devtools.testing.api_host import HostProcess
 from shared import views
 from shared.api import openapi
 from shared.client import Client
 from tests.api.documented import assert_documented, document
-from tests.support.api_host import HostProcess
 
 V = TypeVar("V", bound=views.View)
 

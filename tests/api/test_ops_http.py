@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.support.api_host import HostProcess
+from devtools.testing.api_host import HostProcess
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
+from devtools.testing.api_host import REPO_ROOT, HostProcess
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 from tests.api.documented import assert_documented
-from tests.support.api_host import REPO_ROOT, HostProcess
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

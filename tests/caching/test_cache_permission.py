@@ -18,9 +18,9 @@ from shared.storage.memory import MemoryStorage
 from shared.storage.rbac.guard import guarded
 from shared.storage.rbac.model import deployed_model
 from shared.storage.tolerated import TOLERATED
-from tests.caching.test_cache_memory import NAMES, pipeline, ran, worker
+from tests.caching.memory_runs import NAMES, pipeline, ran, worker
 from tests.coordinator.helpers import FakeClock, drive, fast_options, load, submit
-from tests.ops.test_doctor_checks import LIMITS
+from tests.ops.facts import LIMITS
 
 
 async def test_a_cache_the_app_may_not_use_is_a_miss_counted_and_shown(

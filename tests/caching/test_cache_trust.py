@@ -18,7 +18,7 @@ from shared.definition.workflow import CachePolicy, CompiledWorkflow
 from shared.errors import SizeMismatchError
 from shared.storage.memory import MemoryStorage
 from shared.storage.ports import Storage
-from tests.caching.test_cache_memory import pipeline, ran, run, worker
+from tests.caching.memory_runs import pipeline, ran, run, worker
 from tests.coordinator.helpers import FakeClock, task
 
 
@@ -70,9 +70,9 @@ async def test_an_entry_is_recorded_only_when_parent_blobs_hold_what_they_claime
 ) -> None:
     # Before: the key trusted the hash a worker claimed for a parent's blob output; one false
     # completion could poison a deployment-wide entry for up to a year.
-    from tests.caching.test_cache_memory import BIG, NAMES
+    from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
+    from tests.caching.memory_runs import BIG, NAMES
     from tests.coordinator.helpers import drive, load, submit
-    from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
     cache = CachePolicy(ttl_s=86400.0)
     wf = CompiledWorkflow.of("p", [task("prep"), task("train", (0,), cache=cache)])
@@ -100,11 +100,11 @@ async def test_a_cached_list_source_fans_out_as_after_a_run(
 ) -> None:
     # Before: a cache hit on a foreach_from list source whose output is a blob gave the engine no
     # list (lists are read from workers' completions), and the expansion failed the task.
+    from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
     from shared.definition.compiler import compile_text
     from shared.states import WorkflowStatus
-    from tests.caching.test_cache_memory import NAMES
+    from tests.caching.memory_runs import NAMES
     from tests.coordinator.helpers import load
-    from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
     wf = compile_text(
         """

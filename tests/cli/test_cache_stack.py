@@ -7,10 +7,11 @@ upstream output's content, or the cache version, runs them again."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.conftest import Result, Stack
+from tests.cli.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 
@@ -114,7 +115,12 @@ def test_cost_of_a_run_and_of_a_period(dagq: Dagq, stack: Stack) -> None:
     report = json.loads(period.out)
     assert report["workflows"] >= 2
     assert [g["key"] for g in report["groups"]] == ["cached"]
-    # The stack's worker machine, up since its agent started (a dev box: no VM size told).
+    # The stack's worker machine, up since its agent started (a dev box: no VM size told). Its
+    # agents note it at their first heartbeat, which may come after these runs ended.
+    deadline = time.monotonic() + 60
+    while not report["pool"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        report = json.loads(dagq("cost", "--since", "1d", "--by", "name", "--json").out)
     [machine] = report["pool"]
     assert (machine["vm_size"], machine["machines"], machine["estimated_cost"]) == ("", 1, None)
     assert 0 < machine["vm_hours"] == report["pool_vm_hours"] < 1

@@ -17,22 +17,10 @@ from rich.console import Console
 from shared.cli.exitcodes import ExitCode
 from shared.cli.follow import follow
 from shared.client import Client
-from tests.cli.conftest import EXAMPLES, Result, Stack
+from tests.cli.definitions import LONG
+from tests.cli.stack import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
-
-LONG = """
-name: long-sleep
-default_queue: cpu
-tasks:
-  - name: sleeper
-    kwargs:
-      cmd: echo started; sleep 60
-  - name: after
-    depends_on: [sleeper]
-    kwargs:
-      cmd: echo never
-"""
 
 
 def _id(result: Result) -> str:

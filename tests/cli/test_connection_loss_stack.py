@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from devtools.azurite import Azurite
+from devtools.testing.api_host import start_host
+from devtools.testing.flaky_proxy import FlakyProxy
 from shared.cli.exitcodes import ExitCode
 from shared.client import Client
 from shared.settings import azurite_connection_string
-from tests.cli.conftest import EXAMPLES, Result, Stack, start_workers, stop_workers
-from tests.support.api_host import start_host
-from tests.support.flaky_proxy import FlakyProxy
+from tests.cli.stack import EXAMPLES, Result, Stack, start_workers, stop_workers
 
 pytestmark = pytest.mark.azurite
 

@@ -10,7 +10,7 @@ from shared.cli.follow import conclude
 from shared.cli.live_render import attempts_table, gpu_text, progress_text
 from shared.client import Workflow
 from shared.views import AttemptList, GpuView
-from tests.cli.fake_api import task_body, workflow_body
+from tests.support.fake_api import task_body, workflow_body
 
 
 def _text(renderable: object, width: int = 120) -> str:
@@ -83,7 +83,7 @@ def test_purge_dry_run_without_an_age_says_it_needs_one(
 def test_retry_wait_shows_no_stale_status_and_cancel_wait_no_pace(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from tests.cli.fake_api import fake_api
+    from tests.support.fake_api import fake_api
 
     stale = workflow_body(id="wf", status="failed", run=1, total=2, counts={"failed": 2},
                           finished_at=1001.0)  # fmt: skip
@@ -124,7 +124,7 @@ def test_submit_json_prints_an_error_as_json(
     import json
     from pathlib import Path
 
-    from tests.cli.fake_api import fake_api
+    from tests.support.fake_api import fake_api
 
     assert isinstance(tmp_path, Path)
     definition = tmp_path / "bad.yaml"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import httpx
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.conftest import Result, Stack
+from tests.cli.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.conftest import EXAMPLES, Result, Stack
-from tests.cli.test_cli_stack import LONG
+from tests.cli.definitions import LONG
+from tests.cli.stack import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
 

@@ -15,7 +15,7 @@ from shared.cli.cost_render import workflow_view
 from shared.cli.render import status_view
 from shared.client import Workflow
 from shared.views import WorkflowCost
-from tests.cli.fake_api import fake_api, workflow_body
+from tests.support.fake_api import fake_api, workflow_body
 
 NIGHTLY = """\
 name: nightly

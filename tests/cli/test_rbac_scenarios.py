@@ -2,8 +2,8 @@
 each running as its identity under infra/'s role assignments (``DAGQ_RBAC_ENFORCE``), driven
 through the CLI over every path that touches storage: submit, dispatch, the worker's claim, log,
 output, progress and registry writes, completion, a cache hit and record, cancel, retry, purge,
-doctor, cost, dead letters (a malformed task message and a malformed event) and the dashboard's
-reads. Then, from the calls every process recorded:
+doctor, cost, dead letters (a malformed task message and a malformed event), schedules and the
+dashboard's reads. Then, from the calls every process recorded:
 
 - nothing was refused (infra/ lacks no role the code needs);
 - every role assignment for dagq's code was used (least privilege);
@@ -33,7 +33,7 @@ from shared.cli.exitcodes import ExitCode
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 from shared.storage.rbac.usage import read_uses
-from tests.cli.conftest import Result, Stack, running_stack
+from tests.cli.stack import Result, Stack, running_stack
 from tests.notify.receiver import receiver
 
 Dagq = Callable[..., Result]
@@ -193,6 +193,16 @@ def test_every_path_stays_within_the_deployments_roles(
     for path in dashboard:
         get(stack, path)
     ok(dagq("purge", first), stack)
+
+    # Schedules, in the app's own table: create, list, show, pause, resume, delete (the sweep
+    # lists them every few seconds).
+    definition = stack.logs / "scheduled.yaml"
+    definition.write_text(FAILING)
+    ok(dagq("schedule", "create", "rbac", str(definition), "--cron", "0 2 * * *"), stack)
+    for verb in ("list", "show", "pause", "resume"):
+        ok(dagq("schedule", verb, *(() if verb == "list" else ("rbac",))), stack)
+    get(stack, "/schedules")
+    ok(dagq("schedule", "delete", "rbac"), stack)
 
     uses = read_uses(usage_file)
     problems = findings(uses, DOC.read_text(), listed=False)

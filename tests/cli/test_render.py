@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from shared.cli import render
+from shared.cli import render, style
 from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
 from shared.cli.queries import health_lines
 from shared.client import Workflow
-from tests.cli.fake_api import task_body, workflow_body
+from tests.support.fake_api import task_body, workflow_body
 
 
 def _workflow(counts: dict[str, int], status: str = "running", **extra: object) -> Workflow:
@@ -89,7 +89,7 @@ def test_every_state_has_a_place_and_a_style() -> None:
     from shared.states import TaskState, WorkflowStatus
 
     assert sorted(render.STATE_ORDER) == sorted(TaskState)
-    assert set(render.STATE_STYLE) == set(TaskState)
+    assert set(style.STATE_STYLE) == set(TaskState)
     assert set(render.STATUS_STYLE) == set(WorkflowStatus)
     assert {s: for_status(s) for s in WorkflowStatus if s.is_terminal} == {
         WorkflowStatus.COMPLETED: ExitCode.OK,

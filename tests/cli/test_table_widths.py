@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console, RenderableType
 
-from shared.cli import cost_render, live_render, ops_render, render, utilization
+from shared.cli import cost_render, live_render, ops_render, render, style, utilization
 from shared.cli.fit_table import HARD_FLOOR, Column, FitTable
 from shared.views import (
     AttemptList,
@@ -24,7 +24,7 @@ from shared.views import (
     WorkflowCost,
     WorkflowSummary,
 )
-from tests.cli.fake_api import task_body, workflow_body
+from tests.support.fake_api import task_body, workflow_body
 
 NOW = 2_000_000_000.0
 LONG = "preprocess-the-entire-imagenet-validation-split-for-evaluation"
@@ -314,7 +314,7 @@ def test_list_keeps_ids_counts_and_durations_whole_at_any_width(
     item = WorkflowSummary.model_validate(body | {"queues": [], "url": "u"})
     lines = lines_of(render.list_table([item]), width)
     assert_whole(
-        lines, {"id": [WF_ID], "done": [f"{done}/{done + 1}"], "took": [render.duration(took)]}
+        lines, {"id": [WF_ID], "done": [f"{done}/{done + 1}"], "took": [style.duration(took)]}
     )
     assert "done" in lines[0]  # the count is never the column left out
     assert_name(lines, name)
@@ -323,7 +323,7 @@ def test_list_keeps_ids_counts_and_durations_whole_at_any_width(
 whole_cells = st.one_of(
     st.integers(0, 10**9).map(str),
     st.tuples(st.integers(0, 10**6), st.integers(1, 10**6)).map(lambda p: f"{p[0]}/{p[1]}"),
-    st.floats(0, 10**7).map(render.duration),
+    st.floats(0, 10**7).map(style.duration),
     st.floats(0, 10**7).map(lambda v: f"{v:.2f} USD"),
 )
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.cli.conftest import Result, Stack
-from tests.support.api_host import REPO_ROOT
+from devtools.testing.api_host import REPO_ROOT
+from tests.cli.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

@@ -1,19 +1,8 @@
-"""Fixtures of the coordinator tests over the in-memory storage: a fake clock and a storage
-account whose visibility timeouts and leases follow it."""
+"""The coordinator tests' fixtures (tests/support/memory_fixtures.py): a fake clock and a storage
+account in memory whose visibility timeouts and leases follow it."""
 
 from __future__ import annotations
 
-import pytest
+from tests.support.memory_fixtures import clock, storage
 
-from shared.storage.memory import MemoryStorage, memory_storage
-from tests.coordinator.helpers import FakeClock
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def storage(clock: FakeClock) -> MemoryStorage:
-    return memory_storage("mem", clock=clock)
+__all__ = ["clock", "storage"]

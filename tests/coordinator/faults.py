@@ -93,4 +93,5 @@ def faulty(storage: Storage, plan: FaultPlan) -> Storage:
         partition=storage.partition,
         registry=_Proxy(storage.registry, plan, "registry"),
         cache=_Proxy(storage.cache, plan, "cache"),
+        schedules=_Proxy(storage.schedules, plan, "schedules"),
     )

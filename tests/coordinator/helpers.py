@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from devtools.testing.synthetic_worker import SyntheticWorker
 from shared import codec, engine
 from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
@@ -15,7 +16,6 @@ from shared.engine.state import RuntimeState
 from shared.messages import ActivateEvent, encode
 from shared.names import ResourceNames
 from shared.storage.ports import Storage
-from tests.support.synthetic_worker import SyntheticWorker
 
 
 @dataclass

@@ -10,6 +10,7 @@ completion of an attempt that another instance had dispatched meanwhile was dead
 
 from __future__ import annotations
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
@@ -17,7 +18,6 @@ from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, fast_options, load, retrying, submit, task
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 

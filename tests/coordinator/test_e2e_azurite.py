@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 from pydantic import JsonValue
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared import codec
 from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow, RetryPolicy
@@ -24,7 +25,6 @@ from shared.states import TaskState, WorkflowStatus
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import Storage
 from tests.coordinator.helpers import diamond, fan, submit, task
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 pytestmark = pytest.mark.azurite
 

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
@@ -34,7 +35,6 @@ from tests.coordinator.helpers import (
     retrying,
     submit,
 )
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 OPTIONS = fast_options(event_visibility_s=30)

@@ -12,12 +12,12 @@ import time
 
 import pytest
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.settings import Settings
 from shared.states import WorkflowStatus
 from shared.storage.factory import ensure_resources, open_storage
 from tests.coordinator.helpers import fan, load
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 pytestmark = pytest.mark.azurite
 

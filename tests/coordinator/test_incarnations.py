@@ -11,6 +11,7 @@ tests/worker/test_incarnations.py).
 
 from __future__ import annotations
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
@@ -21,7 +22,6 @@ from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from shared.storage.ports import Queue
 from tests.coordinator.helpers import FakeClock, fast_options, load, task
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 WF = CompiledWorkflow.of("one", [task("a")])

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from pydantic import JsonValue
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.coordinator import Coordinator, LeaseState
 from shared.definition.workflow import CompiledWorkflow, TaskDef
 from shared.errors import LeaseError
@@ -16,7 +17,6 @@ from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fast_options, load, submit
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 
@@ -272,10 +272,10 @@ async def test_dispatch_rounds_past_their_bound_are_counted_and_logged(
     storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    from shared.coordinator import apply
+    from shared.coordinator import dispatch
 
-    assert apply.dispatch_rounds(unsendable(100)) == 102
-    monkeypatch.setattr(apply, "dispatch_rounds", lambda wf: 3)  # an engine gone wrong
+    assert dispatch.dispatch_rounds(unsendable(100)) == 102
+    monkeypatch.setattr(dispatch, "dispatch_rounds", lambda wf: 3)  # an engine gone wrong
     wf = unsendable(100)
     await submit(storage, wf, "huge", clock())
     result = await Coordinator(storage, NAMES, fast_options(), clock=clock).run_once()

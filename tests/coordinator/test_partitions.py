@@ -3,6 +3,8 @@ messages all stay in its partition; raising the partition count in flight misrou
 
 from __future__ import annotations
 
+from devtools.testing.partition_ids import ids_in_each_partition
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
@@ -13,8 +15,6 @@ from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
 from tests.coordinator.faults import FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, fast_options, load
-from tests.support.partition_ids import ids_in_each_partition
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 OPTIONS = fast_options(event_visibility_s=30)

@@ -14,6 +14,7 @@ before the coordinator's flush (docs/coordinator.md):
 
 from __future__ import annotations
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.coordinator import Coordinator
 from shared.coordinator.dispatch import build_message
@@ -24,7 +25,6 @@ from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, fast_options, load, retrying, task
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared import codec, engine
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
@@ -18,7 +19,6 @@ from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, diamond, fan, fast_options, load, submit, task
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 

@@ -20,9 +20,9 @@ from shared.errors import IllegalMoveError
 from shared.messages import ActivateEvent
 from shared.names import ResourceNames
 from shared.states import TERMINAL_TASK_STATES, TaskState
+from tests.engine.worlds import OUTCOMES, WF, World, dags
 
 from .history import History, task, workflow
-from .test_properties import OUTCOMES, WF, World, dags
 
 S = TaskState
 

@@ -172,7 +172,7 @@ def _submitted(api: Any) -> dict[str, Any]:
 
 
 def test_client_submits_a_workflow() -> None:
-    from tests.cli.fake_api import fake_api
+    from tests.support.fake_api import fake_api
 
     wf = dagq.Workflow("x")
     wf.task("a", cmd="true")

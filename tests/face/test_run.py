@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dagq
-from tests.cli.fake_api import fake_api, workflow_body
+from tests.support.fake_api import fake_api, workflow_body
 
 
 def test_a_run_submits_waits_and_reads_outputs() -> None:

@@ -1,4 +1,4 @@
-"""The field's own tools over infra/, offline: ``make infra-check`` (which ``make lint`` runs).
+"""The field's own tools over infra/, offline: ``make infra-check`` (CI: after ``make lint``).
 
 - **checkov** (``--framework bicep``) over every template: a failed check fails, unless the resource
   skips it inline with its reason (``// checkov:skip=CKV_AZURE_NN: why``). checkov's Bicep parser

@@ -134,11 +134,7 @@ def test_one_restarting_service_per_queue() -> None:
 
 def test_worker_environment_is_what_the_agent_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     env = env_file(yaml.safe_load(render(gpu_pool())))
-    storage_names = {
-        choice
-        for field in Settings.model_fields.values()
-        for choice in getattr(field.validation_alias, "choices", [])
-    }
+    storage_names = {name for names in Settings.env_names().values() for name in names}
     worker_names = {f"DAGQ_WORKER_{name.upper()}" for name in WorkerSettings.model_fields}
     telemetry = {
         "APPLICATIONINSIGHTS_CONNECTION_STRING",

@@ -67,7 +67,11 @@ def test_names_equal_what_the_code_computes_for_the_default_prefix() -> None:
     assert sorted(_names(storage, CONTAINERS)) == sorted(
         [*names.all_containers(), deployment_container, *host_containers]
     )
-    assert _names(storage, TABLES) == [names.index_table, names.registry_table]
+    assert _names(storage, TABLES) == [
+        names.index_table,
+        names.registry_table,
+        names.schedules_table,
+    ]
     task_queues = [names.task_queue(queue) for queue in main.default("taskQueues")]
     assert sorted(_names(storage, QUEUES)) == sorted(
         [names.event_queue, names.event_poison_queue, names.notify_queue, *task_queues]

@@ -8,13 +8,13 @@ import dataclasses
 
 import pytest
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.definition.workflow import CompiledWorkflow, NotifyTarget
 from shared.messages import NotifyMessage
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
 from tests.coordinator.helpers import FakeClock, diamond, drive, fan, load, retrying, submit
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 HOOK = "https://hooks.example.com/dagq"

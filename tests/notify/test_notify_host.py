@@ -15,8 +15,8 @@ import pytest
 
 import dagq
 from devtools.azurite import Azurite
+from devtools.testing.api_host import HostProcess, start_host
 from tests.notify.receiver import receiver
-from tests.support.api_host import HostProcess, start_host
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

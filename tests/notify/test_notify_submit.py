@@ -144,7 +144,7 @@ def test_notify_query_is_repeatable_and_checked() -> None:
 
 def test_client_sends_each_notify_url_as_its_own_parameter() -> None:
     import dagq
-    from tests.cli.fake_api import fake_api
+    from tests.support.fake_api import fake_api
 
     with fake_api() as api:
         api.on("POST", "/api/workflows", 201, {"id": "wf-9", "status": "pending", "url": "u"})

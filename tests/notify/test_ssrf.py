@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.notify.guard import RefusedTarget, TargetRules, checked_addresses, url_target
+from shared.notify.errors import RefusedTarget
+from shared.notify.guard import TargetRules, checked_addresses, url_target
 from shared.notify.post import post_webhook
 from tests.notify.receiver import receiver
 

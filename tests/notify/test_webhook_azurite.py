@@ -18,16 +18,16 @@ from dataclasses import replace
 
 import pytest
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.coordinator import Coordinator, CoordinatorOptions
 from shared.names import ResourceNames
 from shared.notify import Deliverer, DeliveryOptions, TargetRules
+from shared.readback.workflow_reads import read_workflow
 from shared.settings import Settings
 from shared.storage.factory import ensure_resources, open_storage
 from shared.storage.ports import Storage
-from shared.storage.workflow_reads import read_workflow
 from tests.notify.receiver import receiver
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 pytestmark = pytest.mark.azurite
 

@@ -8,31 +8,10 @@ from typing import Any
 from shared.names import ResourceNames
 from shared.ops import doctor_checks as checks
 from shared.ops.doctor import report
-from shared.ops.doctor_facts import Facts, Limits, PartitionFacts, QueuedTask, WorkflowFacts
+from shared.ops.doctor_facts import Facts, PartitionFacts, QueuedTask, WorkflowFacts
 from shared.states import WorkflowStatus
 from shared.storage.ports import DeadLetter
-from shared.storage.registry import WorkerRecord
-
-NOW = 1_800_000_000.0
-LIMITS = Limits(
-    worker_lost_after_s=90,
-    empty_queue_repair_after_s=60,
-    lost_dispatch_after_s=86400,
-    activate_repair_after_s=30,
-    sweep_overdue_after_s=300,
-    event_stuck_after_s=60,
-    clock_skew_s=30,
-    dead_letter_window_s=86400,
-)
-
-
-def worker(worker_id: str = "w1", queues: tuple[str, ...] = ("cpu",), **kw: Any) -> WorkerRecord:
-    base: dict[str, Any] = {
-        "worker_id": worker_id, "host": "vm1", "queues": list(queues), "slots": 1,
-        "busy_slots": 0, "tasks": [], "version": "0.1.0", "started_at": NOW - 600,
-        "last_seen": NOW - 5, "interval_s": 20.0, "server_seen": NOW - 5,
-    }  # fmt: skip
-    return WorkerRecord(**{**base, **kw})
+from tests.ops.facts import LIMITS, NOW, worker
 
 
 def partition(**kw: Any) -> PartitionFacts:

@@ -15,7 +15,7 @@ from shared.ops.doctor import doctor
 from shared.settings import Settings
 from shared.storage.ports import Storage
 from tests.coordinator.helpers import diamond, fast_options, submit
-from tests.ops.test_doctor_checks import worker
+from tests.ops.facts import worker
 
 
 def settings_of(storage: Storage, **env: str) -> Settings:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.api.reads import get_workflow
 from shared.codec.definition import encode_definition
@@ -19,8 +20,7 @@ from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import PurgeMark, Storage
 from tests.coordinator.faults import Crash, FaultPlan, faulty
 from tests.coordinator.helpers import FakeClock, diamond, drive, fan, load, submit
-from tests.ops.conftest import finished_workflow
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
+from tests.ops.workflows import finished_workflow
 
 DAY = 86400.0
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.errors import ConflictError, NotFoundError
 from shared.names import ResourceNames
@@ -20,7 +21,6 @@ from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import PurgeMark
 from tests.coordinator.helpers import FakeClock, diamond, drive, load
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 DAY = 86400.0
 BIG = "x" * 20_000  # an output too large to travel inline: it is a blob

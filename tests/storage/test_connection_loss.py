@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import pytest
 
 from devtools.azurite import Azurite
+from devtools.testing.flaky_proxy import FlakyProxy
 from shared.settings import Settings, azurite_connection_string
 from shared.states import WorkflowStatus
 from shared.storage.azure import AzureStorage
 from shared.storage.ports import IndexRow
-from tests.support.flaky_proxy import FlakyProxy
 
 pytestmark = pytest.mark.azurite
 

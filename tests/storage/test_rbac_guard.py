@@ -70,6 +70,19 @@ async def test_a_worker_reaches_no_index_row_and_no_poison_queue(
     assert [m.text for m in await storage.event_queue.receive(1, 5)] == ["a completion"]
 
 
+async def test_only_the_app_reaches_the_schedules(storage: Storage, prefix: str) -> None:
+    from shared.storage.schedules import ScheduleRecord, ScheduleSpec
+
+    app = guarded(storage, "app", ResourceNames(prefix))
+    spec = ScheduleSpec(name="nightly", cron="0 2 * * *", definition="name: n\n")
+    assert await app.schedules.create(ScheduleRecord(spec=spec, created_at=1.0, not_before=1.0))
+    assert [r.name for r in await app.schedules.list()] == ["nightly"]
+    worker = guarded(storage, "worker", ResourceNames(prefix))
+    await refused(worker.schedules.list())
+    await refused(worker.schedules.get("nightly"))
+    await refused(worker.schedules.delete("nightly"))
+
+
 async def test_the_app_uses_the_result_cache(storage: Storage, prefix: str) -> None:
     app = guarded(storage, "app", ResourceNames(prefix))
     await app.cache.put("a" * 64, b"entry", 4e9)

@@ -14,6 +14,7 @@ from shared.states import WorkflowStatus
 from shared.storage import azure as azure_adapters
 from shared.storage import ports
 from shared.storage.azure.cache import AzureResultCache
+from shared.storage.azure.schedules import AzureSchedules
 from shared.storage.ports import IndexRow, Storage
 from shared.storage.repeat import REPEATED, repeating, with_repeats
 
@@ -28,6 +29,7 @@ ADAPTERS = {
     "queues": azure_adapters.AzureQueues,
     "index": azure_adapters.AzureIndex,
     "registry": azure_adapters.AzureRegistry,
+    "schedules": AzureSchedules,
 }
 
 

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from devtools.browser import browser_context, chromium_path
-from tests.cli import conftest as cli
-from tests.cli.conftest import Stack
+from tests.cli.stack import Stack, stack
+from tests.ui.pages import Console
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page, Request
+    from playwright.sync_api import BrowserContext, Page
 
-
-stack = cli.stack
+__all__ = ["stack"]
 """The CLI tests' stack (the app under the local host, cpu and gpu workers), one per module."""
 
 
@@ -33,27 +32,6 @@ def browser() -> Iterator[BrowserContext]:
         pytest.skip("chromium is not installed and could not be (apt-get install -y chromium)")
     with browser_context() as context:
         yield context
-
-
-class Console:
-    """Console errors, uncaught exceptions and failed requests of a page: the tests want none."""
-
-    def __init__(self, page: Page) -> None:
-        self.errors: list[str] = []
-        self.expected: list[str] = []
-        """Substrings of errors a test provokes on purpose (a 401 it asked the API to answer)."""
-        page.on("console", lambda m: self._error(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
-        page.on("requestfailed", self._failed)
-
-    def _error(self, text: str) -> None:
-        if not any(part in text for part in self.expected):
-            self.errors.append(text)
-
-    def _failed(self, request: Request) -> None:
-        # A navigation aborts the requests of the page it leaves: that is not the page's fault.
-        if request.failure != "net::ERR_ABORTED":
-            self.errors.append(f"request failed ({request.failure}): {request.url}")
 
 
 @pytest.fixture
@@ -72,8 +50,3 @@ def page(browser: BrowserContext, stack: Stack, console: list[Console]) -> Itera
     page.close()
     errors = console[0].errors
     assert errors == [], f"console errors: {errors}\n{stack.diagnostics()}"
-
-
-def dashboard_url(stack: Stack, fragment: str = "") -> str:
-    """``http://127.0.0.1:PORT/api/ui#...`` of the stack."""
-    return f"{stack.url}/ui{fragment}"

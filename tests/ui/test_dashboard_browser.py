@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from shared.client import Client
-from tests.cli.conftest import EXAMPLES, Stack
-from tests.ui.conftest import Console, dashboard_url
+from tests.cli.stack import EXAMPLES, Stack
+from tests.ui.pages import Console, dashboard_url, submit
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, Route
@@ -53,11 +52,6 @@ tasks:
     kwargs: {{cmd: "true"}}
 """
 """1 + 10,000 + 1 tasks on a queue no worker polls (max_parallelism 1: one message queued)."""
-
-
-def submit(stack: Stack, definition: str | object) -> str:
-    with Client(stack.url.removesuffix("/api")) as client:
-        return client.submit(definition).id  # type: ignore[arg-type]
 
 
 def test_a_pipeline_run_goes_live_to_completed_in_the_graph_and_the_gantt(

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.cli.conftest import Stack
-from tests.ui.conftest import dashboard_url
-from tests.ui.test_dashboard_browser import submit
+from tests.cli.stack import Stack
+from tests.ui.pages import dashboard_url, submit
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

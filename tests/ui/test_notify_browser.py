@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from shared.client import Client
-from tests.cli.conftest import Stack
-from tests.ui.conftest import dashboard_url
+from tests.cli.stack import Stack
+from tests.ui.pages import dashboard_url
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

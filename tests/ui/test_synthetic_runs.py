@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.cli.conftest import Stack
-from tests.support.synthetic_run import SHORT_ORDER, WORKERS, crossing, fan_out, sub_second
-from tests.ui.conftest import dashboard_url
+from devtools.testing.synthetic_run import SHORT_ORDER, WORKERS, crossing, fan_out, sub_second
+from tests.cli.stack import Stack
+from tests.ui.pages import dashboard_url
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, Route

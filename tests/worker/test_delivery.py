@@ -13,7 +13,7 @@ import pytest
 from shared.messages import TaskCompletedEvent, TaskMessage, encode
 from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
-from tests.worker.conftest import (
+from tests.worker.agents import (
     create_workflow,
     drain_events,
     read_events,
@@ -21,6 +21,7 @@ from tests.worker.conftest import (
     send_task,
     start_agent,
 )
+from tests.worker.waiting import wait_for
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
@@ -30,14 +31,6 @@ Make = Callable[..., WorkerSettings]
 
 def runs(marker: Path) -> list[str]:
     return marker.read_text().split() if marker.exists() else []
-
-
-async def wait_for(predicate: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    for _ in range(int(timeout_s / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from shared.messages import TaskCompletedEvent, TaskFailedEvent
 from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
 from tests.support.processes import alive
-from tests.worker.conftest import (
+from tests.worker.agents import (
     create_workflow,
     read_events,
     running_agent,
@@ -29,7 +29,7 @@ from tests.worker.conftest import (
     set_status,
     start_agent,
 )
-from tests.worker.test_delivery import wait_for
+from tests.worker.waiting import wait_for
 from worker_agent import cgroup
 from worker_agent.config import WorkerSettings
 from worker_agent.runner import Command, StopRequest, run_command

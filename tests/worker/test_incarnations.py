@@ -17,7 +17,7 @@ import pytest
 from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
-from tests.worker.conftest import run_until_drained
+from tests.worker.agents import run_until_drained
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.subprocess]

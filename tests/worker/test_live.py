@@ -16,7 +16,7 @@ from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
 from shared.storage.factory import AzureStorage
 from shared.storage.registry import GpuUse, WorkerRecord
-from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
+from tests.worker.agents import create_workflow, read_events, running_agent, send_task
 from worker_agent.config import WorkerSettings
 
 FAKE_NVIDIA_SMI = """#!/bin/sh

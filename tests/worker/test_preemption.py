@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.test_stopping import FakeMetadata, preempt
+from tests.worker.metadata_service import FakeMetadata, preempt
 from worker_agent import preemption
 from worker_agent.config import WorkerSettings
 from worker_agent.preemption import Notice, PeerLock, PreemptionWatcher, acknowledge

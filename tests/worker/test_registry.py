@@ -11,7 +11,7 @@ from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
 from shared.storage.memory import memory_storage
 from shared.storage.registry import WorkerRecord, WorkerTask
-from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
+from tests.worker.agents import create_workflow, read_events, running_agent, send_task
 from worker_agent.config import WorkerSettings
 from worker_agent.registry import Presence
 

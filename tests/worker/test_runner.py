@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.errors import StartError
 from tests.support.processes import alive
+from worker_agent.errors import StartError
 from worker_agent.runner import Command, StopRequest, run_command
 
 pytestmark = [pytest.mark.subprocess]

@@ -16,7 +16,7 @@ import pytest
 
 from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
-from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
+from tests.worker.agents import create_workflow, read_events, running_agent, send_task
 from worker_agent.config import WorkerSettings
 from worker_agent.scale_in import API_VERSION, ARM_RESOURCE, ScaleInProtection
 

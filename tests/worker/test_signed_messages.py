@@ -11,7 +11,7 @@ from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.signing import Signer, new_key_pair
 from shared.storage.memory import memory_storage
-from tests.worker.conftest import run_until_drained
+from tests.worker.agents import run_until_drained
 from worker_agent.config import WorkerSettings
 
 NAMES = ResourceNames("sig")

@@ -12,7 +12,7 @@ import pytest
 from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
-from tests.worker.conftest import REPO_ROOT, create_workflow, read_events, running_agent, send_task
+from tests.worker.agents import REPO_ROOT, create_workflow, read_events, running_agent, send_task
 from worker_agent.agent import Agent
 from worker_agent.cli import main
 from worker_agent.config import WorkerSettings

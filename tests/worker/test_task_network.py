@@ -11,7 +11,7 @@ from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
 from shared.storage.factory import AzureStorage
 from tests.support.netguard import Offences
-from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
+from tests.worker.agents import create_workflow, read_events, running_agent, send_task
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]

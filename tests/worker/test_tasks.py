@@ -18,7 +18,7 @@ from shared.messages import (
 )
 from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
-from tests.worker.conftest import (
+from tests.worker.agents import (
     create_workflow,
     drain_events,
     read_events,

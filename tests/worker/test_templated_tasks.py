@@ -15,7 +15,7 @@ from shared.errors import DefinitionError
 from shared.messages import TaskCompletedEvent
 from shared.names import ResourceNames
 from shared.storage.azure import AzureStorage
-from tests.worker.conftest import create_workflow, read_events, running_agent, send_task
+from tests.worker.agents import create_workflow, read_events, running_agent, send_task
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]

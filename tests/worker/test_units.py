@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.errors import AttemptError, ConfigError
+from shared.errors import ConfigError
 from shared.messages import TaskMessage
 from worker_agent.config import WorkerSettings
+from worker_agent.errors import AttemptError
 from worker_agent.files import AttemptPaths, open_directory, read_output, resolve_cwd
 from worker_agent.gpu import slot_devices
 from worker_agent.logfile import LogFile

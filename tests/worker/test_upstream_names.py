@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from shared.errors import AttemptError, MessageError
+from shared.errors import MessageError
 from shared.messages import OutputRef, TaskMessage, decode_task_message, encode
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
+from worker_agent.errors import AttemptError
 from worker_agent.files import upstream_values
 
 SECRET_NAME = "../azure-webjobs-secrets/host.json"

@@ -14,6 +14,7 @@ from shared.storage.azure.index import AzureIndex
 from shared.storage.azure.lease import AzureLease
 from shared.storage.azure.queues import AzureQueue, AzureQueues
 from shared.storage.azure.registry import AzureRegistry
+from shared.storage.azure.schedules import AzureSchedules
 from shared.storage.ports import Storage
 
 
@@ -31,6 +32,7 @@ class AzureStorage(Storage):
     event_poison_queue: AzureQueue
     registry: AzureRegistry
     cache: AzureResultCache
+    schedules: AzureSchedules
     clients: AzureClients = field(kw_only=True)
     names: ResourceNames = field(kw_only=True)
 
@@ -67,6 +69,7 @@ def azure_storage(settings: Settings, clients: AzureClients | None = None) -> Az
         event_poison_queue=queues.get(names.event_poison_queue),
         registry=AzureRegistry(clients.table.get_table_client(names.registry_table)),
         cache=AzureResultCache(clients.blob.get_container_client(names.cache_container)),
+        schedules=AzureSchedules(clients.table.get_table_client(names.schedules_table)),
         clients=clients,
         names=names,
     )

@@ -18,6 +18,7 @@ from shared.storage.memory.index import MemoryIndex
 from shared.storage.memory.lease import MemoryLease
 from shared.storage.memory.queues import MemoryQueue, MemoryQueues
 from shared.storage.memory.registry import MemoryRegistry
+from shared.storage.memory.schedules import MemorySchedules
 from shared.storage.ports import Storage
 
 
@@ -36,6 +37,7 @@ class MemoryStorage(Storage):
     event_poison_queue: MemoryQueue
     registry: MemoryRegistry
     cache: MemoryResultCache
+    schedules: MemorySchedules
     names: ResourceNames = field(kw_only=True)
     leases: dict[int, MemoryLease] = field(kw_only=True, hash=False, compare=False)
     """Every partition's lease, shared by all views of this storage."""
@@ -76,6 +78,7 @@ def memory_storage(prefix: str = "mem", clock: Clock = time.time) -> MemoryStora
         event_poison_queue=queues.get(names.event_poison_queue),
         registry=MemoryRegistry(clock),
         cache=MemoryResultCache(),
+        schedules=MemorySchedules(),
         names=names,
         leases={0: lease},
     )

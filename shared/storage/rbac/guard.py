@@ -219,6 +219,9 @@ def _wrap(storage: Storage, guard: Guard) -> GuardedStorage:
         event_poison_queue=queues.get(storage.event_poison_queue.name),
         registry=port(storage.registry, "registry", _fixed(Target("table", names.registry_table))),
         cache=port(storage.cache, "cache", cache),
+        schedules=port(
+            storage.schedules, "schedules", _fixed(Target("table", names.schedules_table))
+        ),
         partition=storage.partition,
         inner=storage,
         guard=guard,

@@ -95,6 +95,9 @@ UPSERT_ENTITY = RestOperation(
         (f"{_TABLE}/entities/add/action", f"{_TABLE}/entities/update/action"),
     ),
 )
+UPDATE_ENTITY = RestOperation(
+    "Update Entity", "table", _one(f"{_TABLE}/entities/write", f"{_TABLE}/entities/update/action")
+)
 DELETE_ENTITY = RestOperation("Delete Entity", "table", _one(f"{_TABLE}/entities/delete"))
 
 Port = Literal[
@@ -108,6 +111,7 @@ Port = Literal[
     "queues",
     "index",
     "registry",
+    "schedules",
 ]
 
 OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
@@ -192,6 +196,13 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
         "failures": (QUERY_ENTITIES,),
         "note_machine": (UPSERT_ENTITY,),
         "machines": (QUERY_ENTITIES,),
+    },
+    "schedules": {
+        "create": (INSERT_ENTITY,),
+        "get": (QUERY_ENTITIES,),
+        "list": (QUERY_ENTITIES,),
+        "update": (UPDATE_ENTITY,),
+        "delete": (QUERY_ENTITIES, DELETE_ENTITY),
     },
 }
 

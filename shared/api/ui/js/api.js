@@ -78,6 +78,8 @@ export const api = {
   cancel: (id) => call(`workflows/${seg(id)}/cancel?reason=${seg("cancelled from the dashboard")}`, { method: "POST" }),
   retry: (id) => call(`workflows/${seg(id)}/retry`, { method: "POST" }),
   workers: () => call("workers"),
+  schedules: () => call("schedules"),
+  schedule: (name) => call(`schedules/${seg(name)}`),
   openapi: () => call("openapi.json"),
 };
 

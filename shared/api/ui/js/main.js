@@ -3,11 +3,13 @@
 //   #/runs/ID             a run's DAG          #/runs/ID/gantt   its Gantt chart   (?task=NAME)
 //   #/runs/ID/log/TASK    a task's full log
 //   #/workers             the worker registry
+//   #/schedules           the schedules: next run, latest runs with their status
 import { ApiError, getKey, setKey } from "./api.js";
 import { clear } from "./dom.js";
 import { listView } from "./list.js";
 import { logView } from "./log.js";
 import { runView } from "./run.js";
+import { schedulesView } from "./schedules.js";
 import { workersView } from "./workers.js";
 
 const main = document.getElementById("main");
@@ -25,6 +27,7 @@ export function parseRoute(hash) {
     return { view: "run", id: parts[1], tab: parts[2] === "gantt" ? "gantt" : "graph", params };
   }
   if (parts[0] === "workers") return { view: "workers", params };
+  if (parts[0] === "schedules") return { view: "schedules", params };
   return { view: "workflows", params };
 }
 
@@ -61,7 +64,8 @@ const ctx = {
 function start() {
   const route = parseRoute(location.hash);
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const active = link.dataset.nav === (route.view === "workers" ? "workers" : "workflows");
+    const nav = route.view === "workers" || route.view === "schedules" ? route.view : "workflows";
+    const active = link.dataset.nav === nav;
     if (active) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
@@ -73,7 +77,9 @@ function start() {
   if (current) current.view.stop?.();
   ctx.banner("");
   clear(main);
-  const make = { workflows: listView, run: runView, log: logView, workers: workersView }[route.view];
+  const make = {
+    workflows: listView, run: runView, log: logView, workers: workersView, schedules: schedulesView,
+  }[route.view];
   current = { key, view: make(main, route, ctx) };
   main.focus({ preventScroll: true });
   schedule(0);

@@ -1,0 +1,164 @@
+"""The schedule operations and the sweep's concurrency rules, over the memory fakes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from shared.api import schedules
+from shared.api.schedule_sweep import run_schedules
+from shared.definition.schedule import run_id
+from shared.errors import ConflictError, DefinitionError, NotFoundError, RequestError
+from shared.states import WorkflowStatus
+from shared.storage.memory import memory_storage
+from shared.storage.schedules import ScheduleSpec
+
+DEFINITION = "name: n\ntasks:\n  - name: a\n    kwargs:\n      cmd: echo a\n"
+T0 = 1_796_000_000.0  # 2026-11-29 00:53:20 UTC
+URLS = {"url_for": lambda n: f"/s/{n}", "workflow_url": lambda w: f"/w/{w}"}
+
+
+def spec(**changes: object) -> ScheduleSpec:
+    base = ScheduleSpec(name="every", cron="* * * * *", definition=DEFINITION)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_bad_input_is_a_400_naming_each_problem() -> None:
+    with pytest.raises(RequestError) as caught:
+        schedules.check_spec(spec(name="a/b", cron="61 * * * *", timezone="Mars/Base"))
+    assert caught.value.http_status == 400
+    detail = str(caught.value)
+    assert "invalid schedule name" in detail
+    assert "invalid cron" in detail
+    assert "unknown time zone 'Mars/Base'" in detail
+    with pytest.raises(DefinitionError):
+        schedules.check_spec(spec(definition="name: n\ntasks: 3\n"))
+
+
+async def test_create_is_idempotent_and_a_different_spec_conflicts() -> None:
+    storage = memory_storage()
+    _, created = await schedules.create(storage, spec(), now=T0)
+    assert created
+    _, created = await schedules.create(storage, spec(), now=T0 + 5)
+    assert not created
+    with pytest.raises(ConflictError):
+        await schedules.create(storage, spec(cron="0 2 * * *"), now=T0)
+    with pytest.raises(NotFoundError):
+        await schedules.show(storage, "nope", now=T0, **URLS)  # type: ignore[arg-type]
+
+
+async def test_a_paused_schedule_starts_nothing_and_resume_skips_the_pause() -> None:
+    storage = memory_storage()
+    await schedules.create(storage, spec(catch_up=5), now=T0)
+    await schedules.set_paused(storage, "every", True, now=T0 + 10)
+    view = await schedules.show(storage, "every", now=T0 + 10, **URLS)  # type: ignore[arg-type]
+    assert view.paused
+    assert view.next_runs == []
+    assert await run_schedules(storage, T0 + 600) == 0
+    await schedules.set_paused(storage, "every", False, now=T0 + 600)
+    assert await run_schedules(storage, T0 + 600) == 0  # the pause's slots are not caught up
+    assert await run_schedules(storage, T0 + 690) == 1  # one slot since the resume
+    view = await schedules.show(storage, "every", now=T0 + 690, **URLS)  # type: ignore[arg-type]
+    assert [r.status for r in view.runs] == [WorkflowStatus.PENDING]
+    assert len(view.next_runs) == 3
+    assert view.next_runs[0] > T0 + 690
+
+
+async def test_forbid_skips_a_slot_while_the_previous_run_is_active() -> None:
+    storage = memory_storage()
+    await schedules.create(storage, spec(concurrency="forbid"), now=T0)
+    assert await run_schedules(storage, T0 + 60) == 1
+    assert await run_schedules(storage, T0 + 120) == 0  # the first is still pending: skipped
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.note
+    assert "skipped" in record.note
+    assert len(record.runs) == 1
+
+
+async def test_replace_cancels_the_previous_run_first() -> None:
+    storage = memory_storage()
+    await schedules.create(storage, spec(concurrency="replace"), now=T0)
+    assert await run_schedules(storage, T0 + 60) == 1
+    assert await run_schedules(storage, T0 + 120) == 1
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert len(record.runs) == 2
+    first = record.runs[0]
+    page = await storage.index.list(limit=10)
+    flags = {row.workflow_id: row.cancel_requested for row in page.rows}
+    assert flags == {first: True, record.runs[1]: False}
+
+
+async def test_a_slot_whose_id_holds_another_workflow_is_noted_and_passed_over() -> None:
+    storage = memory_storage()
+    await schedules.create(storage, spec(catch_up=2), now=T0)
+    slot = (int(T0 // 60) + 1) * 60.0
+    from shared.api import service
+
+    other = "name: other\ntasks:\n  - name: b\n    kwargs:\n      cmd: echo b\n"
+    wf, encoded = service.compile_definition(other)
+    await service.submit(storage, wf, now=T0, workflow_id=run_id("every", slot), encoded=encoded)
+    assert await run_schedules(storage, slot + 61) == 1  # the next slot still starts
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.note
+    assert "not started" in record.note
+    assert record.runs == [run_id("every", slot + 60)]
+
+
+PARAMS = """
+name: nightly
+params:
+  lr: 0.1
+  checkpoint: {description: which checkpoint}
+tasks:
+  - name: train
+    kwargs: {cmd: "train --lr {{ params.lr }} --ckpt {{ params.checkpoint }}"}
+"""
+
+
+async def test_a_run_gets_the_schedules_params_and_webhooks() -> None:
+    from shared.codec.definition import decode_definition
+
+    storage = memory_storage()
+    scheduled = spec(
+        definition=PARAMS, params={"checkpoint": "ckpt-42", "lr": "0.01"},
+        notify=["https://hooks.example.com/dagq"],
+    )  # fmt: skip
+    schedules.check_spec(scheduled)
+    await schedules.create(storage, scheduled, now=T0)
+    assert await run_schedules(storage, T0 + 60) == 1
+    [run] = (await storage.schedules.get("every")).runs  # type: ignore[union-attr]
+    wf = decode_definition(await storage.workflows.read_definition(run))
+    assert wf.params == {"checkpoint": "ckpt-42", "lr": 0.01}
+    assert [t.url for t in wf.notify] == ["https://hooks.example.com/dagq"]
+    assert "--lr 0.01 --ckpt ckpt-42" in wf.tasks[0].cmd
+
+
+def test_params_are_checked_as_each_run_will_be() -> None:
+    with pytest.raises(DefinitionError) as caught:
+        schedules.check_spec(spec(definition=PARAMS, params={"lr": "fast"}))
+    assert "checkpoint" in str(caught.value)  # required, not given
+    assert "number parameter" in str(caught.value)
+    with pytest.raises(DefinitionError):
+        schedules.check_spec(spec(definition=PARAMS, params={"checkpoint": "c", "nope": "1"}))
+
+
+async def test_forbid_sees_a_run_whose_slot_a_killed_sweep_did_not_note() -> None:
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(concurrency="forbid"), now=T0)
+    # The sweep submits the first slot's run and dies before it notes it on the schedule.
+    await run_schedules(killed(storage, "schedules", "update"), T0 + 60)
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.runs == []
+    # The next slot: the unnoted run is still pending, so forbid skips the slot.
+    assert await run_schedules(storage, T0 + 120) == 0
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.note is not None
+    assert "skipped" in record.note
