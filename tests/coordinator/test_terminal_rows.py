@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
@@ -21,7 +22,6 @@ from shared.ops.purge import purge_workflow
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from tests.coordinator.helpers import FakeClock, fast_options, load, task
-from tests.support.synthetic_worker import Behavior, SyntheticWorker
 
 NAMES = ResourceNames("mem")
 WF = CompiledWorkflow.of("one", [task("a")])
