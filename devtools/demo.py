@@ -245,7 +245,8 @@ def forget_stack_env(stack: DemoStack, path: Path) -> None:
 def keep_up(say: Callable[..., Any], api_url: str, workflow_id: str, env_file: Path) -> None:
     """Keep the stack up until Ctrl-C (or SIGTERM, which ``sigterm_as_interrupt`` turns into it)."""
     say(f"dashboard: {dashboard_url(api_url, workflow_id)}", soft_wrap=True)
-    say("the dagq CLI in another shell: load this stack's API URL, storage and prefix with")
+    say("the dagq CLI in another shell: load this stack's API URL, storage and prefix (and put"
+        " dagq on PATH) with")  # fmt: skip
     say(f"  {source_line(env_file)}", soft_wrap=True, markup=False)
     say(f"the stack stays up (API {api_url}/api): Ctrl-C stops it")
     while True:
@@ -342,6 +343,14 @@ def run_demo(base: Path, *, plain: bool, timeout_s: float, keep: bool = False) -
         finally:
             signal.signal(signal.SIGINT, previous)
         say(f"stopped everything the demo started ({time.monotonic() - started:.0f} s in all)")
+        if keep and code is not None:
+            say(
+                f"this demo's workflows stay in its Azurite data ({run_dir / 'azurite'}), but"
+                " `make up` has storage of its own: they are not in it (each make demo starts"
+                " afresh; its outputs, logs and model card are in the folder above)",
+                soft_wrap=True,
+                markup=False,
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

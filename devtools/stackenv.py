@@ -2,7 +2,8 @@
 
 ``make up`` writes ``.run/stack.env`` and ``make demo KEEP=1`` writes ``.run/demo/stack.env``, both
 here: ``export NAME='value'`` lines, so one line in a shell (``. .run/demo/stack.env``) gives the
-``dagq`` CLI (``DAGQ_API_URL``) and a worker (``DAGQ_STORAGE``, ``DAGQ_PREFIX``) that stack. It
+``dagq`` CLI (``DAGQ_API_URL``) and a worker (``DAGQ_STORAGE``, ``DAGQ_PREFIX``) that stack, and
+puts ``.venv/bin`` on PATH (no virtualenv to activate first). It
 holds the stack's own Azurite key (``devtools.azurite.new_account_key``), so it is written for its
 owner only (0600), like ``stack.json``.
 """
@@ -11,15 +12,23 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 
 def write_env(path: Path, values: Mapping[str, str]) -> None:
     """Write ``values`` as ``export NAME=value`` lines (shell-quoted: a connection string holds
-    ``;``)."""
-    lines = (f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
+    ``;``), then a line that puts this virtualenv's ``bin`` (where ``dagq`` and ``dagq-worker``
+    are) first on PATH, so sourcing the file alone gives a shell the ``dagq`` command."""
+    lines = [f"export {name}={shlex.quote(value)}\n" for name, value in values.items()]
+    lines.append(f'export PATH={shlex.quote(str(bin_dir()))}:"$PATH"\n')
     write_private(path, "".join(lines))
+
+
+def bin_dir() -> Path:
+    """The folder of this Python's scripts (``.venv/bin`` under ``make install``)."""
+    return Path(sys.executable).parent
 
 
 def write_private(path: Path, text: str) -> None:
@@ -33,7 +42,8 @@ def write_private(path: Path, text: str) -> None:
 
 
 def read_env(path: Path) -> dict[str, str]:
-    """The variables of a stack.env file, as a shell that sources it sees them."""
+    """The variables of a stack.env file, as a shell that sources it sees them (but PATH, which
+    extends the shell's own)."""
     values = {}
     for line in path.read_text().splitlines():
         words = shlex.split(line, comments=True)
@@ -41,7 +51,7 @@ def read_env(path: Path) -> dict[str, str]:
             words = words[1:]
         for word in words:
             name, sep, value = word.partition("=")
-            if sep and name:
+            if sep and name and name != "PATH":
                 values[name] = value
     return values
 

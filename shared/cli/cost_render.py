@@ -32,8 +32,9 @@ GROUP_COLUMNS = (
 
 
 def money(amount: float, currency: str) -> str:
-    """``12.3456`` -> ``12.35 USD`` (cents below 1, ``0.0012 USD``, shown as such)."""
-    return f"{amount:.2f} {currency}" if amount >= 1 or amount == 0 else f"{amount:.4f} {currency}"
+    """``12.3456`` -> ``12.3456 USD``: one precision for every amount (the dashboard's too), fine
+    enough for a run's storage cost (``0.0012 USD``) beside its compute."""
+    return f"{amount:.4f} {currency}"
 
 
 def render(view: WorkflowCost | CostReport) -> RenderableType:

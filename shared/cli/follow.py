@@ -18,6 +18,7 @@ from rich.text import Text
 
 from shared.cli import render, style
 from shared.cli.exitcodes import for_status
+from shared.cli.live_render import progress_lines
 from shared.cli.unserved import UnservedQueues
 from shared.client import Client, Workflow
 from shared.states import TaskState, WorkflowStatus
@@ -77,9 +78,10 @@ def follow(
             got = dataclasses.replace(got, elapsed_s=max(0.0, end - since))
         return got if pace else dataclasses.replace(got, rate=None, eta_s=None)
 
+    # Per-queue counts and running tasks' progress need the task table: fetched while it is small
+    # enough to poll.
+    with_tasks = client.get(workflow_id, tasks=False).total <= MAX_TASKS_FOR_QUEUE_VIEW
     if console.is_terminal:
-        # Per-queue counts need the task table: fetch it while it is small enough to poll.
-        with_tasks = client.get(workflow_id, tasks=False).total <= MAX_TASKS_FOR_QUEUE_VIEW
         with Live(console=console, refresh_per_second=4, transient=False) as live:
 
             def show(wf: Workflow) -> None:
@@ -96,7 +98,7 @@ def follow(
                 min_run=min_run,
             )
 
-    last: list[Any] = [None]
+    last: list[Any] = [None, None]
 
     def print_changes(wf: Workflow) -> None:
         unserved.check(wf)
@@ -104,16 +106,24 @@ def follow(
             return  # the retry is not applied yet: its status is stale
         pace = measure(wf)
         key = (wf.status, wf.run, tuple(sorted(wf.counts.items())))
-        if key != last[0]:
-            last[0] = key
+        # A running task's report is printed again when its progress passes a tenth.
+        reported = tuple(
+            (name, None if t.progress is None else int(t.progress * 10))
+            for name, t in wf.tasks.items()
+            if t.state == TaskState.RUNNING and (t.progress is not None or t.metrics)
+        )
+        if key != last[0] or reported != last[1]:
+            last[0], last[1] = key, reported
             console.print(render.plain_progress(wf, pace), soft_wrap=True, highlight=False)
+            for line in progress_lines(wf, time.time()) if reported else ():
+                console.print(line, soft_wrap=True, highlight=False)
 
     return client.wait(
         workflow_id,
         on_update=print_changes,
         interval_s=interval_s,
         timeout_s=timeout_s,
-        tasks=False,
+        tasks=with_tasks,
         min_run=min_run,
     )
 
@@ -166,12 +176,18 @@ def conclude(wf: Workflow, console: Console, *, since: float | None = None) -> i
         highlight=False,
     )
     if wf.status == WorkflowStatus.FAILED:
+        # What the user acts on (a name, a path in an error, a command) is never cut nor wrapped
+        # by rich (soft_wrap): a terminal wraps it, a log keeps it on one line.
         failed = [name for name, info in wf.tasks.items() if info.state == TaskState.FAILED]
         for name in failed[:5]:
-            error = wf.tasks[name].error or ""
-            console.print(f"  failed: {name}  {style.first_line(error)}", highlight=False)
+            error = style.first_line(wf.tasks[name].error, limit=None)
+            console.print(f"  failed: {name}  {error}", highlight=False, soft_wrap=True)
         ran = [name for name in failed if wf.tasks[name].started_at is not None]
         if ran:  # a task that never ran has no log: its error above says why
-            console.print(f"  see a log: dagq logs {wf.id} {ran[0]}", highlight=False)
-        console.print(f"  rerun from the failure: dagq retry {wf.id} --wait", highlight=False)
+            console.print(
+                f"  see a log: dagq logs {wf.id} {ran[0]}", highlight=False, soft_wrap=True
+            )
+        console.print(
+            f"  rerun from the failure: dagq retry {wf.id} --wait", highlight=False, soft_wrap=True
+        )
     return code

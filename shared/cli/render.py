@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.cli.fit_table import Cell, Column, FitTable, Phrases
-from shared.cli.live_render import progress_text
+from shared.cli.live_render import progress_text, took_text
 from shared.cli.params_render import params_line
 from shared.cli.style import STATE_STYLE, duration, first_line, timestamp
 from shared.client import TaskInfo, Workflow, WorkflowSummary
@@ -176,11 +176,17 @@ def queue_table(tasks: dict[str, TaskInfo]) -> FitTable:
     return table
 
 
-def live_view(wf: Workflow, pace: Pace) -> RenderableType:
-    """What ``dagq watch`` shows: header, a bar per state, per-queue counts."""
+def live_view(wf: Workflow, pace: Pace, *, now: float | None = None) -> RenderableType:
+    """What ``dagq watch`` shows: header, a bar per state, per-queue counts, and the running
+    tasks with what they report (progress, metrics, ETA)."""
+    from shared.cli.live_render import running_table
+
     parts: list[RenderableType] = [header(wf, pace), state_bars(wf.counts, total_of(wf))]
     if wf.tasks:
         parts += [Text(""), queue_table(wf.tasks)]
+        running = running_table(wf, time.time() if now is None else now)
+        if running is not None:
+            parts += [Text(""), running]
     elif total_of(wf) > 0:
         parts.append(Text("(per-queue counts are shown for workflows of up to 2,000 tasks)",
                           style="grey62"))  # fmt: skip
@@ -234,10 +240,8 @@ def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
     progress = [progress_text(info.progress, info.metrics) for _, info in items]
     columns = [c for c in TASK_COLUMNS if c.header != "progress" or any(progress)]
     table = FitTable([*columns, *([last] if any(notes) else [])])
+    now = time.time()
     for (name, info), shown, note in zip(items, progress, notes, strict=True):
-        took = None
-        if info.started_at is not None and info.finished_at is not None:
-            took = info.finished_at - info.started_at
         state = CACHED if info.cached_from is not None else info.state
         cells: dict[str, Cell] = {
             "task": name,
@@ -246,7 +250,7 @@ def task_rows(items: list[tuple[str, TaskInfo]]) -> FitTable:
             "try": str(info.attempt or "-"),
             "queue": info.queue or "-",
             "started": timestamp(info.started_at)[11:] if info.started_at else "-",
-            "took": duration(took),
+            "took": took_text(info.state, info.started_at, info.finished_at, now),
             "exit": "-" if info.exit_code is None else str(info.exit_code),
             last.header: note,
         }

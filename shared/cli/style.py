@@ -45,11 +45,11 @@ def timestamp(epoch: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
 
 
-def first_line(text: str | None, limit: int = 80) -> str:
+def first_line(text: str | None, limit: int | None = 80) -> str:
     """The last non-blank line of ``text`` (where an error says what went wrong), cut to
-    ``limit`` characters."""
+    ``limit`` characters (``None``: whole)."""
     if not text:
         return ""
     lines = [line for line in text.strip().splitlines() if line.strip()]
     line = lines[-1] if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.cli.connect import api_options, open_client, report_errors
 from shared.cli.params import add_param_option
 from shared.cli.watch import add_follow_options
+
+if TYPE_CHECKING:
+    from shared.client import Client
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -106,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             params=params,
             notify=args.notify,
         )
+        _warn_never_served(client, submitted.id)
         if not submitted.created:
             err.print(
                 f"workflow {submitted.id} already exists with this definition (idempotent"
@@ -130,3 +135,15 @@ def run(args: argparse.Namespace) -> int:
                 highlight=False,
             )
             return ExitCode.INTERRUPTED
+
+
+def _warn_never_served(client: Client, workflow_id: str) -> None:
+    """Warn (stderr) of the workflow's queues no worker of this deployment ever polled."""
+    from shared.cli.unserved import warn_never_served
+    from shared.errors import DagqError
+
+    try:
+        queues = {task.queue for task in client.graph(workflow_id).tasks}
+    except DagqError:
+        return  # advisory
+    warn_never_served(client, queues, lambda text: print(text, file=sys.stderr))

@@ -20,7 +20,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             " --api-url / $DAGQ_API_URL / the config file names; with ID, at that workflow."
             " Prints the URL, and only the URL when no browser is available (no display, or"
             " --no-browser). The function key is never put in the URL: with function keys,"
-            " paste one once in the page (API key, top right)."
+            " paste one once in the page (API key, top right). Exit 4, with what to do, when"
+            " the API does not answer (the local stack is not up: `make up`)."
         ),
     )
     ui.add_argument("id", nargs="?", help="open this workflow's run view")
@@ -43,6 +44,19 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def _check_answers(args: argparse.Namespace) -> None:
+    """Raise ApiUnreachableError when nothing that is a dagq API answers (the local stack is not
+    up, a wrong URL): a browser would open a page that cannot load. Any answer of the API, even
+    a refusal (a function key is needed), is one."""
+    import contextlib
+
+    from shared.cli.connect import open_client
+    from shared.client.errors import ApiError
+
+    with open_client(args) as client, contextlib.suppress(ApiError):
+        client.health()
+
+
 @report_errors
 def run_ui(args: argparse.Namespace) -> int:
     import webbrowser
@@ -52,6 +66,7 @@ def run_ui(args: argparse.Namespace) -> int:
     config = ClientConfig.resolve(args.api_url, args.api_key, config_path=args.config)
     url = dashboard_url(config.api_url, args.id)
     print(url)
+    _check_answers(args)
     if config.api_key:
         print("the API uses a function key: paste it once in the page (API key, top right)")
     if args.no_browser:

@@ -1,16 +1,21 @@
-"""While a command waits on a workflow: say once, plainly, when its queued tasks sit on a queue no
+"""Tasks on queues no worker serves.
+
+While a command waits on a workflow: say once, plainly, when its queued tasks sit on a queue no
 live worker polls (a queue no pool serves, a typo like ``gpus``), and how to start a worker for
 it. Without this, ``dagq submit --wait`` and ``dagq watch`` printed "queued 1" forever and only
 ``dagq doctor`` explained why.
 
 The check costs nothing until tasks have been queued for ``GRACE_S``; then at most one look at the
 worker registry (and the task table, for workflows small enough to poll it) every ``EVERY_S``.
+
+Before that, ``dagq validate`` and ``dagq submit`` warn of a queue no worker of the deployment has
+ever polled (``warn_never_served``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from shared.client import Client, Workflow
 from shared.errors import DagqError
@@ -69,3 +74,31 @@ class UnservedQueues:
                 f"dagq: tasks wait on queue {queue!r}, which no live worker polls: start one with"
                 f" `dagq-worker {queue}` (on Azure: a pool that serves it); `dagq doctor` says more"
             )
+
+
+def never_served(client: Client, queues: Iterable[str]) -> tuple[list[str], list[str]] | None:
+    """The queues of ``queues`` no worker of this deployment's registry (alive, or lost within
+    the days it keeps them) ever polled, and the queues it did: ``None`` when the registry cannot
+    be read (the check is advisory)."""
+    try:
+        workers = client.workers().workers
+    except DagqError:
+        return None
+    served = sorted({queue for worker in workers for queue in worker.queues})
+    return sorted(set(queues) - set(served)), served
+
+
+def warn_never_served(client: Client, queues: Iterable[str], say: Callable[[str], None]) -> None:
+    """Say, for each queue no worker of this deployment ever polled (a typo like ``gpus``, a
+    queue no pool serves), that its tasks will wait until one does: a warning, never a failure
+    (a pool that scales from zero starts its first worker once tasks wait)."""
+    found = never_served(client, queues)
+    if found is None:
+        return
+    missing, served = found
+    for queue in missing:
+        say(
+            f"dagq: warning: no worker has ever polled queue {queue!r} in this deployment"
+            f" (queues served here: {', '.join(served) or 'none yet'}); its tasks will wait until"
+            f" one does: check the name, or start one with `dagq-worker {queue}`"
+        )

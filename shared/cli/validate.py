@@ -1,7 +1,9 @@
 """``dagq validate FILE...``: check workflow definitions locally, without an API.
 
 Exit 0 when every file is valid (one summary line each on stdout); exit 2 when any is not (every
-problem of every invalid file on stderr, as ``file:location: message``).
+problem of every invalid file on stderr, as ``file:location: message``). When the configured
+deployment answers, a queue none of its workers ever polled is a warning on stderr (a typo like
+``gpus``); without one, nothing is said of queues.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from shared.cli.connect import api_options
 from shared.cli.params import add_param_option
 
 if TYPE_CHECKING:
@@ -29,11 +32,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=(
             "Check workflow definitions: syntax, keys and types, names, dependencies, cycles,"
             " foreach expansion, conditions and limits. Prints one line per valid file; exits 2"
-            " with every problem when any file is invalid."
+            " with every problem when any file is invalid. Warns (stderr, exit 0) of a queue no"
+            " worker of the configured deployment ever polled, when that deployment answers."
         ),
         epilog="examples:\n  dagq validate pipeline.yaml\n  dagq validate examples/*.yaml\n"
         "  generate-flow | dagq validate -",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[api_options()],
     )
     parser.add_argument(
         "files", nargs="+", metavar="FILE", help="definition files (.yaml, .yml, .json), or -"
@@ -54,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dagq: {exc}", file=sys.stderr)
         return INVALID
     code = OK
+    queues: set[str] = set()
     for file in args.files:
         label = "<stdin>" if file == STDIN else file
         try:
@@ -76,7 +82,24 @@ def run(args: argparse.Namespace) -> int:
             code = INVALID
             continue
         print(f"{label}: ok — {summary(wf)}")
+        queues.update(wf.queues)
+    if queues:
+        _warn_never_served(args, queues)
     return code
+
+
+def _warn_never_served(args: argparse.Namespace, queues: set[str]) -> None:
+    """The advisory look at the deployment's worker registry (quick: 5 s at most; silent when
+    no deployment answers or the configuration is unusable)."""
+    from shared.cli.unserved import warn_never_served
+    from shared.client import Client
+    from shared.errors import DagqError
+
+    try:
+        with Client(args.api_url, args.api_key, config_path=args.config, timeout_s=5.0) as client:
+            warn_never_served(client, queues, lambda text: print(text, file=sys.stderr))
+    except DagqError:
+        return
 
 
 def summary(wf: CompiledWorkflow) -> str:

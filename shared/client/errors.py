@@ -77,6 +77,12 @@ def _describe_issue(err: Mapping[str, Any] | Any) -> str:
 class ApiUnreachableError(DagqError):
     """The API could not be reached (connection refused, DNS, timeout)."""
 
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting
+        """Nothing listens at the URL (refused, no such host) or what answers is not a dagq API:
+        asking again at once would fail the same way (a timeout may not)."""
+
 
 class WaitTimeoutError(DagqError):
     """``wait`` gave up before the workflow reached a terminal status."""

@@ -33,6 +33,7 @@ from shared.client.wait import UpdateCallback, wait_for
 from shared.errors import DagqError
 from shared.names import new_workflow_id
 from shared.states import TaskState
+from shared.views import Graph
 
 
 @runtime_checkable
@@ -240,6 +241,10 @@ class Client(OperationsMixin, TaskLogsMixin, CostMixin, SchedulesMixin):
             if not page.next:
                 return
             token = page.next
+
+    def graph(self, workflow_id: str) -> Graph:
+        """Every task's name, queue, foreach group and parents (``GET .../graph``)."""
+        return self._model(Graph, "GET", f"/workflows/{segment(workflow_id)}/graph")
 
     def task(self, workflow_id: str, task: str) -> TaskDetail:
         """One task in detail (output, log location)."""

@@ -117,7 +117,8 @@ class Transport:
             raise ApiUnreachableError(
                 f"cannot reach the dagq API at {base_url} ({exc or type(exc).__name__})."
                 " Start the local stack with `make up`, or set DAGQ_API_URL"
-                f" (URL from: {self.config.source})"
+                f" (URL from: {self.config.source})",
+                lasting=isinstance(exc, httpx.ConnectError),
             ) from None
         if response.status_code >= 400:
             raise problem_error(response, self.config.source)
@@ -205,7 +206,8 @@ def problem_error(
         return ApiUnreachableError(
             f"this is not a dagq API: {response.url} answered HTTP {status} ({kind}) to a dagq"
             f" request; set DAGQ_API_URL (or --api-url) to the app's URL, e.g."
-            f" http://127.0.0.1:7071 for the local stack (URL from: {source})"
+            f" http://127.0.0.1:7071 for the local stack (URL from: {source})",
+            lasting=True,
         )
     if isinstance(data, dict):
         errors = data.get("errors")

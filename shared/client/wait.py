@@ -32,12 +32,18 @@ def wait_for(
     ``Client.wait``."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     failures = 0
+    answered = False
     while True:
         try:
             workflow = get()
         except (ApiUnreachableError, ApiError) as exc:
-            transient = isinstance(exc, ApiUnreachableError) or (
-                exc.status == 429 or exc.status >= 500
+            # Errors are ridden out once the API has answered (a restart under a long wait); an
+            # API never reached (the stack is down, a wrong URL) is reported at once, as
+            # `dagq logs -f` does.
+            transient = (
+                (not exc.lasting or answered)
+                if isinstance(exc, ApiUnreachableError)
+                else (exc.status == 429 or exc.status >= 500)
             )
             failures += 1
             if not transient or failures > max_failures:
@@ -49,7 +55,7 @@ def wait_for(
                 ) from exc
             time.sleep(min(interval_s * 2**failures, MAX_PAUSE_S))
             continue
-        failures = 0
+        failures, answered = 0, True
         if on_update is not None:
             on_update(workflow)
         if workflow.is_terminal and workflow.run >= min_run:

@@ -8,6 +8,7 @@ retried, and both attempts (exit codes, logs) stay readable through the API and 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 
@@ -97,6 +98,10 @@ def test_a_long_task_is_watched_live_and_both_attempts_stay_readable(
 
     done = dagq("watch", workflow_id, "--timeout", "120")
     assert done.code == ExitCode.OK, done.err + stack.diagnostics()
+    # Off a terminal too, watch says what the running task reports, and its ETA.
+    assert re.search(
+        r"\n  train: \d+% epoch=\d+ loss=[\d.]+, running \d+s, ETA \d+s\n", done.out
+    ), done.out
 
     listing = api.get(f"/workflows/{workflow_id}/tasks/train/attempts").json()
     first, second = listing["items"]
@@ -163,3 +168,27 @@ def test_waiting_on_a_queue_no_worker_polls_is_said_once(dagq: Dagq, stack: Stac
     assert waited.code == ExitCode.TIMEOUT, waited.out + waited.err
     assert waited.err.count("which no live worker polls") == 1, waited.err
     assert "`dagq-worker tpu`" in waited.err
+
+
+def test_validate_and_submit_warn_of_a_queue_this_deployment_never_served(
+    dagq: Dagq, stack: Stack
+) -> None:
+    # Before: a typo'd queue (`gpus`) was valid and submitted without a word; its task waited.
+    path = stack.logs / "typo.yaml"
+    path.write_text(NO_WORKER.replace("tpu", "gpus"))
+    checked = dagq("validate", str(path))
+    assert checked.code == ExitCode.OK, checked.err  # a warning, not a failure
+    assert "no worker has ever polled queue 'gpus'" in checked.err, checked.err
+    assert "queues served here: cpu, gpu" in checked.err
+    submitted = dagq("submit", str(path), "--json")
+    assert submitted.code == ExitCode.OK, submitted.err
+    assert "no worker has ever polled queue 'gpus'" in submitted.err, submitted.err
+    json.loads(submitted.out)  # stdout stays the JSON document alone
+    dagq("cancel", json.loads(submitted.out)["id"])
+
+    served = stack.logs / "served.yaml"
+    served.write_text(NO_WORKER.replace("tpu", "cpu"))
+    assert "ever polled" not in dagq("validate", str(served)).err
+    # Without an API to ask (none answers), validate checks the definition alone, quietly.
+    offline = dagq("validate", str(path), "--api-url", "http://127.0.0.1:9")
+    assert (offline.code, offline.err) == (ExitCode.OK, "")

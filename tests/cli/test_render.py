@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from shared.cli import render, style
+from shared.cli import live_render, render, style
 from shared.cli.exitcodes import ExitCode, for_status
 from shared.cli.follow import PaceMeter
 from shared.cli.queries import health_lines
@@ -130,3 +130,135 @@ def test_health_of_one_partition_has_no_partition_list() -> None:
     lines = health_lines(_health(1), "http://127.0.0.1:1/api")
     assert "  coordinator lease: held" in lines
     assert not [line for line in lines if "partition" in line]
+
+
+def test_money_has_one_precision_everywhere() -> None:
+    """``dagq cost`` shows every amount with the same decimals: not ``0.00 USD`` beside
+    ``0.0001 USD``, nor ``3.85 USD`` beside ``0.0112 USD``."""
+    import re
+
+    from shared.cli.cost_render import render as cost_render
+    from shared.views import WorkflowCost
+
+    cost = WorkflowCost.model_validate(
+        {
+            "id": "wf-1",
+            "name": "n",
+            "currency": "USD",
+            "gpu_hours": 1.0,
+            "cpu_hours": 0.0,
+            "queue_wait_hours": 0.0,
+            "compute_cost": 3.85,
+            "storage_requests": 10.0,
+            "storage_cost": 0.0001,
+            "estimated_cost": 3.8501,
+            "cached_saved_hours": 0.0,
+            "cached_saved_cost": 0.0,
+            "tasks": [],
+        }
+    )
+    amounts = re.findall(r"(\d+\.\d+) USD", _text(cost_render(cost)))
+    assert len(amounts) == 4, amounts
+    assert {len(a.split(".")[1]) for a in amounts} == {4}, amounts
+
+
+def test_a_running_task_shows_how_long_it_has_been_running() -> None:
+    """The task table's ``took`` of a running task is the time so far (``running 3m00s``), not
+    ``-``; a finished task's is its run time; a task that never started has none."""
+    import time
+
+    started = time.time() - 180
+    wf = Workflow.model_validate(
+        workflow_body(
+            id="wf-1",
+            status="running",
+            total=3,
+            counts={"running": 1, "completed": 1},
+            tasks={
+                "train": task_body(state="running", attempt=1, started_at=started),
+                "prep": task_body(
+                    state="completed", attempt=1, started_at=started - 100, finished_at=started - 27
+                ),
+                "publish": task_body(state="pending"),
+            },
+        )
+    )
+    lines = _text(render.status_view(wf)).splitlines()
+    row = {line.split()[0]: line for line in lines if line.split()[:1] in (["train"], ["prep"])}
+    assert "running 3m" in row["train"], row
+    assert "1m13s" in row["prep"], row
+
+
+def test_a_wait_failure_summary_is_never_cut_off_a_terminal() -> None:
+    """Off a terminal (CI logs, pipes) the failure summary of ``--wait`` keeps each failed task's
+    error whole, on one line, however long: it is what the user acts on (a path to fix)."""
+    import io
+
+    from shared.cli.follow import conclude
+    from shared.cli.terminal import SafeConsole
+
+    path = "/mnt/data/" + "/".join(f"partition-{i:03d}" for i in range(12)) + "/features.parquet"
+    error = f"Traceback (most recent call last):\n  ...\nFileNotFoundError: no such file: {path}"
+    name = "preprocess-" + "x" * 70
+    wf = Workflow.model_validate(
+        workflow_body(
+            id="wf-1",
+            status="failed",
+            total=1,
+            counts={"failed": 1},
+            finished_at=2.0,
+            tasks={
+                name: task_body(
+                    state="failed",
+                    attempt=1,
+                    started_at=1.0,
+                    finished_at=2.0,
+                    error=error,
+                    exit_code=1,
+                )
+            },
+        )
+    )
+    out = io.StringIO()
+    conclude(wf, SafeConsole(file=out, width=80))
+    text = out.getvalue()
+    assert f"failed: {name}  FileNotFoundError: no such file: {path}\n" in text, text
+    assert "…" not in text
+
+
+def test_watch_shows_running_tasks_progress_metrics_and_eta() -> None:
+    """``dagq watch`` lists running tasks with what they report: progress, metrics and an ETA
+    (the task's own ``eta_s`` metric, else from its progress and how long it has run)."""
+    now = 10_000.0
+    tasks = {
+        "train.lr=0.2": task_body(
+            state="running", attempt=1, started_at=now - 30, progress=0.3,
+            metrics={"epoch": 3, "loss": 0.21},
+        ),
+        "train.lr=1.0": task_body(
+            state="running", attempt=1, started_at=now - 5, progress=0.5, metrics={"eta_s": 400}
+        ),
+        "prep": task_body(state="completed", attempt=1, started_at=1.0, finished_at=2.0),
+        "silent": task_body(state="running", attempt=1, started_at=now - 60),
+    }  # fmt: skip
+    wf = Workflow.model_validate(
+        workflow_body(
+            id="wf-1",
+            status="running",
+            total=4,
+            counts={"running": 3, "completed": 1},
+            tasks=tasks,
+        )
+    )
+    text = _text(render.live_view(wf, render.Pace(None, None, None), now=now))
+    rows = {
+        line.split()[0]: line for line in text.splitlines() if line.startswith(("train", "silent"))
+    }
+    assert "30% epoch=3 loss=0.21" in rows["train.lr=0.2"], text
+    assert "ETA 1m10s" in rows["train.lr=0.2"], text  # 30 s for 30%: 70 s for the rest
+    assert "ETA 6m40s" in rows["train.lr=1.0"], text  # what it said
+    assert "running 1m00s" in rows["silent"], text
+    assert "ETA" not in rows["silent"], text
+
+    plain = live_render.progress_lines(wf, now=now)
+    assert "  train.lr=0.2: 30% epoch=3 loss=0.21, running 30s, ETA 1m10s" in plain, plain

@@ -226,7 +226,7 @@ CASES: dict[str, tuple[Callable[[], RenderableType], dict[str, list[str]], list[
             "waited": ["2h00m00s"],
             "gpu-h": ["1234.567"],
             "cpu-h": ["5678.901"],
-            "cost": ["12345.67 USD"],
+            "cost": ["12345.6700 USD"],
             "tries": ["12"],
         },
         [f"{LONG}-0001"],
@@ -237,7 +237,7 @@ CASES: dict[str, tuple[Callable[[], RenderableType], dict[str, list[str]], list[
             "workflows": ["12345"],
             "gpu-h": ["123456.789"],
             "cpu-h": ["98765.432"],
-            "cost": ["1234567.89 USD"],
+            "cost": ["1234567.8900 USD"],
             "saved-h": ["1234.567"],
         },
         [LONG],
@@ -324,7 +324,7 @@ whole_cells = st.one_of(
     st.integers(0, 10**9).map(str),
     st.tuples(st.integers(0, 10**6), st.integers(1, 10**6)).map(lambda p: f"{p[0]}/{p[1]}"),
     st.floats(0, 10**7).map(style.duration),
-    st.floats(0, 10**7).map(lambda v: f"{v:.2f} USD"),
+    st.floats(0, 10**7).map(lambda v: f"{v:.4f} USD"),
 )
 
 

@@ -150,6 +150,23 @@ def test_wait_gives_up_on_errors_that_are_not_transient() -> None:
     assert len(api.requests) == 1
 
 
+def test_wait_on_an_api_never_reached_gives_up_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dagq watch`` with the stack down fails as ``dagq logs -f`` does: at the first refused
+    connection, not after five tries over some 45 s (riding out errors is for an API that
+    answered before, a restart under a long wait)."""
+    import shared.client.wait as waiting
+
+    pauses: list[float] = []
+    monkeypatch.setattr(waiting.time, "sleep", pauses.append)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with Client(f"http://127.0.0.1:{port}") as client, pytest.raises(ApiUnreachableError) as caught:
+        client.wait("wf", interval_s=1.0)
+    assert "make up" in str(caught.value)
+    assert pauses == []
+
+
 def test_submit_detects_json_and_yaml_flow_style() -> None:
     with fake_api() as api:
         api.on("POST", "/api/workflows", 201, {"id": "a", "status": "pending", "url": "u"})

@@ -58,7 +58,7 @@ def test_the_text_report_says_what_the_pool_paid_for_and_what_tasks_used() -> No
     console = Console(width=200, record=True)
     console.print(period_view(report))
     text = console.export_text()
-    assert f"pool {T4}: 2 machine(s) VM-hours 3.000 GPU-hours 3.000 1.58 USD" in " ".join(
+    assert f"pool {T4}: 2 machine(s) VM-hours 3.000 GPU-hours 3.000 1.5800 USD" in " ".join(
         text.split()
     )
     assert "tasks used 50% of the pool's 3.000 GPU-hours" in text

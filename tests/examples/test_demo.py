@@ -142,6 +142,9 @@ def _check_kept_demo(demo: subprocess.Popen[str], base: Path) -> None:
     rest, _ = demo.communicate(timeout=60)
     assert demo.returncode == 0, "".join(seen) + rest  # Ctrl-C is how a kept demo ends
     assert "stopped everything" in rest
+    # Where its workflows are now, and that `make up` will not show them (storage of its own).
+    assert "this demo's workflows stay in its Azurite data (" in rest, rest
+    assert "`make up` has storage of its own: they are not in it" in rest, rest
     assert not [pid for pid in _started_pids(_this_run("".join(seen))) if alive(pid)]
     assert not (base / "stack.env").exists()  # it would name a stack that is gone
 

@@ -5,6 +5,7 @@ read; and ``.run/`` is git-ignored, so it never shows up as a change."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,19 @@ def test_run_is_git_ignored() -> None:
     for path in (".run/demo/stack.env", ".run/demo/20261202-012233/outputs.json"):
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO_ROOT, check=False)
         assert ignored.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_the_file_alone_puts_the_dagq_command_on_path(tmp_path: Path) -> None:
+    """``. .run/demo/stack.env`` in a fresh shell (no virtualenv activated) is enough to type
+    ``dagq``: the file puts the virtualenv's bin folder first on PATH, keeping the rest."""
+    env_file = tmp_path / "stack.env"
+    write_stack_env(kept_stack(tmp_path / "run"), env_file)
+    line = f'{source_line(env_file)} && command -v dagq && echo "$PATH"'
+    done = subprocess.run(
+        ["/bin/sh", "-c", line], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found, path = done.stdout.splitlines()
+    assert Path(found) == Path(sys.executable).parent / "dagq"
+    assert path == f"{Path(sys.executable).parent}:/usr/bin:/bin"

@@ -58,3 +58,16 @@ def test_every_linked_file_exists() -> None:
             if not (doc.parent / target).exists():
                 missing.append(f"{doc.name} -> {target}")
     assert not missing, missing
+
+
+def test_the_documented_schema_paths_resolve() -> None:
+    """docs/workflow-format.md's JSON Schema: the file it names exists, and the editor line it
+    gives (for a pipeline file in examples/) points at that file."""
+    text = (REPO_ROOT / "docs" / "workflow-format.md").read_text()
+    named = re.findall(r"`([\w/]+\.schema\.json)`", text)
+    assert named
+    assert all((REPO_ROOT / path).is_file() for path in named), named
+    lines = re.findall(r"\$schema=(\S+)", text)
+    assert lines
+    for target in lines:
+        assert (REPO_ROOT / "examples" / target).resolve().is_file(), target

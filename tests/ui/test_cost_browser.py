@@ -58,3 +58,10 @@ def test_the_run_page_shows_its_cost_and_what_the_cache_saved(page: Page, stack:
     facts = page.locator("#task-facts")
     expect(facts).to_contain_text("cached from")
     expect(facts).to_contain_text(first)
+    # The reused task's node says so (it did not run), not just "completed".
+    expect(page.locator("svg.dag .node[data-name='train'] text.sub")).to_have_text("cached")
+    # The deep-linked panel's title has the focus (for screen readers) but no focus ring: it
+    # is not an input, and a ring made it look like a text box.
+    title = page.locator("#detail-title")
+    expect(title).to_be_focused()
+    assert title.evaluate("el => getComputedStyle(el).outlineStyle") == "none"

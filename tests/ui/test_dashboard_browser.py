@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from shared.client import Client
 from tests.cli.stack import EXAMPLES, Stack
 from tests.ui.pages import Console, dashboard_url, submit
 
@@ -232,3 +233,34 @@ def test_a_refused_call_asks_for_the_key_and_the_key_unlocks_the_api(
     page.locator("#key-save").click()
     expect(page.locator("table.list tbody tr").first).to_be_visible()
     expect(page.locator("#banner")).to_be_hidden()
+
+
+TYPO = """
+name: typo
+default_queue: cpu
+tasks:
+  - name: train
+    queue: gpus
+    kwargs: {cmd: "echo never"}
+"""
+"""A task on a queue no worker polls (``gpus`` for ``gpu``): it would wait forever."""
+
+
+def test_a_task_on_a_queue_no_live_worker_polls_is_marked_with_what_to_do(
+    page: Page, stack: Stack
+) -> None:
+    workflow_id = submit(stack, TYPO)
+    try:
+        page.goto(dashboard_url(stack, f"#/runs/{workflow_id}"))
+        node = page.locator("svg.dag .node[data-name='train']")
+        expect(node).to_have_attribute("data-state", "queued", timeout=30_000)
+        # After a short grace (a worker polling an idle queue backs off for a few seconds).
+        notice = page.locator("#unserved")
+        expect(notice).to_contain_text("no live worker polls", timeout=45_000)
+        expect(notice).to_contain_text("'gpus'")
+        expect(notice).to_contain_text("dagq-worker gpus")
+        expect(node).to_have_attribute("data-unserved", "gpus")
+        expect(node.locator("text.sub")).to_have_text("queued · no worker polls gpus")
+    finally:
+        with Client(stack.url.removesuffix("/api")) as client:
+            client.cancel(workflow_id)

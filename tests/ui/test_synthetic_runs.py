@@ -218,3 +218,47 @@ def test_graph_columns_follow_the_definition_unless_that_crosses_edges(
     assert page.locator("svg.dag").get_attribute("data-order") == "fewer-crossings"
     first, second = _column(page, ("a1", "b1")), _column(page, ("a2", "b2"))
     assert [name[0] for name in first] == [name[0] for name in second]  # no crossing
+
+
+def test_a_fan_draws_its_foreach_expansions_in_order_and_claims_the_definitions_order(
+    page: Page, stack: Stack
+) -> None:
+    """``split -> s ×6 -> merge`` (a 1→6→1 fan, no crossing either way): the six expansions top to
+    bottom as defined, and the graph says it follows the definition. Before, the long edges' bend
+    points into ``merge`` tied and sorted by dagre's names (``_d10`` before ``_d6``), so the
+    definition's order seemed to cross edges and dagre's reversed one won as 'fewer-crossings'."""
+    graph, view = fan_out(6, merge_attempt=1, done=True)
+    page.route(re.compile(r".*/api/workflows/synthetic/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/synthetic$"), lambda r: r.fulfill(json=view))
+    page.goto(dashboard_url(stack, "#/runs/synthetic"))
+    page.locator("svg.dag .node[data-name='merge']").wait_for()
+    shards = tuple(f"s.{i}" for i in range(6))
+    assert _column(page, shards) == list(shards)
+    assert page.locator("svg.dag").get_attribute("data-order") == "definition"
+
+
+def test_the_cost_panel_says_how_many_tasks_its_top_five_are_of(page: Page, stack: Stack) -> None:
+    """Six priced tasks: the panel lists the five dearest and says "top 5 of 6", with every
+    amount of money at one precision (``0.0000 USD`` beside ``1.2000 USD``, not ``0.00 USD``)."""
+    graph, view = fan_out(4, merge_attempt=1, done=True)
+    names = [t["name"] for t in graph["tasks"]]
+    rows = [
+        {"name": name, "queue": "cpu", "gpus": 0, "attempts": 1, "run_s": 60.0, "wait_s": 1.0,
+         "gpu_hours": 0.0, "cpu_hours": 0.1, "estimated_cost": 0.2 * (i + 1)}
+        for i, name in enumerate(names)
+    ]  # fmt: skip
+    cost = {
+        "id": "synthetic", "name": "synthetic", "currency": "USD", "gpu_hours": 0.0,
+        "cpu_hours": 0.6, "queue_wait_hours": 0.0, "compute_cost": 4.2, "storage_requests": 10.0,
+        "storage_cost": 0.0, "estimated_cost": 4.2, "cached_saved_hours": 0.0,
+        "cached_saved_cost": 0.0, "tasks": rows,
+    }  # fmt: skip
+    page.route(re.compile(r".*/api/workflows/synthetic/graph$"), lambda r: r.fulfill(json=graph))
+    page.route(re.compile(r".*/api/workflows/synthetic$"), lambda r: r.fulfill(json=view))
+    page.route(re.compile(r".*/api/workflows/synthetic/cost$"), lambda r: r.fulfill(json=cost))
+    page.goto(dashboard_url(stack, "#/runs/synthetic"))
+    table = page.locator("#cost-tasks")
+    expect(table.locator("tbody tr")).to_have_count(5)
+    expect(table.locator("caption")).to_have_text("top 5 of 6 tasks by cost")
+    expect(page.locator("#cost-estimate")).to_have_text("4.2000 USD")
+    expect(page.locator("#cost-saved")).to_contain_text("0.0000 USD")

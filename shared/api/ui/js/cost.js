@@ -3,8 +3,11 @@
 import { api } from "./api.js";
 import { clear, h } from "./dom.js";
 
+const TOP = 5;
+
+/** One precision for every amount (as the CLI's `dagq cost`): 0.0012 USD beside 3.8500 USD. */
 export function money(amount, currency) {
-  return `${amount >= 1 || amount === 0 ? amount.toFixed(2) : amount.toFixed(4)} ${currency}`;
+  return `${amount.toFixed(4)} ${currency}`;
 }
 
 function fact(term, value, id) {
@@ -22,7 +25,8 @@ export async function costPanel(panel, id) {
   }
   const c = cost.currency;
   const cached = cost.tasks.filter((t) => t.cached_from);
-  const top = [...cost.tasks].filter((t) => t.estimated_cost > 0).sort((a, b) => b.estimated_cost - a.estimated_cost).slice(0, 5);
+  const priced = cost.tasks.filter((t) => t.estimated_cost > 0);
+  const top = [...priced].sort((a, b) => b.estimated_cost - a.estimated_cost).slice(0, TOP);
   clear(panel).append(
     h("h2", {}, "Cost"),
     h("dl", {},
@@ -33,6 +37,7 @@ export async function costPanel(panel, id) {
       fact("storage", `~${Math.round(cost.storage_requests).toLocaleString()} requests, ${money(cost.storage_cost, c)}`),
       fact("cache saved", `${cost.cached_saved_hours.toFixed(3)} h, ${money(cost.cached_saved_cost, c)} (${cached.length} task${cached.length === 1 ? "" : "s"} reused)`, "cost-saved")),
     top.length ? h("table", { class: "small", id: "cost-tasks" },
+      h("caption", {}, priced.length > top.length ? `top ${top.length} of ${priced.length} tasks by cost` : "tasks by cost"),
       h("thead", {}, h("tr", {}, ["task", "queue", "GPUs", "GPU-h", "CPU-h", "cost"].map((x) => h("th", {}, x)))),
       h("tbody", {}, top.map((t) => h("tr", {},
         h("td", { class: "mono" }, t.name), h("td", {}, t.queue), h("td", {}, String(t.gpus)),

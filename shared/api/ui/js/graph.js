@@ -175,7 +175,8 @@ export function drawGraph(host, graph, expanded, onOpen) {
   const layoutMs = performance.now() - started;
   svg.setAttribute("data-layout-ms", layoutMs.toFixed(1));
 
-  function update(tasks, selected) {
+  /** `unserved`: queues no live worker polls (their queued tasks say so). */
+  function update(tasks, selected, unserved = new Set()) {
     const terminalNode = new Set();
     for (const part of nodeEls.values()) {
       const { node, el, sub, title } = part;
@@ -193,11 +194,16 @@ export function drawGraph(host, graph, expanded, onOpen) {
         const t = tasks[node.name] || { state: "pending", attempt: 0 };
         state = t.state;
         const took = t.started_at && t.finished_at ? ` · ${duration(t.finished_at - t.started_at)}` : "";
-        text = `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}${nodeProgress(part, t)}`;
+        // A result reused from the cache: nothing ran (no attempt, no time) — say so.
+        const stuck = state === "queued" && unserved.has(t.queue) ? t.queue : null;
+        if (stuck) el.setAttribute("data-unserved", stuck); else el.removeAttribute("data-unserved");
+        text = t.cached_from ? `cached${nodeProgress(part, t)}`
+          : stuck ? `queued · no worker polls ${elide(stuck, 12)}`
+          : `${label(state)}${t.attempt > 1 ? ` · attempt ${t.attempt}` : ""}${took}${nodeProgress(part, t)}`;
         el.setAttribute("aria-label", `task ${node.name}: ${text}. Open its detail`);
       }
       if (TERMINAL.has(state) || state === "completed") terminalNode.add(node.id);
-      el.setAttribute("class", `node n-${state}${selected === node.name ? " selected" : ""}`);
+      el.setAttribute("class", `node n-${state}${selected === node.name ? " selected" : ""}${el.hasAttribute("data-unserved") ? " unserved" : ""}`);
       el.setAttribute("data-state", state);
       sub.textContent = text;
       title.textContent = `${node.name}: ${text}`;

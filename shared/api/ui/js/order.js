@@ -10,12 +10,19 @@ export function definitionOrder(keyOf) {
   const custom = (g, order) => {
     order(g); // dagre's crossing-minimising order: node.order within node.rank
     const best = layers(g, (a, b) => g.node(a).order - g.node(b).order);
+    // [place, then place of the edge's source]: a long edge's bend points sit just above the task
+    // the edge goes to, and bend points of edges into one task (a fan-in) in their sources' order
+    // (not by dagre's names for them, where "_d10" sorts before "_d6" and crosses the fan).
     const key = (v) => {
       const node = g.node(v);
-      // A long edge's bend points sit just above the task the edge goes to.
-      return node.dummy && node.edgeObj ? keyOf(node.edgeObj.w) - 0.5 : keyOf(v);
+      return node.dummy && node.edgeObj
+        ? [keyOf(node.edgeObj.w) - 0.5, keyOf(node.edgeObj.v)]
+        : [keyOf(v), -1];
     };
-    const defined = layers(g, (a, b) => key(a) - key(b) || (a < b ? -1 : a > b ? 1 : 0));
+    const defined = layers(g, (a, b) => {
+      const [ka, kb] = [key(a), key(b)];
+      return ka[0] - kb[0] || ka[1] - kb[1] || (a < b ? -1 : a > b ? 1 : 0);
+    });
     const chosen = crossings(g, defined) <= crossings(g, best) ? defined : best;
     for (const layer of chosen) layer.forEach((v, i) => { g.node(v).order = i; });
     custom.followed = chosen === defined;

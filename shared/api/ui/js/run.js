@@ -5,6 +5,7 @@ import { EXPAND_UP_TO, EXPANDABLE_UP_TO, drawGraph, groupsOf } from "./graph.js"
 import { History, criticalText, drawGantt, learnAttempts } from "./gantt.js";
 import { groupPanel, taskPanel } from "./task.js";
 import { costPanel } from "./cost.js";
+import { UnservedQueues, unservedNotice } from "./unserved.js";
 
 export function runView(root, route, ctx) {
   const id = route.id;
@@ -32,7 +33,17 @@ export function runView(root, route, ctx) {
   const body = h("div", { class: "run-body" }, h("div", {}, tabs, canvas), detail);
   const cost = h("section", { class: "cost-panel", id: "cost-panel", "aria-label": "Cost" });
   let costOf = "";
-  root.append(h("p", { class: "small" }, h("a", { href: "#/" }, "← Workflows")), head, body, cost);
+  const unserved = new UnservedQueues();
+  let unservedQueues = new Set();
+  const unservedBox = h("div", { class: "note", id: "unserved", role: "status", hidden: true });
+  root.append(h("p", { class: "small" }, h("a", { href: "#/" }, "← Workflows")), head, unservedBox, body, cost);
+  /** Say which queues tasks wait on that no live worker polls (and mark their nodes). */
+  async function checkUnserved() {
+    unservedQueues = await unserved.check(wf.tasks);
+    const notice = unservedNotice(unservedQueues, wf.tasks);
+    unservedBox.hidden = !notice;
+    if (notice) clear(unservedBox).append(notice); else clear(unservedBox);
+  }
   /** The cost changes only when tasks change state (or time passes while they run): refetch then. */
   function refreshCost() {
     const key = `${wf.status} ${JSON.stringify(wf.counts)}`;
@@ -102,7 +113,7 @@ export function runView(root, route, ctx) {
       zoomOut.addEventListener("click", () => drawn.zoom(1 / 1.25));
       zoomIn.addEventListener("click", () => drawn.zoom(1.25));
       fit.addEventListener("click", () => drawn.fit());
-      drawn.update(wf.tasks, selection && selection.name);
+      drawn.update(wf.tasks, selection && selection.name, unservedQueues);
     } else {
       const lanes = h("select", { id: "lane-by", "aria-label": "Lanes by" },
         h("option", { value: "queue", selected: laneBy === "queue" }, "queue"),
@@ -146,6 +157,7 @@ export function runView(root, route, ctx) {
         [graph, wf] = await Promise.all([api.graph(id), api.workflow(id)]);
         expanded = new Set();
         expandNewGroups();
+        await checkUnserved();
         history.observe(wf.tasks);
         if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
         renderTabs();
@@ -157,6 +169,7 @@ export function runView(root, route, ctx) {
       }
       const before = wf;
       wf = await api.workflow(id);
+      await checkUnserved();
       history.observe(wf.tasks);
       if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
       keepFocus(head, renderHead);
@@ -166,7 +179,7 @@ export function runView(root, route, ctx) {
         graph = await api.graph(id);
         expandNewGroups();
         keepFocus(canvas, renderStage);
-      } else if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name);
+      } else if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name, unservedQueues);
       else keepFocus(canvas, renderStage);
       if (selection && selection.kind === "task" && JSON.stringify(before.tasks[selection.name]) !== JSON.stringify(wf.tasks[selection.name])) {
         renderDetail();
@@ -180,7 +193,7 @@ export function runView(root, route, ctx) {
       if (tab === "gantt") await learnAttempts(history, wf.tasks, (name) => api.attempts(id, name));
       renderTabs();
       if (changedTab) renderStage();
-      else if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name);
+      else if (tab === "graph" && drawn) drawn.update(wf.tasks, selection && selection.name, unservedQueues);
       else renderStage();
       renderDetail();
     },
