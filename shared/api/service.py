@@ -129,10 +129,12 @@ async def submit(
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
-    Write order: definition blob (create-only), state blob (create-only), index row, activate
-    event. Every step tolerates "already exists", so re-submitting the same id repairs a submit
-    that crashed half-way. Same id with a different definition: ConflictError. ``encoded`` is
-    the definition blob when the caller already has it (``compile_definition``). The workflow
+    Write order: definition blob (create-only, as the new incarnation's), state blob
+    (create-only), index row, activate event; a definition found there (another incarnation's) is
+    written again as the state's once it exists. Every step tolerates "already exists", so
+    re-submitting the same id repairs a submit that crashed half-way. Same id with a different
+    definition: ConflictError. ``encoded`` is the definition blob when the caller already has it
+    (``compile_definition``). The workflow
     joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
     activate event goes to that partition's event queue. ``incarnation``: the new state's
     (default: ``new_incarnation()``; the simulation passes its seeded one). ``params``:
@@ -151,9 +153,12 @@ async def submit(
         if with_urls != wf:
             wf, encoded = with_urls, None
     data = encode_definition(wf) if encoded is None else encoded
+    # Chosen first: the definition blob is written as this incarnation's (a purge of another one
+    # leaves it alone: issue 30, simulation seeds 2136 and 5168).
+    incarnation = new_incarnation() if incarnation is None else incarnation
     if workflow_id is not None:
         check_workflow_id(workflow_id)
-        created = await storage.workflows.create_definition(workflow_id, data)
+        created = await storage.workflows.create_definition(workflow_id, data, incarnation)
         if not created:
             existing = await storage.workflows.read_definition(workflow_id)
             if existing != data and not same_definition(decode_definition(existing), wf):
@@ -165,17 +170,21 @@ async def submit(
         # A generated id colliding is next to impossible; a fresh one settles it anyway.
         for _ in range(5):
             workflow_id = generate_id(now)
-            created = await storage.workflows.create_definition(workflow_id, data)
+            created = await storage.workflows.create_definition(workflow_id, data, incarnation)
             if created:
                 break
         else:  # pragma: no cover - five collisions of 36**6 random ids
             raise ConflictError("could not generate a unique workflow id; submit again")
     try:
         partition = partition_of(workflow_id, partitions)
-        incarnation = new_incarnation() if incarnation is None else incarnation
         state, partition = await _create_state(
             storage, wf, workflow_id, now, partition, incarnation
         )
+        if created != (state.incarnation == incarnation):
+            # The definition is another incarnation's (found, or the state is): make it this
+            # state's, so that a purge of the other one (If-Match on its ETag) leaves it, or
+            # writes it again if that purge deleted it already. Same content: checked above.
+            await storage.workflows.write_definition(workflow_id, data, state.incarnation)
         if state.incarnation == incarnation:  # created now: nothing can have purged it yet
             await storage.index.create(_index_row(wf, state, partition))
         else:  # a repeated submit found the workflow: it may be purged by now

@@ -105,8 +105,10 @@ async def finish_purge(
     await storage.workflows.mark_purge(workflow_id, mark)
     await storage.index.delete(workflow_id, created_at)
     try:
-        if etag is not None or await _only_a_definition_left(storage, workflow_id):
-            await storage.workflows.delete(workflow_id, etag)
+        if etag is not None:
+            await storage.workflows.delete(workflow_id, etag, definition=False)
+        if etag is not None or await _no_state(storage, workflow_id):
+            await _delete_definition(storage, workflow_id, mark)
     except StaleStateError:
         await _give_up(storage, workflow_id)
         raise ConflictError(
@@ -119,21 +121,27 @@ async def finish_purge(
     return deleted
 
 
-async def _only_a_definition_left(storage: Storage, workflow_id: str) -> bool:
-    """Whether a purge past its state delete must still delete the definition. A delete without
-    an ETag deletes whatever the id holds when it lands — a workflow submitted again meanwhile
-    (simulation seeds 650 and 2192) — so it goes out only when a definition is left and no state
-    is (a step 3 cut between its two deletes). Checked right before: the window left open is a
-    re-submit landing between this look and the delete."""
-    try:
-        await storage.workflows.read_definition(workflow_id)
-    except NotFoundError:
-        return False
+async def _no_state(storage: Storage, workflow_id: str) -> bool:
+    """Whether the id holds no state (a purge past its state delete: another workflow's state
+    there now is not to be touched)."""
     try:
         await storage.workflows.state_properties(workflow_id)
     except NotFoundError:
         return True
-    return False  # the id holds another workflow now: it stays
+    return False
+
+
+async def _delete_definition(storage: Storage, workflow_id: str, mark: PurgeMark) -> None:
+    """Delete the definition blob only if it is the purged incarnation's (or from before
+    definitions kept theirs), and only while it still is (If-Match on the ETag read with it): a
+    re-submit of the id may have created its own, or made the purged one's its own (simulation
+    seeds 650, 2192, 2136 and 5168)."""
+    try:
+        incarnation, etag = await storage.workflows.definition_properties(workflow_id)
+    except NotFoundError:
+        return
+    if incarnation is None or incarnation == mark.incarnation:
+        await storage.workflows.delete_definition(workflow_id, etag)
 
 
 async def _give_up(storage: Storage, workflow_id: str) -> None:

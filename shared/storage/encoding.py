@@ -1,4 +1,5 @@
-"""Formats the memory and Azure adapters share: dead-letter JSON and listing continuation tokens."""
+"""Formats the memory and Azure adapters share: dead-letter JSON, purge markers, a definition
+blob's metadata and listing continuation tokens."""
 
 from __future__ import annotations
 
@@ -92,6 +93,22 @@ def mark_time(data: bytes) -> float | None:
 EARLIEST_KEY_TIME_S = 0.001
 LATEST_KEY_TIME_S = (10**13 - 1) / 1000
 """The creation times an index RowKey can hold (13 inverted digits of milliseconds)."""
+
+
+DEFINITION_INCARNATION_KEY = "incarnation"
+"""A definition blob's metadata: the incarnation whose submit wrote it (absent: a dagq from before
+issue 30's fix wrote it). A purge deletes a definition only if it is the purged incarnation's."""
+
+
+def definition_metadata(incarnation: int | None) -> dict[str, str]:
+    """The metadata of a definition blob written for ``incarnation``."""
+    return {} if incarnation is None else {DEFINITION_INCARNATION_KEY: str(incarnation)}
+
+
+def definition_incarnation(metadata: dict[str, str]) -> int | None:
+    """The incarnation ``definition_metadata`` recorded (None: absent or not a number)."""
+    value = next((v for k, v in metadata.items() if k.lower() == DEFINITION_INCARNATION_KEY), None)
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def created_before_key(before: float) -> str:

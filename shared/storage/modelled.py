@@ -63,7 +63,7 @@ _KIND = {
     "read_definition": "blob.read", "read_state": "blob.read", "get": "blob.read",
     "create_definition": "blob.write", "create_state": "blob.write", "write_state": "blob.write",
     "put": "blob.write", "create_if_absent": "blob.write", "state_metadata": "blob.head",
-    "append": "blob.write",
+    "append": "blob.write", "write_definition": "blob.write", "definition_properties": "blob.head",
     "state_properties": "blob.head",
     "acquire": "lease", "renew": "lease", "release": "lease", "break_lease": "lease",
     "is_held": "lease", "send": "queue.send", "receive": "queue.receive",

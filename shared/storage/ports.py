@@ -67,8 +67,28 @@ class PurgeMark(NamedTuple):
 class WorkflowBlobs(Protocol):
     """Definition blobs (create-only) and state blobs (create-only, then ETag CAS) of workflows."""
 
-    async def create_definition(self, workflow_id: str, data: bytes) -> bool:
-        """Create the definition blob if absent. True if created; False if one already existed."""
+    async def create_definition(
+        self, workflow_id: str, data: bytes, incarnation: int | None = None
+    ) -> bool:
+        """Create the definition blob if absent, as ``incarnation``'s (kept in its metadata). True
+        if created; False if one already existed."""
+        ...
+
+    async def write_definition(
+        self, workflow_id: str, data: bytes, incarnation: int | None
+    ) -> None:
+        """Create or replace the definition blob as ``incarnation``'s: a submit that relied on a
+        definition another incarnation wrote makes it its own once its state exists."""
+        ...
+
+    async def definition_properties(self, workflow_id: str) -> tuple[int | None, str]:
+        """The incarnation the definition blob was written for (None: by a dagq from before
+        they were kept) and its ETag, from one HEAD. Raises NotFoundError."""
+        ...
+
+    async def delete_definition(self, workflow_id: str, etag: str) -> bool:
+        """Delete the definition blob while it is still at ``etag`` (If-Match): False if it
+        changed (another incarnation's now) or is gone."""
         ...
 
     async def read_definition(self, workflow_id: str) -> bytes:
@@ -102,10 +122,12 @@ class WorkflowBlobs(Protocol):
         the ETag belong to the same version). Raises NotFoundError."""
         ...
 
-    async def delete(self, workflow_id: str, etag: str | None = None) -> None:
-        """Delete the state blob, then the definition blob (purge); missing ones are no error.
-        With ``etag``, the state blob only while it is still at that ETag (If-Match): if it
-        changed, StaleStateError and nothing is deleted."""
+    async def delete(
+        self, workflow_id: str, etag: str | None = None, *, definition: bool = True
+    ) -> None:
+        """Delete the state blob, then (``definition``) the definition blob; missing ones are no
+        error. With ``etag``, the state blob only while it is still at that ETag (If-Match): if
+        it changed, StaleStateError and nothing is deleted."""
         ...
 
     async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:

@@ -107,6 +107,9 @@ REPEATED: dict[str, str] = {
     # -- workflow blobs --
     "workflows.create_definition": "create-only; a repeat that finds the same bytes created it",
     "workflows.read_definition": "a read",
+    "workflows.write_definition": "replaces with the same bytes and metadata",
+    "workflows.definition_properties": "a read",
+    "workflows.delete_definition": "If-Match; a repeat that finds the blob gone deleted it",
     "workflows.create_state": "create-only; a repeat that finds the same bytes and metadata "
     "created it (the state holds a random incarnation: another submit's differs)",
     "workflows.read_state": "a read",

@@ -130,6 +130,16 @@ async def dead_letter_two(stack: Stack) -> None:
             await asyncio.sleep(0.3)
 
 
+async def crashed_submit(stack: Stack, workflow_id: str, text: str) -> None:
+    """A submit that stopped after its definition blob, written as a dagq from before definitions
+    said whose they are: by the test's own hand (no identity)."""
+    from shared.api.service import compile_definition
+
+    settings = Settings.model_validate(stack.env)
+    async with open_storage(settings) as storage:
+        await storage.workflows.create_definition(workflow_id, compile_definition(text)[1])
+
+
 def get(stack: Stack, path: str) -> bytes:
     try:
         with urllib.request.urlopen(stack.url + path, timeout=30) as answer:
@@ -193,6 +203,9 @@ def test_every_path_stays_within_the_deployments_roles(
     for path in dashboard:
         get(stack, path)
     ok(dagq("purge", first), stack)
+    # A submit completing one that stopped after its definition makes that definition its own.
+    asyncio.run(crashed_submit(stack, "rbac-crashed", PIPELINE))
+    submit(dagq, stack, PIPELINE, "--id", "rbac-crashed")
 
     # Schedules, in the app's own table: create, list, show, pause, resume, delete (the sweep
     # lists them every few seconds).

@@ -71,8 +71,10 @@ async def test_a_resubmit_between_purge_steps_3_and_4_keeps_the_new_runs_blobs()
     delete_state = storage.workflows.delete
     new_run: set[str] = set()
 
-    async def resubmitted_after_step_3(workflow_id: str, etag: str | None = None) -> None:
-        await delete_state(workflow_id, etag)  # step 3 done; the id is free again
+    async def resubmitted_after_step_3(
+        workflow_id: str, etag: str | None = None, **kw: Any
+    ) -> None:
+        await delete_state(workflow_id, etag, **kw)  # step 3 done; the id is free again
         clock.advance(60)
         await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-r", incarnation=2)
         with _written(storage) as written:
@@ -267,10 +269,10 @@ async def test_a_purge_that_stalls_while_the_id_is_purged_and_submitted_again_sp
     workflows.read_state = stalling  # type: ignore[method-assign]
     delete = workflows.delete
 
-    async def unavailable(workflow_id: str, etag: str | None = None) -> None:
+    async def unavailable(workflow_id: str, etag: str | None = None, **kw: Any) -> None:
         if failing:
             raise OSError("503: the state delete did not reach storage")
-        await delete(workflow_id, etag)
+        await delete(workflow_id, etag, **kw)
 
     workflows.delete = unavailable  # type: ignore[method-assign]
     with contextlib.suppress(OSError, StaleStateError, ConflictError):

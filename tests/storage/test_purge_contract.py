@@ -147,3 +147,37 @@ async def test_created_before_any_finite_time_is_an_answer(storage: Storage, bef
     await storage.index.create(row("wf1", 1000.0))
     ids = [r.workflow_id for r in (await storage.index.created_before(before)).rows]
     assert ids == ([] if before < 1000.0 else ["wf1"])
+
+
+async def test_a_definition_is_written_as_an_incarnations_and_deleted_only_while_it_is(
+    storage: Storage,
+) -> None:
+    """Issue 30 (simulation seeds 2136, 5168): a definition blob says whose it is, a purge deletes
+    it only at the ETag it read that with, and a re-submit can make it its own."""
+    workflows = storage.workflows
+    assert await workflows.create_definition("wf1", b"def", 7)
+    assert not await workflows.create_definition("wf1", b"def", 8)
+    incarnation, etag = await workflows.definition_properties("wf1")
+    assert incarnation == 7
+    await workflows.write_definition("wf1", b"def", 8)  # a re-submit makes it its own
+    claimed, current = await workflows.definition_properties("wf1")
+    assert (claimed, await workflows.read_definition("wf1")) == (8, b"def")
+    assert not await workflows.delete_definition("wf1", etag)  # 7's ETag: it stays
+    assert await workflows.read_definition("wf1") == b"def"
+    assert await workflows.delete_definition("wf1", current)
+    with pytest.raises(NotFoundError):
+        await workflows.definition_properties("wf1")
+    assert not await workflows.delete_definition("wf1", current)  # gone: no error
+    await workflows.write_definition("wf1", b"def", 9)  # written again after a purge's delete
+    assert (await workflows.definition_properties("wf1"))[0] == 9
+    assert await workflows.create_definition("wf2", b"old")  # as a dagq from before wrote it
+    assert (await workflows.definition_properties("wf2"))[0] is None
+
+
+async def test_a_state_is_deleted_without_its_definition(storage: Storage) -> None:
+    await storage.workflows.create_definition("wf1", b"def", 1)
+    etag = await storage.workflows.create_state("wf1", b"state", {"status": "completed"})
+    await storage.workflows.delete("wf1", etag, definition=False)
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_state("wf1")
+    assert await storage.workflows.read_definition("wf1") == b"def"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from typing import NoReturn
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (
@@ -23,11 +22,18 @@ from azure.core.exceptions import (
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient, StorageStreamDownloader
 
-from shared.errors import ConfigError, ConflictError, NotFoundError, StaleStateError
+from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.limits import MAX_JOB_MARKS
 from shared.names import ResourceNames
+from shared.storage.azure import definitions
+from shared.storage.azure.errors import raise_missing
 from shared.storage.azure.retry import repeated
-from shared.storage.encoding import mark_time, purge_marker_from_json, purge_marker_json
+from shared.storage.encoding import (
+    definition_metadata,
+    mark_time,
+    purge_marker_from_json,
+    purge_marker_json,
+)
 from shared.storage.ports import PurgeMark, StoredState
 from shared.storage.repeat import is_repeat
 
@@ -49,17 +55,6 @@ async def delete_if_present(container: ContainerClient, name: str) -> bool:
             raise_missing(error, container.container_name, f"blob {name!r}")
         return is_repeat()
     return True
-
-
-def raise_missing(error: ResourceNotFoundError, container: str, what: str) -> NoReturn:
-    """Turn a 404 into dagq's error: a missing container is a deployment problem, not a missing
-    workflow."""
-    if getattr(error, "error_code", None) == "ContainerNotFound":
-        raise ConfigError(
-            f"blob container {container!r} does not exist: deploy the infrastructure for this "
-            "prefix, or run ensure_resources (dagq's local setup does)"
-        ) from error
-    raise NotFoundError(f"{what} not found (container {container!r})") from error
 
 
 def _is_create_conflict(error: HttpResponseError) -> bool:
@@ -117,9 +112,26 @@ class AzureWorkflowBlobs:
         self.container = container
 
     @repeated
-    async def create_definition(self, workflow_id: str, data: bytes) -> bool:
+    async def create_definition(
+        self, workflow_id: str, data: bytes, incarnation: int | None = None
+    ) -> bool:
         name = ResourceNames.definition_blob(workflow_id)
-        return await create_blob_if_absent(self.container, name, data) is not None
+        meta = definition_metadata(incarnation)
+        return await create_blob_if_absent(self.container, name, data, metadata=meta) is not None
+
+    @repeated
+    async def write_definition(
+        self, workflow_id: str, data: bytes, incarnation: int | None
+    ) -> None:
+        await definitions.write_definition(self.container, workflow_id, data, incarnation)
+
+    @repeated
+    async def definition_properties(self, workflow_id: str) -> tuple[int | None, str]:
+        return await definitions.definition_properties(self.container, workflow_id)
+
+    @repeated
+    async def delete_definition(self, workflow_id: str, etag: str) -> bool:
+        return await definitions.delete_definition(self.container, workflow_id, etag)
 
     @repeated
     async def read_definition(self, workflow_id: str) -> bytes:
@@ -197,7 +209,9 @@ class AzureWorkflowBlobs:
         return dict(properties.metadata), str(properties.etag)
 
     @repeated
-    async def delete(self, workflow_id: str, etag: str | None = None) -> None:
+    async def delete(
+        self, workflow_id: str, etag: str | None = None, *, definition: bool = True
+    ) -> None:
         state = ResourceNames.state_blob(workflow_id)
         if etag is None:
             await delete_if_present(self.container, state)
@@ -216,7 +230,8 @@ class AzureWorkflowBlobs:
             except ResourceNotFoundError as error:
                 if getattr(error, "error_code", None) == "ContainerNotFound":
                     raise_missing(error, self.container.container_name, f"blob {state!r}")
-        await delete_if_present(self.container, ResourceNames.definition_blob(workflow_id))
+        if definition:
+            await delete_if_present(self.container, ResourceNames.definition_blob(workflow_id))
 
     @repeated
     async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:

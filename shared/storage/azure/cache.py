@@ -12,7 +12,8 @@ from azure.storage.blob.aio import ContainerClient
 
 from shared.limits import CACHE_SCAN
 from shared.names import ResourceNames
-from shared.storage.azure.blobs import delete_if_present, raise_missing
+from shared.storage.azure.blobs import delete_if_present
+from shared.storage.azure.errors import raise_missing
 from shared.storage.azure.retry import repeated
 
 _ENTRY = ContentSettings(content_type="application/octet-stream")

@@ -13,7 +13,8 @@ from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient
 
 from shared.names import ResourceNames
-from shared.storage.azure.blobs import raise_missing, total_size
+from shared.storage.azure.blobs import total_size
+from shared.storage.azure.errors import raise_missing
 from shared.storage.azure.retry import repeated
 from shared.storage.encoding import dead_letter_from_json, dead_letter_json, finite_time
 from shared.storage.ports import DeadLetter

@@ -14,7 +14,8 @@ from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import BlobClient, BlobLeaseClient, ContainerClient
 
 from shared.names import ResourceNames
-from shared.storage.azure.blobs import create_blob_if_absent, raise_missing
+from shared.storage.azure.blobs import create_blob_if_absent
+from shared.storage.azure.errors import raise_missing
 from shared.storage.azure.retry import repeated
 from shared.storage.repeat import call_state
 from shared.storage.rules import check_lease_duration

@@ -13,6 +13,8 @@ from shared.names import ResourceNames
 from shared.storage.encoding import (
     dead_letter_from_json,
     dead_letter_json,
+    definition_incarnation,
+    definition_metadata,
     mark_time,
     purge_marker_from_json,
     purge_marker_json,
@@ -86,9 +88,31 @@ class MemoryWorkflowBlobs:
     def __init__(self, container: MemoryContainer) -> None:
         self.container = container
 
-    async def create_definition(self, workflow_id: str, data: bytes) -> bool:
+    async def create_definition(
+        self, workflow_id: str, data: bytes, incarnation: int | None = None
+    ) -> bool:
         name = ResourceNames.definition_blob(workflow_id)
-        return self.container.create_if_absent(name, data) is not None
+        meta = definition_metadata(incarnation)
+        return self.container.create_if_absent(name, data, metadata=meta) is not None
+
+    async def write_definition(
+        self, workflow_id: str, data: bytes, incarnation: int | None
+    ) -> None:
+        name = ResourceNames.definition_blob(workflow_id)
+        self.container.put(name, data, metadata=definition_metadata(incarnation))
+
+    async def definition_properties(self, workflow_id: str) -> tuple[int | None, str]:
+        name = ResourceNames.definition_blob(workflow_id)
+        blob = self.container.get(name, f"definition of workflow {workflow_id!r}:")
+        return definition_incarnation(blob.metadata), blob.etag
+
+    async def delete_definition(self, workflow_id: str, etag: str) -> bool:
+        name = ResourceNames.definition_blob(workflow_id)
+        blob = self.container.blobs.get(name)
+        if blob is None or blob.etag != etag:
+            return False
+        del self.container.blobs[name]
+        return True
 
     async def read_definition(self, workflow_id: str) -> bytes:
         name = ResourceNames.definition_blob(workflow_id)
@@ -128,7 +152,9 @@ class MemoryWorkflowBlobs:
         blob = self.container.get(name, f"state of workflow {workflow_id!r}:")
         return dict(blob.metadata), blob.etag
 
-    async def delete(self, workflow_id: str, etag: str | None = None) -> None:
+    async def delete(
+        self, workflow_id: str, etag: str | None = None, *, definition: bool = True
+    ) -> None:
         state = self.container.blobs.get(ResourceNames.state_blob(workflow_id))
         if state is not None and etag is not None and state.etag != etag:
             raise StaleStateError(
@@ -136,7 +162,8 @@ class MemoryWorkflowBlobs:
                 f"(ETag {etag} is now {state.etag}): it was not deleted"
             )
         self.container.blobs.pop(ResourceNames.state_blob(workflow_id), None)
-        self.container.blobs.pop(ResourceNames.definition_blob(workflow_id), None)
+        if definition:
+            self.container.blobs.pop(ResourceNames.definition_blob(workflow_id), None)
 
     async def mark_purge(self, workflow_id: str, mark: PurgeMark) -> None:
         body = purge_marker_json(mark)

@@ -111,6 +111,9 @@ def _workflow_blobs(container: str) -> Locate:
         blobs = {
             "create_definition": [definition],
             "read_definition": [definition],
+            "write_definition": [definition],
+            "definition_properties": [definition],
+            "delete_definition": [definition],
             "delete": [state, definition],
             "mark_purge": [ResourceNames.purge_marker_blob(workflow_id)],
             "unmark_purge": [ResourceNames.purge_marker_blob(workflow_id)],

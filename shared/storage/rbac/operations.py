@@ -125,6 +125,9 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
     "workflows": {
         "create_definition": (CREATE_BLOB,),
         "read_definition": (GET_BLOB,),
+        "write_definition": (PUT_BLOB,),
+        "definition_properties": (GET_BLOB_PROPERTIES,),
+        "delete_definition": (DELETE_BLOB,),
         "create_state": (CREATE_BLOB,),
         "read_state": (GET_BLOB,),
         "write_state": (PUT_BLOB,),
