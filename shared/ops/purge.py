@@ -7,7 +7,8 @@ One workflow is purged in this order, each step idempotent:
    and its incarnation);
 2. delete its index row: from here on it is no longer listed, so it is never *listed but broken*;
 3. delete its state blob *only if it is still the version whose terminal status was checked*
-   (If-Match on the ETag read with that status), then its definition blob;
+   (If-Match on the ETag read with that status), then its definition blob only if that is still
+   the purged incarnation's (its metadata; If-Match on the ETag read with it);
 4. delete its incarnation's outputs-container blobs (``{id}/{incarnation}/``: outputs, logs,
    upstream bundles, claims; for a workflow from before state version 6, the flat layout's
    ``{id}/{task}/{attempt}/...``), never another incarnation's: the id may have been submitted
