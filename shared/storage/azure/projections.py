@@ -24,7 +24,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
 
-from shared.errors import ConfigError
+from shared.errors import ConfigError, ProjectionConflictError
 from shared.limits import INDEX_BATCH
 from shared.lru import Lru
 from shared.names import INDEX_PARTITION, index_row_key
@@ -41,10 +41,6 @@ projector keeps it for the next flush, and index-repair mends the row)."""
 
 Known = tuple[str, tuple[int, int] | None]
 """A row's ETag and stored version (None: a row written before versions)."""
-
-
-class ProjectionConflictError(Exception):
-    """A row changed under every try of a projection (``MAX_TRIES``)."""
 
 
 def stored_version(entity: dict[str, Any]) -> tuple[int, int] | None:
