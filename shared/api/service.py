@@ -134,10 +134,10 @@ async def submit(
     written again as the state's once it exists. Every step tolerates "already exists", so
     re-submitting the same id repairs a submit that crashed half-way. Same id with a different
     definition: ConflictError. ``encoded`` is the definition blob when the caller already has it
-    (``compile_definition``). The workflow
-    joins one of ``partitions`` partitions, recorded in its state metadata and index row, and its
-    activate event goes to that partition's event queue. ``incarnation``: the new state's
-    (default: ``new_incarnation()``; the simulation passes its seeded one). ``params``:
+    (``compile_definition``). The workflow joins one of ``partitions`` partitions, recorded in its
+    state metadata and index row, and its activate event goes to that partition's event queue.
+    ``incarnation``: the new state's (default: ``new_incarnation()``; the simulation passes its
+    seeded one). ``params``:
     parameter values as text (a schedule's); when given, ``wf`` is compiled again from its source
     with them (``compile_definition(params=...)`` does this in one step) and ``encoded`` ignored.
     ``notify``: webhook URLs added to the definition's ``notify:`` (already added when
