@@ -124,6 +124,11 @@ class StaleStateError(DagqError):
     """A state blob write lost the ETag compare-and-swap (HTTP 412): re-read and re-apply."""
 
 
+class ProjectionConflictError(DagqError):
+    """An index row changed under every try of a versioned projection (its ``If-Match`` write
+    refused each time): the projector keeps the row for its next flush."""
+
+
 class LeaseError(DagqError):
     """The coordinator lease for a prefix is held by another coordinator, or was lost."""
 

@@ -33,3 +33,18 @@ class IndexRow:
     """The durable cancel flag. Written only by the API's cancel; projections never clear it."""
     error: str | None = None
     finished_at: float | None = None
+    writes: int | None = None
+    """The state's write count when projected: ``(run, writes)`` is the row's version, and a
+    projection replaces only an older one (``Index.project``). None: unversioned (a state from
+    before write counts), applied as it comes."""
+
+    @property
+    def version(self) -> tuple[int, int] | None:
+        """``(run, writes)``, or None for an unversioned row."""
+        return None if self.writes is None else (self.run, self.writes)
+
+    def newer_than(self, stored: IndexRow | tuple[int, int] | None) -> bool:
+        """Whether this projection may replace ``stored`` (a row, or its version): always when
+        either is unversioned, else only when this one's version is greater."""
+        theirs = stored.version if isinstance(stored, IndexRow) else stored
+        return self.version is None or theirs is None or self.version > theirs

@@ -94,6 +94,9 @@ class Tooth(enum.StrEnum):
     PURGE_WHOLE_ID = "purge-whole-id"
     """A purge deletes every outputs-container blob of the id (``{id}/``, as before issue #30),
     not only its own incarnation's: a re-submit before that step loses its blobs."""
+    UNVERSIONED_PROJECTION = "unversioned-projection"
+    """Index projections ignore the rows' versions (as before issue #30): a projection that
+    stalled in flight replaces a newer one."""
     NO_SIGNATURE_CHECK = "no-signature-check"
     """Workers and coordinators take any task message and control event, signed by the app or
     not (the forger's then run and apply)."""
@@ -113,5 +116,8 @@ CATCH_WITHIN: dict[Tooth, int] = {
     # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 catch it (about 60 s).
     Tooth.PURGE_WHOLE_ID: 450,
     Tooth.NO_SIGNATURE_CHECK: 5,
+    # Projections stall in flight (``sim.storage.STALLING``); seeds 10, 27, 28, 34, 41, ... of
+    # 0..59 catch it (an index row's version going back, ``sim.index_versions``).
+    Tooth.UNVERSIONED_PROJECTION: 20,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

@@ -35,6 +35,7 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage
 from shared.storage.repeat import is_repeat
+from sim.index_versions import IndexVersions
 from sim.storage import Actor, Platform
 
 BENIGN_DEAD_LETTERS = (
@@ -112,6 +113,7 @@ class Oracle:
         p.after["workflows.create_state"] = self._created
         p.effect["workflows.delete"] = self._deleting
         p.effect["outputs.delete_prefix"] = self._deleting_outputs
+        IndexVersions(p, self.raw, self.fail)
 
     def fail(self, actor: str, what: str) -> None:
         self.platform.log(actor, f"VIOLATION {what}")
@@ -328,6 +330,11 @@ class Oracle:
             if state.task(i).state != "completed":
                 continue
             key = f"{state.incarnation}:{workflow_id}/{task.name}/{state.attempt[i]}"
+            if (origin := state.cached.get(i)) is not None:  # a cache hit: its origin ran
+                source = f":{origin.workflow_id}/{origin.task}/{origin.attempt}"
+                if not any(k.endswith(source) and r.reported for k, r in self.runs.items()):
+                    self.fail("end", f"{key}: reused {source[1:]}, which no worker reported")
+                continue
             runs = self.runs.get(key)
             if runs is None or not runs.reported:
                 self.fail("end", f"{key}: completed in the state but no worker reported it")

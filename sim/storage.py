@@ -109,9 +109,13 @@ def _describe(args: tuple[Any, ...]) -> str:
     return ""
 
 
-STALLING = frozenset({"lease.renew", "workflows.write_state", "outputs.delete_prefix"})
+STALLING = frozenset({
+    "lease.renew", "workflows.write_state", "outputs.delete_prefix", "index.project",
+    "index.project_many",
+})  # fmt: skip
 """Calls that the ``stall`` fault slows down (see ``FaultRates.stall``): a purge's step 4 too,
-whose landing after a re-submit of the id must spare the new workflow's blobs."""
+whose landing after a re-submit of the id must spare the new workflow's blobs, and the index
+projections, whose landing after a newer one must change nothing."""
 
 
 class _Port:

@@ -10,6 +10,7 @@ from typing import Any
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.update import UpdateResult, WorkflowUpdater
 from shared.engine.step import Step
+from shared.index_row import IndexRow
 from shared.signing import Verifier
 from sim.faults import Tooth
 
@@ -43,6 +44,8 @@ def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
 
         patch(Leadership, "take", regardless)
         patch(Leadership, "ok", lambda self: True)  # ...and goes on writing if it loses it
+    if Tooth.UNVERSIONED_PROJECTION in teeth:
+        patch(IndexRow, "newer_than", lambda self, stored: True)
     if Tooth.RETRY_UNBOUNDED in teeth:
         fail = Step.fail
 

@@ -2,7 +2,9 @@
 
 Each task's behaviour rides in its environment, so the simulated worker needs no side channel:
 ``SIM_FAIL`` is how many of its attempts fail (``always``: every one), and ``SIM_EXIT`` the exit
-code they fail with.
+code they fail with. A quarter of the tasks have ``cache: true``: tasks are drawn from few
+commands, so a later workflow's task often reuses an earlier one's result (a cache hit completes
+it without a run) and the look-ups, records and hits interleave with everything else.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def definition(rng: random.Random, name: str) -> dict[str, Any]:
                 task["retry"] = {"initial_delay_s": rng.choice((1, 5, 20))}
         fail = rng.choices(("0", "1", "2", "always"), weights=(70, 12, 8, 10))[0]
         task["kwargs"]["env"] = {"SIM_FAIL": fail, "SIM_EXIT": str(rng.choice((1, 2)))}
+        if rng.random() < 0.25:  # the result cache: same command and inputs in another workflow
+            task["cache"] = True
         tasks.append(task)
     doc: dict[str, Any] = {"name": name, "default_queue": "cpu", "tasks": tasks}
     if rng.random() < 0.2:

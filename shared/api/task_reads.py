@@ -194,7 +194,8 @@ async def live_progress(
     storage: Storage, state: RuntimeState
 ) -> dict[tuple[str, int], TaskProgress]:
     """(task name, attempt) -> the latest progress of the workflow's running attempts, from
-    the worker registry (empty when nothing runs; advisory: a registry failure is logged)."""
+    the worker registry: the row of the worker the state names for the task, no other
+    (empty when nothing runs; advisory: a registry failure is logged)."""
     if not (state.count(TaskState.RUNNING) or state.count(TaskState.QUEUED)):
         return {}
     try:
@@ -202,11 +203,15 @@ async def live_progress(
     except Exception as exc:
         log.warning("could not read task progress from the worker registry: %s", exc)
         return {}
+    # A row says what its writer chose (any worker can write any row: docs/security.md), so it
+    # counts only for the tasks the state says its worker runs, never another worker's.
+    runner = {state.names[i]: name for i, name in state.workers.items() if i < len(state.names)}
     return {
         (t.task, t.attempt): t.progress
         for record in records
         for t in record.tasks
         if t.workflow_id == state.workflow_id
+        and runner.get(t.task) == record.worker_id
         and t.incarnation in (None, state.incarnation)  # never a purged workflow's attempt
         and t.progress is not None
         and not t.progress.empty

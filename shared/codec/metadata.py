@@ -23,6 +23,10 @@ CODEC_KEY = "codec"
 INCARNATION_KEY = "incarnation"
 """Which workflow of its id the state is (absent: written before incarnations existed)."""
 
+CREATED_KEY = "created"
+"""The workflow's creation time in integer milliseconds (absent: written before it was kept):
+index-repair tells by it a row of an earlier workflow of the id."""
+
 
 def incarnation_from_metadata(metadata: Mapping[str, str]) -> int | None:
     """The incarnation ``state_metadata`` recorded (None when absent or not a number: a state
@@ -53,6 +57,14 @@ def _number(metadata: Mapping[str, str], key: str) -> int | None:
     """The value of ``key`` (in any case) as a number, or None when absent or not a number."""
     value = next((v for k, v in metadata.items() if k.lower() == key), None)
     if value is None or not value.isascii() or not value.isdigit() or len(value) >= 12:
+        return None
+    return int(value)
+
+
+def created_ms_from_metadata(metadata: Mapping[str, str]) -> int | None:
+    """The creation time (integer milliseconds) ``state_metadata`` recorded, or None."""
+    value = next((v for k, v in metadata.items() if k.lower() == CREATED_KEY), None)
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 16:
         return None
     return int(value)
 

@@ -25,7 +25,9 @@ adds the earlier attempts of tasks that ran more than once (meta ``hist``, see
 drawn at submit: every workflow submitted since has one); version 6 names the attempt blobs per
 incarnation (``{id}/{incarnation}/{task}/{attempt}/``: a log flag means that name), where a
 version 5 or older state's flags mean the flat ``{id}/{task}/{attempt}/`` (such a state keeps
-that layout for life: it is written again as version 5). A state is written with the lowest
+that layout for life: it is written again as version 5); version 7 is version 6 with the count of
+the coordinator's writes (meta ``w``: with the run, the version of the index row projected from
+the state; a version 5 state keeps no count). A state is written with the lowest
 version that holds it: one without any of these is version 1, byte for byte as before. Every
 version stays readable. A blob with an unknown (newer) version, a bad magic or corrupt content
 raises CodecError.
@@ -45,7 +47,7 @@ from pydantic import ValidationError
 from shared.caching.entry import CachedFrom
 from shared.codec.columns import pack, refs, rel, unpack, unrel
 from shared.codec.framing import frame, open_blob
-from shared.codec.metadata import CODEC_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
+from shared.codec.metadata import CODEC_KEY, CREATED_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt
 from shared.engine.expansion import expanded
@@ -57,11 +59,11 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 6
+STATE_VERSION = 7
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
 attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``), version 5 the
-incarnation (meta ``inc``), version 6 attempt blobs named per incarnation; a state without
-any is still written as version 1, byte for byte what earlier releases wrote."""
+incarnation (meta ``inc``), version 6 attempt blobs named per incarnation, version 7 the count of
+writes (meta ``w``); a state without any is version 1, as earlier releases wrote it."""
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -99,6 +101,7 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
     message of another incarnation of the id."""
     version = _version(state, dynamic=bool(state.expansions or state.lists))
     meta = {STATUS_KEY: state.status.value, RUN_KEY: str(state.run), CODEC_KEY: str(version)}
+    meta[CREATED_KEY] = str(to_ms(state.created_at))
     if state.incarnation is not None:
         meta[INCARNATION_KEY] = str(state.incarnation)
     return meta
@@ -107,7 +110,7 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
     if state.incarnation_blobs:
-        return 6
+        return 7 if state.writes else 6
     if state.incarnation is not None:
         return 5
     if state.cached:
@@ -143,9 +146,7 @@ def encode_state(state: RuntimeState) -> bytes:
         for t, code in enumerate(state.exit_code)
         if code != (0 if codes[t] == COMPLETED else None)
     }
-    meta: dict[str, Any] = {"id": state.workflow_id}
-    if state.incarnation is not None:
-        meta["inc"] = state.incarnation
+    meta: dict[str, Any] = {"id": state.workflow_id} | _versions_to_json(state)
     if state.error is not None:
         meta["error"] = state.error
     sparse: dict[str, dict[int, Any]] = {
@@ -208,6 +209,16 @@ def encode_state(state: RuntimeState) -> bytes:
         body.append(section)
     version = _version(state, dynamic=bool(dynamic))
     return frame(STATE_MAGIC, version, b"".join(body))
+
+
+def _versions_to_json(state: RuntimeState) -> dict[str, Any]:
+    """Meta ``inc`` (the incarnation, version 5) and ``w`` (the writes, version 7)."""
+    meta: dict[str, Any] = {}
+    if state.incarnation is not None:
+        meta["inc"] = state.incarnation
+    if state.incarnation_blobs and state.writes:
+        meta["w"] = state.writes
+    return meta
 
 
 def _attempts_to_json(state: RuntimeState) -> dict[str, Any]:
@@ -282,6 +293,12 @@ def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
     return out
 
 
+def _count(value: object) -> int:
+    if type(value) is not int or not 0 <= value <= MAX_COUNTER:
+        raise CodecError(f"state blob is corrupt: write count {str(value)[:40]!r}")
+    return value
+
+
 def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
     """Read a state blob written by ``encode_state`` for workflow ``wf``. Raises CodecError."""
     body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
@@ -324,6 +341,7 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     st = RuntimeState(str(meta["id"]), n, created_at)
     st.incarnation = _incarnation(meta.get("inc"))
     st.incarnation_blobs = version >= 6
+    st.writes = _count(meta.get("w", 0)) if version >= 7 else 0
     if st.incarnation_blobs and st.incarnation is None:
         raise CodecError("state blob is corrupt: blobs per incarnation without an incarnation")
     _dynamic_from_json(dynamic, st)

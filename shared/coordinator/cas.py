@@ -1,6 +1,9 @@
 """The state blob's optimistic-concurrency loop, on its own: change the state in memory, write it
 with If-Match on the ETag it was read at, and on 412 (someone else wrote) read it again and redo
-the change. The change must be idempotent (re-applying events is)."""
+the change. The change must be idempotent (re-applying events is).
+
+Each write counts itself in the state (``RuntimeState.writes``): with the run, that is the version
+of the index row projected from it, so a projection landing late never replaces a newer one."""
 
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ async def read_modify_write(
         data = encode(cached.state)
         if data == cached.data:
             return cached, False
+        if cached.state.incarnation_blobs:  # a new version of the state: its rows' version
+            cached.state.writes += 1
+            data = encode(cached.state)
         try:
             etag = await write(cached.state, data, cached.etag)
         except StaleStateError:

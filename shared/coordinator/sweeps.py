@@ -12,11 +12,15 @@ long-lived process). Each derives what to do from what is stored, so running one
   releases), cancel grace — all decided by ``shared.engine.sweep`` from the state's own times.
   Lost dispatches: the task queues of running workflows are counted first; a queued attempt on a
   queue holding no message at all is re-sent ``empty_queue_repair_after_s`` after its send (the
-  signal ``dagq doctor`` shows), any other after ``lost_dispatch_after_s``.
+  signal ``dagq doctor`` shows) plus the age of the event queue's oldest visible event (a report
+  waiting in that backlog is why a state still says queued), any other after
+  ``lost_dispatch_after_s``.
 - the sweep's mark: when it ran, in the registry (``dagq doctor`` reports overdue sweeps).
 - index-repair: a row that disagrees with its state (a projection that failed) is rewritten; a row
   of an earlier workflow of the id (its creation time is not the state's: purged, and a stalled
-  write put its row back) is deleted.
+  write put its row back) is deleted. Active rows every sweep; terminal rows one page per sweep
+  (``shared.coordinator.terminal_rows``: a terminal row whose state runs again hides it from every
+  other sweep).
 
 A coordinator sweeps the workflows of its own partition only (``IndexRow.partition``), and its own
 partition's poison queue.
@@ -52,6 +56,7 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
     await poison_repair(updater, receiver, stats, sent)
     partition = updater.storage.partition
     rows = await updater.storage.index.active(partition)
+    rows += await updater.terminal_rows.disagreeing(updater.storage)
     now = updater.clock()
     slots = asyncio.Semaphore(updater.options.workflow_concurrency)
     running = (row for row in rows if row.status is WorkflowStatus.RUNNING)
@@ -59,7 +64,8 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
 
     async def one(row: IndexRow) -> None:
         events: list[Event] = []
-        if row.cancel_requested and row.status is not WorkflowStatus.CANCELLING:
+        cancelling = row.status.is_terminal or row.status is WorkflowStatus.CANCELLING
+        if row.cancel_requested and not cancelling:
             events.append(
                 CancelEvent(workflow_id=row.workflow_id, reason="cancel requested (cancel-poll)")
             )
@@ -87,6 +93,7 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
 
     await asyncio.gather(*(one(row) for row in rows))
     updater.empty_queues = frozenset()
+    updater.event_backlog_s = 0.0
     await _mark(updater, now)
 
 

@@ -18,6 +18,7 @@ from shared import codec, engine
 from shared.coordinator import notices
 from shared.coordinator.acks import Acknowledger
 from shared.coordinator.apply import apply_events, defer
+from shared.coordinator.backlog import event_backlog_s
 from shared.coordinator.cas import read_modify_write
 from shared.coordinator.dispatch import Dispatcher, DispatchStep, SentKey, dispatch_all
 from shared.coordinator.envelope import Envelope
@@ -31,6 +32,7 @@ from shared.coordinator.results import ResultCacheSteps
 from shared.coordinator.state_cache import CachedState, WorkflowCache
 from shared.coordinator.stats import PassStats
 from shared.coordinator.tally import Tally
+from shared.coordinator.terminal_rows import TerminalRows
 from shared.definition.workflow import CompiledWorkflow
 from shared.deployment import partition_from_metadata, partition_metadata
 from shared.engine.projection import index_row
@@ -96,10 +98,17 @@ class WorkflowUpdater:
         self.results = ResultCacheSteps(storage, concurrency=options.send_concurrency)
         self.empty_queues: frozenset[str] = frozenset()
         """Queues seen holding no message at the start of the current sweep (lost dispatches)."""
+        self.terminal_rows = TerminalRows()
+        """Where index-repair of terminal rows goes on at the next sweep."""
+        self.event_backlog_s = 0.0
+        """How long the oldest visible event has waited, at the start of the current sweep."""
 
     async def note_empty_queues(self, queues: Iterable[str]) -> None:
-        """Count these queues now: the sweep's updates re-send queued attempts on empty ones."""
+        """Count these queues now: the sweep's updates re-send queued attempts on empty ones
+        (after the grace plus the event queue's backlog, ``shared.coordinator.backlog``)."""
         self.empty_queues = await self._dispatcher.empty_queues(queues)
+        backlog = await event_backlog_s(self.storage, self.clock) if self.empty_queues else 0.0
+        self.event_backlog_s = backlog
 
     async def update_all(
         self, groups: dict[str, list[Envelope]], stats: PassStats, sent: set[SentKey]
@@ -243,7 +252,8 @@ class WorkflowUpdater:
                         lost_dispatch_after_s=self.options.lost_dispatch_after_s,
                         cancel_grace_s=self.options.cancel_grace_s,
                         empty_queues=self.empty_queues,
-                        empty_queue_grace_s=self.options.empty_queue_repair_after_s,
+                        empty_queue_grace_s=self.options.empty_queue_repair_after_s
+                        + self.event_backlog_s,
                     )  # fmt: skip
             except ApplyError:
                 raise

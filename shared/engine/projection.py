@@ -37,4 +37,5 @@ def index_row(
         cancel_requested=state.cancel_requested,
         error=state.error,
         finished_at=state.finished_at,
+        writes=state.writes if state.incarnation_blobs else None,
     )

@@ -142,6 +142,7 @@ class RuntimeState:
         "updated_at",
         "workers",
         "workflow_id",
+        "writes",
     )
 
     def __init__(self, workflow_id: str, n_tasks: int, created_at: float) -> None:
@@ -151,19 +152,18 @@ class RuntimeState:
         """Run number: 1 at submit, +1 per rerun from failure."""
         self.created_at = created_at
         self.incarnation: int | None = None
-        """Which workflow of this id the state is (drawn at submit; None: a state written before
-        incarnations existed). Task messages and events carry it; others are not applied."""
+        """Which workflow of this id the state is (drawn at submit; None: older than incarnations).
+        Task messages and events carry it; others are not applied."""
         self.incarnation_blobs = False  # blobs under {id}/{incarnation}/ (v6 on; v5 keeps flat)
+        self.writes = 0  # coordinator writes so far: with run, its index rows' version (v7 on)
         self.updated_at = created_at
         self.finished_at: float | None = None
         self.cancel_requested = False
         self.cancel_requested_at: float | None = None
         """When the cancel was applied (the sweep's cancel grace counts from here)."""
-        self.error: str | None = None
-        """Why the workflow failed or was cancelled (a short summary)."""
+        self.error: str | None = None  # why the workflow failed or was cancelled (short)
         self.names: tuple[str, ...] = ()
-        """Task names, from the definition (lets the codec store conventional blob names as
-        flags); empty if unknown."""
+        """Task names (the codec stores conventional blob names as flags); empty if unknown."""
 
         # -- per task columns (index = task number) --
         self.codes = bytearray(n_tasks)

@@ -263,9 +263,11 @@ class Index(Protocol):
 
     async def project(self, row: IndexRow) -> None:
         """Write the coordinator's projection of a state: merge every field except
-        ``cancel_requested``, which it never clobbers, into the row if it exists. A missing row
-        is not created (the API creates rows): a projection that lands after a purge (a write
-        stalled in flight) must not bring the purged workflow's row back."""
+        ``cancel_requested``, which it never clobbers, into the row if it exists and holds an
+        older version (``IndexRow.newer_than``: the state's run and write count), so a projection
+        that lands late never replaces a newer one. A missing row is not created (the API
+        creates rows): a projection that lands after a purge (a write stalled in flight) must
+        not bring the purged workflow's row back."""
         ...
 
     async def project_many(self, rows: builtins.list[IndexRow]) -> None:

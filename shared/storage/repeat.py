@@ -155,8 +155,9 @@ REPEATED: dict[str, str] = {
     "queues.list_names": "a read",
     # -- index --
     "index.create": "insert; a repeat's 409 leaves the row (the first try's)",
-    "index.project": "merges the same values into an existing row",
-    "index.project_many": "the same merges again (all-or-nothing batches)",
+    "index.project": "a repeat reads the row's version again: a first try that landed left "
+    "it as new as the projection, so nothing more is written",
+    "index.project_many": "the same conditional merges again (all-or-nothing batches)",
     "index.request_cancel": "merges the same flag",
     "index.clear_cancel": "merges the same flag",
     "index.get": "a read",

@@ -159,6 +159,27 @@ async def test_progress_of_a_purged_runs_worker_is_not_the_new_runs() -> None:
     assert (await get_task(storage, WF_ID, "a", outputs_container=CONTAINER)).progress == 0.2
 
 
+async def test_a_row_claiming_another_workers_task_sets_no_progress(
+    flaky: tuple[MemoryStorage, History],
+) -> None:
+    """A worker can write any registry row (table roles stop at the table: docs/security.md);
+    a row's progress counts only for tasks the workflow's state says its worker runs (issue 30
+    item 5). ``flaky`` attempt 2 runs on w2; a row of w9, or one claiming to be w1, says 0.99."""
+    storage, _ = flaky
+    forged = [WorkerTask(WF_ID, "flaky", 2, TaskProgress(0.99, {"loss": 0.0}))]
+    for impostor in ("w9", "w1"):
+        record = WorkerRecord(
+            worker_id=impostor, host="h", queues=["cpu"], slots=1, busy_slots=1, tasks=forged,
+            version="1", started_at=0.0, last_seen=0.0, interval_s=20.0,
+        )  # fmt: skip
+        await storage.registry.beat(record)
+    detail = await get_task(storage, WF_ID, "flaky", outputs_container=CONTAINER)
+    assert (detail.progress, detail.metrics) == (None, None)
+    own = [WorkerTask(WF_ID, "flaky", 2, TaskProgress(0.3))]
+    await storage.registry.beat(replace(record, worker_id="w2", tasks=own))
+    assert (await get_task(storage, WF_ID, "flaky", outputs_container=CONTAINER)).progress == 0.3
+
+
 @pytest.mark.parametrize("raw", ["-1", "0", "x", "1.5", "٣", "99999999999"])
 def test_a_bad_attempt_parameter_is_a_400_before_any_read(raw: str) -> None:
     import azure.functions as func

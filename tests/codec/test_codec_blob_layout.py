@@ -10,6 +10,7 @@ from shared.codec.metadata import blob_incarnation_from_metadata
 from shared.codec.state import decode_state, encode_state, state_metadata
 from shared.engine import apply
 from shared.engine.commands import Dispatch
+from shared.engine.projection import index_row
 from shared.engine.transitions import new_state
 from shared.messages import ActivateEvent, OutputRef, TaskCompletedEvent
 from shared.names import ResourceNames
@@ -71,3 +72,22 @@ def test_a_version_5_workflow_dispatches_flat_layout_messages() -> None:
     (dispatch,) = apply(wf, st, ActivateEvent(workflow_id=WF_ID), 1001.0)
     assert isinstance(dispatch, Dispatch)
     assert (dispatch.incarnation, dispatch.blob_incarnation) == (7, None)
+
+
+def test_a_state_keeps_its_count_of_writes_from_version_7() -> None:
+    """The count is the version of the index rows projected from the state (with its run)."""
+    wf = chain(2)
+    st = new_state(wf, WF_ID, 1000.0, 9)
+    assert encode_state(st)[3] == 6  # never written by a coordinator yet: version 6 as before
+    st.writes = 3
+    data = encode_state(st)
+    assert data[3] == 7
+    back = decode_state(data, wf)
+    assert back.writes == 3
+    assert encode_state(back) == data
+    assert index_row(wf, back).version == (1, 3)
+    legacy = decode_state(V5_STATE, wf)
+    legacy.writes = 3  # a version 5 state keeps no count: its rows stay unversioned
+    assert encode_state(legacy) == V5_STATE
+    assert decode_state(V5_STATE, wf).writes == 0
+    assert index_row(wf, legacy).version is None

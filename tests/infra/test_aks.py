@@ -151,11 +151,7 @@ def test_grace_period_covers_the_agents_shutdown(kind: str) -> None:
 
 
 def test_container_environment_is_what_the_agent_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    storage_names = {
-        choice
-        for field in Settings.model_fields.values()
-        for choice in getattr(field.validation_alias, "choices", [])
-    }
+    storage_names = {name for names in Settings.env_names().values() for name in names}
     worker_names = {f"DAGQ_WORKER_{name.upper()}" for name in WorkerSettings.model_fields}
     for template, _ in pod_specs():
         [container] = template["spec"]["containers"]

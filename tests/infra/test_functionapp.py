@@ -30,12 +30,8 @@ def _settings() -> dict[str, Any]:
 
 
 def _settings_aliases() -> set[str]:
-    aliases: set[str] = set()
-    for field in Settings.model_fields.values():
-        alias = field.validation_alias
-        choices = getattr(alias, "choices", [alias])
-        aliases.update(choice for choice in choices if isinstance(choice, str))
-    return aliases
+    """Every environment variable ``Settings`` reads (its prefix's names and the aliases)."""
+    return {name for names in Settings.env_names().values() for name in names}
 
 
 def test_plan_is_flex_consumption_on_linux() -> None:

@@ -60,6 +60,14 @@ REGRESSION_SEEDS = {
     650: "a purge tried again after its state delete issued a delete without an ETag that"
     " stalled and deleted the workflow submitted under the id meanwhile;"
     " tests/ops/test_purge_incarnations.py",
+    991: "(with the backlog trial, on f65d8f3) an index projection stalled in flight landed after a"
+    " newer one: a completed workflow's row said cancelled for good; tests/storage/test_contract.py"
+    " test_a_projection_older_than_the_row_is_not_applied",
+    2096: "(0bca51f) a retry stalled across a purge and re-submit of the id wrote the purged"
+    " workflow's row back, terminal, so index-repair (active rows only) kept it;"
+    " tests/coordinator/test_terminal_rows.py",
+    1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
+    " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
@@ -109,3 +117,18 @@ def test_every_planted_bug_is_caught(tooth: Tooth) -> None:
     pytest.fail(
         f"planted bug {tooth} survived {CATCH_WITHIN[tooth]} seeds: the simulation went blunt"
     )
+
+
+def test_a_soak_prints_its_start_and_moves_it_every_minute(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sim.__main__ import soak, soak_start
+
+    assert soak(0.0, 4242, 1, ()) == 0  # no time: no seed, still the line that replays it
+    out = capsys.readouterr().out
+    assert "seeds from 4242 (again: python -m sim --soak 0 --first 4242)" in out
+    assert "0/0 seeds passed" in out
+    minute = 1_800_000_000.0
+    assert soak_start(minute) == soak_start(minute + 59)
+    assert soak_start(minute) != soak_start(minute + 60)
+    assert soak_start(minute) >= 1_100  # clear of make test's budget and the regression seeds

@@ -576,6 +576,56 @@ async def test_project_many_writes_every_row_and_keeps_the_cancel_flag(storage: 
     assert last.status is WorkflowStatus.RUNNING
 
 
+async def test_a_projection_older_than_the_row_is_not_applied(storage: Storage) -> None:
+    """A row's version is its state's run and write count; a projection that stalled in flight
+    and lands after a newer one changes nothing (found by the simulation, seed 991 with the
+    backlog trial: a completed workflow's row said cancelled for good)."""
+    await storage.index.create(row("wf1", 1000.0, writes=0))
+    done = row("wf1", 1000.0, status=WorkflowStatus.COMPLETED, updated_at=1030.0, writes=5,
+               counts={"completed": 2}, finished_at=1030.0)  # fmt: skip
+    stale = row("wf1", 1000.0, status=WorkflowStatus.CANCELLING, updated_at=1020.0, writes=4)
+    await storage.index.project(done)
+    await storage.index.request_cancel("wf1", 1000.0)  # the row changes under the projector
+    await storage.index.project(stale)
+    await storage.index.project_many([stale])
+    got = await storage.index.get("wf1", 1000.0)
+    assert got == IndexRow(**{**done.__dict__, "cancel_requested": True})
+    rerun = row("wf1", 1000.0, status=WorkflowStatus.RUNNING, updated_at=1040.0, run=2, writes=1)
+    await storage.index.project(rerun)  # a later run's first write is newer than any of run 1's
+    assert (await storage.index.get("wf1", 1000.0)) == IndexRow(
+        **{**rerun.__dict__, "cancel_requested": True}
+    )
+
+
+async def test_a_batch_projection_applies_only_its_newer_rows(storage: Storage) -> None:
+    """In a batch, a row older than the stored one is left as stored while the newer rows of the
+    batch are written; a row with no version (a state from before write counts) is applied."""
+    from dataclasses import replace as _replace
+
+    base = IndexRow("v000", "batch", WorkflowStatus.PENDING, 1_800_000_000.0, 1_800_000_000.0)
+    rows = [
+        _replace(base, workflow_id=f"v{i:03d}", created_at=base.created_at + i, writes=0)
+        for i in range(4)
+    ]
+    for one in rows:
+        await storage.index.create(one)
+    newer = [_replace(r, status=WorkflowStatus.COMPLETED, writes=3) for r in rows]
+    await storage.index.project_many(newer)
+    await storage.index.project_many(newer)  # the same version again: nothing to write
+    older = [_replace(r, status=WorkflowStatus.CANCELLED, writes=2) for r in rows[:2]]
+    unversioned = _replace(rows[2], status=WorkflowStatus.FAILED, writes=None)
+    fresher = _replace(rows[3], status=WorkflowStatus.RUNNING, run=2, writes=1)
+    await storage.index.request_cancel("v003", rows[3].created_at)  # written since it was read
+    await storage.index.project_many([*older, unversioned, fresher])
+    got = [await storage.index.get(r.workflow_id, r.created_at) for r in rows]
+    assert got[3] is not None
+    assert got[3].cancel_requested
+    assert [(g.status if g else None) for g in got] == [
+        WorkflowStatus.COMPLETED, WorkflowStatus.COMPLETED, WorkflowStatus.FAILED,
+        WorkflowStatus.RUNNING,
+    ]  # fmt: skip
+
+
 @pytest.mark.azurite
 async def test_a_forged_dead_letter_neither_stays_most_recent_nor_is_read_whole(
     settings: object,

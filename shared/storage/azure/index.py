@@ -19,14 +19,15 @@ import logging
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableTransactionError, UpdateMode
+from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from shared.errors import ConfigError, NotFoundError
 from shared.json_values import parse_untrusted
-from shared.limits import INDEX_BATCH, MAX_INDEX_ERROR_CHARS
+from shared.limits import MAX_INDEX_ERROR_CHARS
 from shared.names import INDEX_PARTITION, index_row_key
 from shared.states import WorkflowStatus
+from shared.storage.azure.projections import VersionedProjections
 from shared.storage.azure.retry import repeated
 from shared.storage.encoding import (
     MAX_PAGE,
@@ -96,6 +97,7 @@ def to_entity(row: IndexRow, *, with_cancel: bool) -> dict[str, Any]:
         "Run": int(row.run),
         "Error": (row.error or "")[:MAX_INDEX_ERROR_CHARS],
         "FinishedAt": -1.0 if row.finished_at is None else float(row.finished_at),
+        "Writes": -1 if row.writes is None else int(row.writes),
     }
     if with_cancel:
         entity["CancelRequested"] = bool(row.cancel_requested)
@@ -107,6 +109,7 @@ def from_entity(entity: dict[str, Any]) -> IndexRow:
     Times must be finite and in range, ``Counts`` a JSON object (``parse_untrusted``), else it
     raises (``parsed`` skips the row)."""
     finished = float(entity.get("FinishedAt", -1.0))
+    writes = int(entity.get("Writes", -1))
     queues = str(entity.get("Queues", ""))
     counts = parse_untrusted(entity.get("Counts") or "{}")
     if not isinstance(counts, dict):
@@ -125,6 +128,7 @@ def from_entity(entity: dict[str, Any]) -> IndexRow:
         cancel_requested=bool(entity.get("CancelRequested", False)),
         error=str(entity.get("Error") or "") or None,
         finished_at=None if finished < 0 else finite_time(finished),
+        writes=None if writes < 0 else writes,
     )
 
 
@@ -156,6 +160,11 @@ class AzureIndex:
 
     def __init__(self, table: TableClient) -> None:
         self.table = table
+        self._projections = VersionedProjections(
+            table,
+            lambda row: to_entity(row, with_cancel=False),
+            lambda error: _missing_table(error, table.table_name),
+        )
 
     @repeated
     async def create(self, row: IndexRow) -> None:
@@ -168,36 +177,17 @@ class AzureIndex:
 
     @repeated
     async def project(self, row: IndexRow) -> None:
-        # Update-merge of every field but the cancel flag: a cancel written concurrently survives.
-        # An update sends If-Match: *, so a row that is gone (purged) stays gone: a projection
-        # that lands late, after a purge, must not bring the purged workflow's row back.
-        try:
-            await self.table.update_entity(to_entity(row, with_cancel=False), mode=UpdateMode.MERGE)
-        except ResourceNotFoundError as error:
-            missing = _missing_table(error, self.table.table_name)
-            if missing:
-                raise missing from error
+        # Update-merge of every field but the cancel flag (a cancel written concurrently
+        # survives), conditional on the row's version: read, then If-Match (projections.py). A
+        # row that is gone (purged) stays gone: a projection that lands late, after a purge,
+        # must not bring the purged workflow's row back.
+        await self._projections.one(row)
 
     @repeated
     async def project_many(self, rows: builtins.list[IndexRow]) -> None:
         # Every row is in the one index partition: a transaction writes up to INDEX_BATCH of
-        # them in one request (the same update-merge as ``project``, all or none).
-        for start in range(0, len(rows), INDEX_BATCH):
-            batch = rows[start : start + INDEX_BATCH]
-            if len(batch) == 1:
-                await self.project(batch[0])
-                continue
-            operations: list[Any] = [
-                ("update", to_entity(row, with_cancel=False), {"mode": UpdateMode.MERGE})
-                for row in batch
-            ]
-            try:
-                await self.table.submit_transaction(operations)
-            except (ResourceNotFoundError, TableTransactionError):
-                # A row of the batch is gone (purged), or the table is: one by one, the rows
-                # that exist are written (and a missing table is reported as such).
-                for one in batch:
-                    await self.project(one)
+        # them in one request (each merge If-Match on the ETag of the version it replaces).
+        await self._projections.many(rows)
 
     async def _set_cancel(self, workflow_id: str, created_at: float, value: bool) -> None:
         entity = {

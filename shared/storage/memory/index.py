@@ -1,5 +1,6 @@
 """The workflow index in memory: rows in key order (newest first); a projection never clobbers
-``cancel_requested``."""
+``cancel_requested`` and replaces only an older version of the row (``IndexRow.newer_than``: the
+Azure adapter's read, then ``If-Match`` write, here in one step)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ class MemoryIndex:
         current = self.rows.get(key)
         if current is None:
             return  # an update-merge: a row that is gone (purged) stays gone
+        if not row.newer_than(current):
+            return  # a projection that landed late: the row holds a newer one
         fresh = _copy_row(row)
         for name in _PROJECTED_FIELDS:
             setattr(current, name, getattr(fresh, name))

@@ -176,8 +176,8 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
     },
     "index": {
         "create": (INSERT_ENTITY,),
-        "project": (MERGE_ENTITY,),
-        "project_many": (MERGE_ENTITY,),
+        "project": (QUERY_ENTITIES, MERGE_ENTITY),
+        "project_many": (QUERY_ENTITIES, MERGE_ENTITY),
         "request_cancel": (MERGE_ENTITY,),
         "clear_cancel": (MERGE_ENTITY,),
         "get": (QUERY_ENTITIES,),
