@@ -63,25 +63,25 @@ def test_the_setting_and_the_engine_agree_on_the_default_grace() -> None:
 
 
 async def test_the_empty_queue_repair_waits_out_the_event_queues_backlog(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     """A task whose message is gone from its queue because a worker ran it, and whose report
     waits in the event queue's backlog, is not lost: the repair's grace grows by the age of the
     oldest event (issue 30 item 3: re-sent dispatches under a backlog, 0.08 per task at 10,000
     workflows). Once the backlog is gone, a lost message is re-sent as before."""
-    await submit(storage, diamond(), "wf", clock())
-    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await submit(memory_storage, diamond(), "wf", clock())
+    coord = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
     await coord.run_once()
-    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    queue = memory_storage.queues.get(NAMES.task_queue("cpu"))
     [ran] = await queue.receive(1, 1)
     await queue.delete(ran)  # its worker ran it; its report waits behind a backlog
-    await storage.event_queue.send("a report of another workflow, waiting its turn")
+    await memory_storage.event_queue.send("a report of another workflow, waiting its turn")
     clock.advance(61)
     updater = coord._passes.updater
     await updater.note_empty_queues(["cpu"])
     assert (updater.empty_queues, updater.event_backlog_s) == (frozenset({"cpu"}), 61.0)
-    [waiting] = await storage.event_queue.receive(1, 30)
-    await storage.event_queue.delete(waiting)  # the backlog drained
+    [waiting] = await memory_storage.event_queue.receive(1, 30)
+    await memory_storage.event_queue.delete(waiting)  # the backlog drained
     await updater.note_empty_queues(["cpu"])
     assert (updater.empty_queues, updater.event_backlog_s) == (frozenset({"cpu"}), 0.0)
     assert (await coord.run_sweeps()).stats.tasks_dispatched == 1  # no backlog: lost, re-sent
