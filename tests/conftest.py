@@ -1,6 +1,7 @@
 """Test session fixtures: one Azurite for the whole session, a fresh resource prefix per test.
 
-Tests that need storage take the ``storage_env`` or ``settings`` fixture (or ``azurite``). Azurite
+Tests that need storage take the ``storage_env`` or ``settings`` fixture (or ``azurite``), or a
+storage fixture of tests/support/storage_fixtures.py. Azurite
 is a real dependency: when it cannot start, those tests fail; they are never skipped.
 """
 
@@ -17,7 +18,16 @@ from shared.storage.tolerated import TOLERATED
 
 # Nothing the suite runs may contact an address other than loopback (tests/support/netguard.py),
 # nor make a storage call its identity's roles in infra/ do not allow (tests/support/rbac.py).
-pytest_plugins = ["tests.support.netguard", "tests.support.rbac"]
+# The fixtures more than one folder takes are registered here, once, and each name means one thing
+# everywhere (tests/test_layout.py): ``storage`` (the contract's, over memory and Azurite),
+# ``memory_storage`` and ``clock``, ``azure_storage`` (tests/support/storage_fixtures.py), and
+# ``stack``, the real stack of the CLI's and the dashboard's tests (tests/support/stack.py).
+pytest_plugins = [
+    "tests.support.netguard",
+    "tests.support.rbac",
+    "tests.support.storage_fixtures",
+    "tests.support.stack",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -36,3 +36,50 @@ def test_no_module_of_the_tests_imports_a_test_module_or_a_conftest() -> None:
         and (ROOT / (module.replace(".", "/") + ".py")).exists()
     ]
     assert offenders == []
+
+
+def _fixtures(path: Path) -> set[str]:
+    """The names of the fixtures ``path`` defines (``@pytest.fixture`` functions) or imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+            "fixture" in ast.unparse(decorator) for decorator in node.decorator_list
+        ):
+            names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _registered() -> dict[str, str]:
+    """Each fixture of the suite's root conftest and of the plugins it registers, and its module."""
+    root = ROOT / "tests" / "conftest.py"
+    tree = ast.parse(root.read_text(encoding="utf-8"))
+    plugins = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets)
+    )
+    modules = [root, *(ROOT / (plugin.replace(".", "/") + ".py") for plugin in plugins)]
+    return {
+        name: str(module.relative_to(ROOT))
+        for module in modules
+        for name in _fixtures(module)
+        if not name[0].isupper()  # a class imported beside the fixtures is no fixture
+    }
+
+
+def test_the_shared_fixtures_are_registered_once_and_no_conftest_names_one_again() -> None:
+    """A fixture more than one folder takes is registered once (``pytest_plugins`` in
+    tests/conftest.py) and means one thing everywhere: no folder's conftest defines or imports a
+    fixture of the same name (``storage`` in one folder and another storage in the next)."""
+    registered = _registered()
+    assert {"storage", "memory_storage", "clock", "azure_storage", "stack"} <= registered.keys()
+    offenders = [
+        f"{path.relative_to(ROOT)} names {name!r}, registered by {registered[name]}"
+        for path in sorted((ROOT / "tests").rglob("conftest.py"))
+        if path != ROOT / "tests" / "conftest.py"
+        for name in sorted(_fixtures(path) & registered.keys())
+    ]
+    assert offenders == []

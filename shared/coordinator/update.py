@@ -70,6 +70,21 @@ class _Flushed:
     tally: Tally
 
 
+@dataclass
+class _Pass:
+    """One workflow's update within a pass, what each of its steps (apply and dispatch, flush,
+    settle) reads and counts into: the workflow's events, the pass's counters (all its updates
+    share them) and what it already sent (a message goes out once per pass), whether the engine's
+    sweep runs after the events, and when the update's slice ends (``time.monotonic``)."""
+
+    workflow_id: str
+    envelopes: list[Envelope]
+    stats: PassStats
+    sent: set[SentKey]
+    sweep: bool
+    deadline: float
+
+
 class WorkflowUpdater:
     """Runs workflow updates for one coordinator (the parts every update shares)."""
 
@@ -188,6 +203,7 @@ class WorkflowUpdater:
         created_at: float | None = None,
     ) -> UpdateResult:
         deadline = time.monotonic() + self.options.workflow_slice_s
+        p = _Pass(workflow_id, envelopes, stats, sent, sweep, deadline)
         self._drop_other_incarnation(workflow_id, envelopes, created_at)
         try:
             wf, cached = await asyncio.wait_for(
@@ -211,26 +227,15 @@ class WorkflowUpdater:
             stats=stats,
         )  # fmt: skip
         try:
-            flushed = await self._flush(
-                workflow_id, wf, cached, envelopes, stats, sent, sweep, deadline
-            )
+            flushed = await self._flush(p, wf, cached)
         except NotFoundError:  # the workflow was deleted under us
             return UpdateResult(done=self.acks.orphans(workflow_id, envelopes, stats))
         self.cache.put_state(workflow_id, flushed.cached)
-        return await self._settle(wf, envelopes, flushed, stats)
+        return await self._settle(p, wf, flushed)
 
-    async def _flush(
-        self,
-        workflow_id: str,
-        wf: CompiledWorkflow,
-        cached: CachedState,
-        envelopes: list[Envelope],
-        stats: PassStats,
-        sent: set[SentKey],
-        sweep: bool,
-        deadline: float,
-    ) -> _Flushed:
+    async def _flush(self, p: _Pass, wf: CompiledWorkflow, cached: CachedState) -> _Flushed:
         """Apply, dispatch and write the state (re-applying on conflicts)."""
+        workflow_id, envelopes = p.workflow_id, p.envelopes
         tallies: list[Tally] = []
 
         notifier, eventgrid = self.notifier, self.options.eventgrid_endpoint is not None
@@ -244,9 +249,9 @@ class WorkflowUpdater:
             lists = await read_lists(self.storage.outputs, workflow_id, wf, envelopes)
             try:
                 commands = apply_events(
-                    workflow_id, wf, state, envelopes, tallies[-1], now, deadline, lists
+                    workflow_id, wf, state, envelopes, tallies[-1], now, p.deadline, lists
                 )
-                if sweep:
+                if p.sweep:
                     commands += engine.sweep(
                         wf, state, now,
                         lost_dispatch_after_s=self.options.lost_dispatch_after_s,
@@ -261,7 +266,7 @@ class WorkflowUpdater:
                 raise ApplyError(f"the engine's sweep raised {exc!r}", None) from exc
             # Dispatch before the flush: a crash in between re-sends on redelivery (workers
             # dedupe by attempt claim); flushing first could lose a dispatch forever.
-            step = DispatchStep(workflow_id, wf, state, tallies[-1], sent, now, self.results)
+            step = DispatchStep(workflow_id, wf, state, tallies[-1], p.sent, now, self.results)
             await dispatch_all(self._dispatcher, self.leadership.ok, step, commands)
             if before is not None and notifier is not None:  # before the flush, as dispatches
                 await notifier.send(notices.notices(wf, state, before, now, eventgrid))
@@ -273,7 +278,7 @@ class WorkflowUpdater:
             return await self.storage.workflows.write_state(workflow_id, data, etag, meta)
 
         def conflict() -> None:
-            stats.flush_conflicts += 1
+            p.stats.flush_conflicts += 1
             self.cache.forget(workflow_id)
 
         stored, changed = await read_modify_write(
@@ -285,17 +290,12 @@ class WorkflowUpdater:
             attempts=self.options.max_flush_attempts,
             on_conflict=conflict,
         )
-        stats.flushes += changed
+        p.stats.flushes += changed
         return _Flushed(stored, changed, tallies[-1])
 
-    async def _settle(
-        self,
-        wf: CompiledWorkflow,
-        envelopes: list[Envelope],
-        flushed: _Flushed,
-        stats: PassStats,
-    ) -> UpdateResult:
+    async def _settle(self, p: _Pass, wf: CompiledWorkflow, flushed: _Flushed) -> UpdateResult:
         """After a good flush: count, project, dead-letter what the engine rejected."""
+        envelopes, stats = p.envelopes, p.stats
         tally = flushed.tally
         waiting = defer(tally, self.options.max_defer_deliveries)
         stats.deferred += len(waiting)
@@ -318,8 +318,7 @@ class WorkflowUpdater:
         if flushed.changed or any(_is_control(env) for env in envelopes):
             await self.projector.project(row, stats, urgent=tally.finished > 0)
         if tally.set_aside:
-            workflow_id = flushed.cached.state.workflow_id
-            self.acks.set_aside(workflow_id, tally.set_aside, stats, "applying its events")
+            self.acks.set_aside(p.workflow_id, tally.set_aside, stats, "applying its events")
         held = {id(env) for env, _ in tally.dead} | {id(env) for env in waiting + tally.set_aside}
         done = [env for env in envelopes if id(env) not in held]
         done += await self.acks.dead_letter(tally.dead, stats)

@@ -41,13 +41,13 @@ async def _cached_workflow(storage: MemoryStorage, n: int, name: str) -> Compile
 
 
 async def test_lookups_keep_their_concurrency_and_bytes_bounded(
-    storage: MemoryStorage, monkeypatch: pytest.MonkeyPatch
+    memory_storage: MemoryStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    one = await _cached_workflow(storage, 1500, "one")
-    two = await _cached_workflow(storage, 1500, "two")
+    one = await _cached_workflow(memory_storage, 1500, "one")
+    two = await _cached_workflow(memory_storage, 1500, "two")
     gets = held = 0
     peak = {"gets": 0, "held": 0}
-    real_get, real_put = storage.cache.get, storage.outputs.put
+    real_get, real_put = memory_storage.cache.get, memory_storage.outputs.put
 
     async def get(key: str) -> bytes | None:
         nonlocal gets, held
@@ -67,9 +67,9 @@ async def test_lookups_keep_their_concurrency_and_bytes_bounded(
         await real_put(name, data, **kwargs)  # type: ignore[arg-type]
         held -= len(data)
 
-    monkeypatch.setattr(storage.cache, "get", get)
-    monkeypatch.setattr(storage.outputs, "put", put)
-    steps = ResultCacheSteps(storage, concurrency=32, max_bytes=BUDGET)
+    monkeypatch.setattr(memory_storage.cache, "get", get)
+    monkeypatch.setattr(memory_storage.outputs, "put", put)
+    steps = ResultCacheSteps(memory_storage, concurrency=32, max_bytes=BUDGET)
     found = await asyncio.gather(
         steps.lookup_all("wf-one", one, [Dispatch(i, f"t{i}", 1, "cpu") for i in range(1500)], 2.0),
         steps.lookup_all("wf-two", two, [Dispatch(i, f"t{i}", 1, "cpu") for i in range(1500)], 2.0),

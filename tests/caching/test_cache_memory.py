@@ -17,17 +17,17 @@ from tests.coordinator.helpers import FakeClock, drive, load, submit
 
 
 async def test_a_second_run_reuses_cached_results_without_dispatching(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     wf = pipeline()
-    first = worker(storage, clock)
-    await run(storage, clock, wf, "run1", first)
+    first = worker(memory_storage, clock)
+    await run(memory_storage, clock, wf, "run1", first)
     assert ran(first) == ["prep", "train", "evaluate"]
-    assert len(storage.cache.entries) == 2
-    second = worker(storage, clock)
-    await run(storage, clock, wf, "run2", second)
+    assert len(memory_storage.cache.entries) == 2
+    second = worker(memory_storage, clock)
+    await run(memory_storage, clock, wf, "run2", second)
     assert ran(second) == ["prep"]  # train and evaluate: no message, no worker
-    one, two = await load(storage, wf, "run1"), await load(storage, wf, "run2")
+    one, two = await load(memory_storage, wf, "run1"), await load(memory_storage, wf, "run2")
     assert two.status is WorkflowStatus.COMPLETED
     for i in (1, 2):
         view = two.task(i)
@@ -40,76 +40,78 @@ async def test_a_second_run_reuses_cached_results_without_dispatching(
     assert two.outputs[2] == one.outputs[2]
     train = two.outputs[1]
     assert train.blob == ResourceNames.output_blob("run2", "train", 1)
-    assert await storage.outputs.get(train.blob) == await storage.outputs.get(one.outputs[1].blob)
+    assert await memory_storage.outputs.get(train.blob) == await memory_storage.outputs.get(
+        one.outputs[1].blob
+    )
     assert train.sha256 == one.outputs[1].sha256
 
 
 async def test_changed_upstream_content_or_version_runs_again(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await run(storage, clock, pipeline(), "run1", worker(storage, clock))
-    changed = worker(storage, clock, prep="data-2")
-    await run(storage, clock, pipeline(), "run2", changed)
+    await run(memory_storage, clock, pipeline(), "run1", worker(memory_storage, clock))
+    changed = worker(memory_storage, clock, prep="data-2")
+    await run(memory_storage, clock, pipeline(), "run2", changed)
     # train ran again; its output is the same as before, so evaluate's inputs did not change.
     assert ran(changed) == ["prep", "train"]
-    bumped = worker(storage, clock, prep="data-2")
-    await run(storage, clock, pipeline(version="2"), "run3", bumped)
+    bumped = worker(memory_storage, clock, prep="data-2")
+    await run(memory_storage, clock, pipeline(version="2"), "run3", bumped)
     assert ran(bumped) == ["prep", "train", "evaluate"]
 
 
 async def test_the_prep_command_is_not_a_cached_input_but_its_output_is(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await run(storage, clock, pipeline(), "run1", worker(storage, clock))
-    same_output = worker(storage, clock)
-    await run(storage, clock, pipeline(prep_cmd="echo other prep"), "run2", same_output)
+    await run(memory_storage, clock, pipeline(), "run1", worker(memory_storage, clock))
+    same_output = worker(memory_storage, clock)
+    await run(memory_storage, clock, pipeline(prep_cmd="echo other prep"), "run2", same_output)
     assert ran(same_output) == ["prep"]
 
 
-async def test_failures_are_never_cached(storage: MemoryStorage, clock: FakeClock) -> None:
+async def test_failures_are_never_cached(memory_storage: MemoryStorage, clock: FakeClock) -> None:
     wf = pipeline()
-    failing = worker(storage, clock)
+    failing = worker(memory_storage, clock)
     failing.script["train"] = Behavior(always_fail=True)
-    await run(storage, clock, wf, "run1", failing)
-    assert (await load(storage, wf, "run1")).status is WorkflowStatus.FAILED
-    assert storage.cache.entries == {}
+    await run(memory_storage, clock, wf, "run1", failing)
+    assert (await load(memory_storage, wf, "run1")).status is WorkflowStatus.FAILED
+    assert memory_storage.cache.entries == {}
 
 
 async def test_expired_and_damaged_entries_are_misses(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     wf = pipeline(ttl_s=60.0)
-    await run(storage, clock, wf, "run1", worker(storage, clock))
+    await run(memory_storage, clock, wf, "run1", worker(memory_storage, clock))
     clock.advance(3600)  # past the ttl
-    later = worker(storage, clock)
-    await run(storage, clock, wf, "run2", later)
+    later = worker(memory_storage, clock)
+    await run(memory_storage, clock, wf, "run2", later)
     assert ran(later) == ["prep", "train", "evaluate"]
-    for key, (data, expires) in list(storage.cache.entries.items()):
-        storage.cache.entries[key] = (data[:-5] + b"xxxxx", expires)  # damage the payloads
-    damaged = worker(storage, clock)
-    await run(storage, clock, wf, "run3", damaged)
+    for key, (data, expires) in list(memory_storage.cache.entries.items()):
+        memory_storage.cache.entries[key] = (data[:-5] + b"xxxxx", expires)  # damage the payloads
+    damaged = worker(memory_storage, clock)
+    await run(memory_storage, clock, wf, "run3", damaged)
     assert "train" in ran(damaged)
-    assert (await load(storage, wf, "run3")).status is WorkflowStatus.COMPLETED
+    assert (await load(memory_storage, wf, "run3")).status is WorkflowStatus.COMPLETED
 
 
 async def test_the_same_key_at_once_both_run_and_the_later_success_wins(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     wf = pipeline()
-    w = worker(storage, clock)
-    await submit(storage, wf, "left", clock())
-    await submit(storage, wf, "right", clock())
+    w = worker(memory_storage, clock)
+    await submit(memory_storage, wf, "left", clock())
+    await submit(memory_storage, wf, "right", clock())
 
     async def done() -> bool:
-        states = [await load(storage, wf, wid) for wid in ("left", "right")]
+        states = [await load(memory_storage, wf, wid) for wid in ("left", "right")]
         return all(s.status.is_terminal for s in states)
 
-    await drive(storage, NAMES, w, done, clock=clock)
+    await drive(memory_storage, NAMES, w, done, clock=clock)
     assert sorted(ran(w)) == sorted(["prep", "train", "evaluate"] * 2)
     last = max((e for e in w.history if e.message.task == "train"), key=w.history.index)
-    right = await load(storage, wf, last.message.workflow_id)
+    right = await load(memory_storage, wf, last.message.workflow_id)
     key = key_of_task(wf.tasks[1], {"prep": right.outputs[0]})
     assert key is not None
-    entry, _ = decode_entry(storage.cache.entries[key][0], key)
+    entry, _ = decode_entry(memory_storage.cache.entries[key][0], key)
     assert entry.origin.workflow_id in ("left", "right")
     assert all(s is None for s in [right.task(1).cached_from])

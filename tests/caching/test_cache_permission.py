@@ -24,25 +24,25 @@ from tests.ops.facts import LIMITS
 
 
 async def test_a_cache_the_app_may_not_use_is_a_miss_counted_and_shown(
-    storage: MemoryStorage, clock: FakeClock, caplog: pytest.LogCaptureFixture
+    memory_storage: MemoryStorage, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     TOLERATED.reset()
     no_cache_role = deployed_model().without("appCacheContributor")
-    app = guarded(storage, "app", NAMES, model=no_cache_role)
+    app = guarded(memory_storage, "app", NAMES, model=no_cache_role)
     coordinator = Coordinator(app, NAMES, fast_options(), clock=clock)
     wf = pipeline()
     caplog.set_level(logging.INFO, logger="dagq")
     for wid in ("run1", "run2"):
-        w = worker(storage, clock)
-        await submit(storage, wf, wid, clock())
+        w = worker(memory_storage, clock)
+        await submit(memory_storage, wf, wid, clock())
 
         async def done(wid: str = wid) -> bool:
-            return (await load(storage, wf, wid)).status.is_terminal
+            return (await load(memory_storage, wf, wid)).status.is_terminal
 
         await drive(app, NAMES, w, done, clock=clock, coordinator=coordinator)
-        assert (await load(storage, wf, wid)).status is WorkflowStatus.COMPLETED
+        assert (await load(memory_storage, wf, wid)).status is WorkflowStatus.COMPLETED
         assert ran(w) == ["prep", "train", "evaluate"]  # no hit: it ran again
-    assert storage.cache.entries == {}
+    assert memory_storage.cache.entries == {}
 
     passes = [
         json.loads(r.getMessage()) for r in caplog.records if "coordinator_pass" in r.getMessage()
@@ -51,7 +51,7 @@ async def test_a_cache_the_app_may_not_use_is_a_miss_counted_and_shown(
     assert any("cache record" in t for t in tolerated), tolerated
     assert any("cache look-up" in t for t in tolerated), tolerated
 
-    notes = await storage.registry.failures()
+    notes = await memory_storage.registry.failures()
     assert {(n.source, n.kind, n.detail) for n in notes} >= {
         ("app", "cache record", "403 AuthorizationPermissionMismatch"),
         ("app", "cache look-up", "403 AuthorizationPermissionMismatch"),

@@ -23,22 +23,22 @@ from tests.coordinator.helpers import FakeClock, task
 
 
 async def test_a_task_reuses_nothing_older_than_its_own_ttl(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     # Before: a ttl 1h task got a 48-hour-old result recorded by another workflow with ttl 365d.
-    first = worker(storage, clock)
-    await run(storage, clock, pipeline(ttl_s=365 * 86400.0), "long", first)
+    first = worker(memory_storage, clock)
+    await run(memory_storage, clock, pipeline(ttl_s=365 * 86400.0), "long", first)
     clock.advance(48 * 3600)
-    short = worker(storage, clock)
-    await run(storage, clock, pipeline(ttl_s=3600.0), "short", short)
+    short = worker(memory_storage, clock)
+    await run(memory_storage, clock, pipeline(ttl_s=3600.0), "short", short)
     assert ran(short) == ["prep", "train", "evaluate"]
-    again = worker(storage, clock)
-    await run(storage, clock, pipeline(ttl_s=365 * 86400.0), "long-again", again)
+    again = worker(memory_storage, clock)
+    await run(memory_storage, clock, pipeline(ttl_s=365 * 86400.0), "long-again", again)
     assert ran(again) == ["prep"]  # the long ttl still reuses (the short run re-recorded)
 
 
 async def test_a_task_that_may_start_before_its_parents_finish_is_not_recorded(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     # Before: its entry was keyed by the parents' outputs at completion, not the ones it got.
     cache = CachePolicy(ttl_s=86400.0)
@@ -49,24 +49,26 @@ async def test_a_task_that_may_start_before_its_parents_finish_is_not_recorded(
     ]
     wf = CompiledWorkflow.of("any", tasks)
     for wid in ("one", "two"):
-        w = worker(storage, clock)
-        await run(storage, clock, wf, wid, w)
+        w = worker(memory_storage, clock)
+        await run(memory_storage, clock, wf, wid, w)
         assert "join" in ran(w)
-    assert storage.cache.entries == {}
+    assert memory_storage.cache.entries == {}
 
 
 @pytest.mark.parametrize(("written", "claimed"), [(b"x" * 100, 10), (b"x" * 10, 100)])
 async def test_a_named_blob_is_read_at_its_claimed_size_or_refused(
-    storage: Storage, written: bytes, claimed: int
+    memory_storage: Storage, written: bytes, claimed: int
 ) -> None:
-    await storage.outputs.put("wf/t/1/output.json", written)
+    await memory_storage.outputs.put("wf/t/1/output.json", written)
     with pytest.raises(SizeMismatchError, match=f"holds {len(written)} bytes; its event said"):
-        await read_as_claimed(storage.outputs, "wf/t/1/output.json", claimed)
-    assert await read_as_claimed(storage.outputs, "wf/t/1/output.json", len(written)) == written
+        await read_as_claimed(memory_storage.outputs, "wf/t/1/output.json", claimed)
+    assert (
+        await read_as_claimed(memory_storage.outputs, "wf/t/1/output.json", len(written)) == written
+    )
 
 
 async def test_an_entry_is_recorded_only_when_parent_blobs_hold_what_they_claimed(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     # Before: the key trusted the hash a worker claimed for a parent's blob output; one false
     # completion could poison a deployment-wide entry for up to a year.
@@ -77,26 +79,26 @@ async def test_an_entry_is_recorded_only_when_parent_blobs_hold_what_they_claime
     cache = CachePolicy(ttl_s=86400.0)
     wf = CompiledWorkflow.of("p", [task("prep"), task("train", (0,), cache=cache)])
     script = {"prep": Behavior(output={"data": BIG}), "train": Behavior(output={"w": 1})}
-    w = SyntheticWorker(storage, NAMES, ["cpu"], script=script, clock=clock)
-    await submit(storage, wf, "forged", clock())
+    w = SyntheticWorker(memory_storage, NAMES, ["cpu"], script=script, clock=clock)
+    await submit(memory_storage, wf, "forged", clock())
     prep_blob = NAMES.output_blob("forged", "prep", 1)
 
     async def tamper(_coordinator: object) -> None:
-        blobs = storage.outputs.container.blobs
+        blobs = memory_storage.outputs.container.blobs
         if prep_blob in blobs:  # the same size, other bytes: not what prep's event hashed
-            data = await storage.outputs.get(prep_blob)
-            await storage.outputs.put(prep_blob, data.replace(b"x", b"y"))
+            data = await memory_storage.outputs.get(prep_blob)
+            await memory_storage.outputs.put(prep_blob, data.replace(b"x", b"y"))
 
     async def done() -> bool:
-        return (await load(storage, wf, "forged")).status.is_terminal
+        return (await load(memory_storage, wf, "forged")).status.is_terminal
 
-    await drive(storage, NAMES, w, done, clock=clock, on_pass=tamper)
+    await drive(memory_storage, NAMES, w, done, clock=clock, on_pass=tamper)
     assert "train" in ran(w)
-    assert storage.cache.entries == {}
+    assert memory_storage.cache.entries == {}
 
 
 async def test_a_cached_list_source_fans_out_as_after_a_run(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     # Before: a cache hit on a foreach_from list source whose output is a blob gave the engine no
     # list (lists are read from workers' completions), and the expansion failed the task.
@@ -123,9 +125,9 @@ tasks:
     items = [f"shard-{i:04d}-" + "x" * 40 for i in range(120)]  # over 4 KiB: a blob output
     script = {"shards": Behavior(output={"items": items})}
     for wid in ("one", "two"):
-        w = SyntheticWorker(storage, NAMES, ["cpu"], script=script, clock=clock)
-        await run(storage, clock, wf, wid, w)
-        state = await load(storage, wf, wid)
+        w = SyntheticWorker(memory_storage, NAMES, ["cpu"], script=script, clock=clock)
+        await run(memory_storage, clock, wf, wid, w)
+        state = await load(memory_storage, wf, wid)
         assert state.status is WorkflowStatus.COMPLETED, wid
         ran_each = [name for name in ran(w) if name.startswith("each")]
         assert len(ran_each) == 120, (wid, ran(w)[:5])

@@ -1,8 +1,9 @@
-"""The CLI's integration fixtures: the real stack on the session's Azurite.
+"""The CLI's integration fixture ``dagq``, over the real stack on the session's Azurite.
 
-One stack per test module: the Functions app under the local host (devtools/testing/api_host.py) and
-two worker agents (queues ``cpu`` and ``gpu``) as subprocesses, all on a prefix of their own. The
-CLI runs in-process through ``shared.cli.main`` with ``--api-url`` pointing at the host.
+One stack per test module (``stack``, tests/support/stack.py, registered in tests/conftest.py):
+the Functions app under the local host (devtools/testing/api_host.py) and two worker agents (queues
+``cpu`` and ``gpu``) as subprocesses, all on a prefix of their own. The CLI runs in-process through
+``shared.cli.main`` with ``--api-url`` pointing at the host.
 """
 
 from __future__ import annotations
@@ -13,13 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from shared.cli import main
-from tests.cli.stack import (
-    Result,
-    Stack,
-    stack,
-)
-
-__all__ = ["stack"]
+from tests.support.stack import Result, Stack
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.stack import Result, Stack
+from tests.support.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

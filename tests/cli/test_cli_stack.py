@@ -18,7 +18,7 @@ from shared.cli.exitcodes import ExitCode
 from shared.cli.follow import follow
 from shared.client import Client
 from tests.cli.definitions import LONG
-from tests.cli.stack import EXAMPLES, Result, Stack
+from tests.support.stack import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
 

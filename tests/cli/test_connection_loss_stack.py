@@ -21,7 +21,7 @@ from devtools.testing.flaky_proxy import FlakyProxy
 from shared.cli.exitcodes import ExitCode
 from shared.client import Client
 from shared.settings import azurite_connection_string
-from tests.cli.stack import EXAMPLES, Result, Stack, start_workers, stop_workers
+from tests.support.stack import EXAMPLES, Result, Stack, start_workers, stop_workers
 
 pytestmark = pytest.mark.azurite
 

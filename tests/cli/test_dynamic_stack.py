@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.stack import EXAMPLES, Result, Stack
+from tests.support.stack import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
 

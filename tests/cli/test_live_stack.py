@@ -15,7 +15,7 @@ from collections.abc import Callable
 import httpx
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.stack import Result, Stack
+from tests.support.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
 from tests.cli.definitions import LONG
-from tests.cli.stack import EXAMPLES, Result, Stack
+from tests.support.stack import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
 

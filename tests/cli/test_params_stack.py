@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 
 from shared.cli.exitcodes import ExitCode
-from tests.cli.stack import EXAMPLES, Result, Stack
+from tests.support.stack import EXAMPLES, Result, Stack
 
 Dagq = Callable[..., Result]
 NIGHTLY = str(EXAMPLES / "nightly.yaml")

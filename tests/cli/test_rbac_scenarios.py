@@ -33,8 +33,8 @@ from shared.cli.exitcodes import ExitCode
 from shared.settings import Settings
 from shared.storage.factory import open_storage
 from shared.storage.rbac.usage import read_uses
-from tests.cli.stack import Result, Stack, running_stack
 from tests.notify.receiver import receiver
+from tests.support.stack import Result, Stack, running_stack
 
 Dagq = Callable[..., Result]
 

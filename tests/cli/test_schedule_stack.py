@@ -14,7 +14,7 @@ import pytest
 from devtools.azurite import Azurite
 from devtools.testing.api_host import start_host
 from shared.cli.exitcodes import ExitCode
-from tests.cli.stack import Result, Stack
+from tests.support.stack import Result, Stack
 
 pytestmark = [pytest.mark.azurite, pytest.mark.subprocess]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import pytest
 
 from devtools.testing.api_host import REPO_ROOT
-from tests.cli.stack import Result, Stack
+from tests.support.stack import Result, Stack
 
 Dagq = Callable[..., Result]
 

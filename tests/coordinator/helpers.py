@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from devtools.testing.synthetic_worker import SyntheticWorker
@@ -16,19 +16,7 @@ from shared.engine.state import RuntimeState
 from shared.messages import ActivateEvent, encode
 from shared.names import ResourceNames
 from shared.storage.ports import Storage
-
-
-@dataclass
-class FakeClock:
-    """A clock tests move on by hand (memory storage visibility, leases, retry delays)."""
-
-    now: float = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.clock import FakeClock
 
 
 def task(name: str, parents: tuple[int, ...] = (), *, queue: str = "cpu", **kw: Any) -> TaskDef:

@@ -23,24 +23,26 @@ NAMES = ResourceNames("mem")
 
 
 async def test_a_state_cached_in_an_earlier_lease_tenure_is_read_again(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     wf = CompiledWorkflow.of("one", [task("a", **retrying(1))])
-    await submit(storage, wf, "wf1", clock())
-    first = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    other = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"a": Behavior(fail_times=2)}, clock=clock)
+    await submit(memory_storage, wf, "wf1", clock())
+    first = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    other = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    worker = SyntheticWorker(
+        memory_storage, NAMES, ["cpu"], {"a": Behavior(fail_times=2)}, clock=clock
+    )
     await first.run_once()  # activates: a/1 is sent
     await worker.step()  # a/1 fails
     await first.run_once()  # a/2 is sent; the state (a queued at its last attempt) is cached
     await worker.step()  # a/2 fails
     await other.run_once()  # another instance: the workflow failed
-    await service.retry(storage, "wf1")
+    await service.retry(memory_storage, "wf1")
     await other.run_once()  # ...and reruns it: a/3 is sent and recorded
     await worker.step()  # a/3 completes
     await first.run_once()  # back to the first instance, whose cache says a is at attempt 2
 
-    assert [d.reason for d in await storage.deadletters.list()] == []
-    state = await load(storage, wf, "wf1")
+    assert [d.reason for d in await memory_storage.deadletters.list()] == []
+    state = await load(memory_storage, wf, "wf1")
     assert state.task(0).state is TaskState.COMPLETED
     assert state.status is WorkflowStatus.COMPLETED

@@ -40,26 +40,26 @@ class InFlight(FaultPlan):
 
 
 async def test_definition_and_state_are_read_together(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await submit(storage, diamond(), "wf-cold", clock())
+    await submit(memory_storage, diamond(), "wf-cold", clock())
     plan = InFlight()
-    coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
+    coord = Coordinator(faulty(memory_storage, plan), NAMES, fast_options(), clock=clock)
     stats = (await coord.run_once()).stats
     assert stats.events_applied == 1
     assert stats.orphans == 0
     assert READS in plan.together
-    state = await load(storage, diamond(), "wf-cold")
+    state = await load(memory_storage, diamond(), "wf-cold")
     assert state.task(0).state is TaskState.QUEUED  # activated: the root was dispatched
 
 
 async def test_a_workflow_without_blobs_is_still_an_orphan(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await storage.event_queue.send(encode(ActivateEvent(workflow_id="wf-gone")))
+    await memory_storage.event_queue.send(encode(ActivateEvent(workflow_id="wf-gone")))
     plan = InFlight()
-    coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
+    coord = Coordinator(faulty(memory_storage, plan), NAMES, fast_options(), clock=clock)
     stats = (await coord.run_once()).stats
     assert stats.orphans == 1
     assert stats.dead_lettered == 0
-    assert storage.event_queue.peek_texts() == []  # acknowledged
+    assert memory_storage.event_queue.peek_texts() == []  # acknowledged

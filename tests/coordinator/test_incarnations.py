@@ -55,44 +55,46 @@ async def _purged_and_submitted_again(
 
 
 async def test_a_late_event_of_the_purged_workflow_is_not_applied_to_the_new_one(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coordinator, old_event = await _purged_and_submitted_again(storage, clock)
-    await storage.event_queue.send(old_event)  # the old run's completion, redelivered late
+    coordinator, old_event = await _purged_and_submitted_again(memory_storage, clock)
+    await memory_storage.event_queue.send(old_event)  # the old run's completion, redelivered late
     await coordinator.run_once()
 
-    state = await load(storage, WF, "wf1")
+    state = await load(memory_storage, WF, "wf1")
     assert state.task(0).state is TaskState.QUEUED  # still waiting for the new run's worker
     assert state.status is WorkflowStatus.RUNNING
-    (dead,) = await storage.deadletters.list()
+    (dead,) = await memory_storage.deadletters.list()
     assert "another incarnation of workflow 'wf1'" in dead.reason
-    assert await storage.event_queue.approximate_count() == 0
+    assert await memory_storage.event_queue.approximate_count() == 0
 
 
 async def test_a_cancel_or_retry_of_the_purged_workflow_leaves_the_new_one_alone(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coordinator, _ = await _purged_and_submitted_again(storage, clock)
-    await storage.event_queue.send(encode(CancelEvent(workflow_id="wf1", incarnation=1)))
-    await storage.event_queue.send(encode(RetryEvent(workflow_id="wf1", run=1, incarnation=1)))
+    coordinator, _ = await _purged_and_submitted_again(memory_storage, clock)
+    await memory_storage.event_queue.send(encode(CancelEvent(workflow_id="wf1", incarnation=1)))
+    await memory_storage.event_queue.send(
+        encode(RetryEvent(workflow_id="wf1", run=1, incarnation=1))
+    )
     await coordinator.run_once()
 
-    assert (await load(storage, WF, "wf1")).status is WorkflowStatus.RUNNING
-    reasons = sorted(d.reason for d in await storage.deadletters.list())
+    assert (await load(memory_storage, WF, "wf1")).status is WorkflowStatus.RUNNING
+    reasons = sorted(d.reason for d in await memory_storage.deadletters.list())
     assert len(reasons) == 2
     assert all("of another incarnation" in reason for reason in reasons)
 
 
 async def test_a_cancel_without_an_incarnation_acts_on_the_current_workflow(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     """The cancel-poll sweep (and an API of an older deployment) sends none."""
-    coordinator, _ = await _purged_and_submitted_again(storage, clock)
-    await storage.event_queue.send(encode(CancelEvent(workflow_id="wf1")))
+    coordinator, _ = await _purged_and_submitted_again(memory_storage, clock)
+    await memory_storage.event_queue.send(encode(CancelEvent(workflow_id="wf1")))
     await coordinator.run_once()
 
-    assert (await load(storage, WF, "wf1")).status in (
+    assert (await load(memory_storage, WF, "wf1")).status in (
         WorkflowStatus.CANCELLING,
         WorkflowStatus.CANCELLED,
     )
-    assert await storage.deadletters.list() == []
+    assert await memory_storage.deadletters.list() == []

@@ -39,14 +39,14 @@ async def fanned_out(
 
 
 async def test_an_oversized_inline_output_is_moved_to_its_blob(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coord = await fanned_out(storage, clock, 1)
+    coord = await fanned_out(memory_storage, clock, 1)
     big = "x" * 6000  # over the 4 KiB inline limit
-    await storage.event_queue.send(done("leaf00000", big))
+    await memory_storage.event_queue.send(done("leaf00000", big))
     result = await coord.run_once()
     assert result.stats.outputs_spilled == 1
-    ref = (await load(storage, fan(1), "wf1")).task(1).output
+    ref = (await load(memory_storage, fan(1), "wf1")).task(1).output
     assert ref is not None
     assert (ref.inline, ref.blob, ref.size) == (
         None,
@@ -54,50 +54,52 @@ async def test_an_oversized_inline_output_is_moved_to_its_blob(
         6002,
     )
     assert (
-        json.loads(await storage.outputs.get(ResourceNames.output_blob("wf1", "leaf00000", 1)))
+        json.loads(
+            await memory_storage.outputs.get(ResourceNames.output_blob("wf1", "leaf00000", 1))
+        )
         == big
     )
 
 
 async def test_the_state_holds_at_most_its_inline_budget(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     # Before: 20,000 tasks x 3.9 KB inline made a 58.8 MB state blob, rewritten on every flush.
     n = 40
-    coord = await fanned_out(storage, clock, n, state_inline_bytes=16 * 1024)
+    coord = await fanned_out(memory_storage, clock, n, state_inline_bytes=16 * 1024)
     for i in range(n):
-        await storage.event_queue.send(done(f"leaf{i:05d}", "y" * 3900))
+        await memory_storage.event_queue.send(done(f"leaf{i:05d}", "y" * 3900))
     result = await coord.run_once()
     assert result.stats.events_applied == n
-    state = await load(storage, fan(n), "wf1")
+    state = await load(memory_storage, fan(n), "wf1")
     refs = [state.task(i).output for i in range(1, n + 1)]
     inline = [ref for ref in refs if ref is not None and ref.blob is None]
     assert len(inline) == 4  # 4 x 3902 bytes fit 16 KiB, the fifth would not
     assert sum(ref.size for ref in inline) <= 16 * 1024
-    data = (await storage.workflows.read_state("wf1")).data
+    data = (await memory_storage.workflows.read_state("wf1")).data
     assert len(data) < 40 * 1024  # every inline output verbatim would be over 156 KB
     assert state.task(n + 1).state is TaskState.QUEUED  # the sink is dispatched as usual
     assert state.status is WorkflowStatus.RUNNING
 
 
 async def test_an_inline_output_is_recorded_with_its_true_size(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coord = await fanned_out(storage, clock, 1)
-    await storage.event_queue.send(done("leaf00000", {"k": "v" * 100}, size=1))
+    coord = await fanned_out(memory_storage, clock, 1)
+    await memory_storage.event_queue.send(done("leaf00000", {"k": "v" * 100}, size=1))
     await coord.run_once()
-    ref = (await load(storage, fan(1), "wf1")).task(1).output
+    ref = (await load(memory_storage, fan(1), "wf1")).task(1).output
     assert ref is not None
     assert (ref.inline, ref.size) == ({"k": "v" * 100}, 108)  # {"k":"v...v"}
 
 
 async def test_an_output_cannot_be_both_inline_and_a_blob(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coord = await fanned_out(storage, clock, 1)
+    coord = await fanned_out(memory_storage, clock, 1)
     event = json.loads(done("leaf00000", 1))
     event["output"]["blob"] = NAMES.output_blob("wf1", "leaf00000", 1)
-    await storage.event_queue.send(json.dumps(event))
+    await memory_storage.event_queue.send(json.dumps(event))
     await coord.run_once()
-    (letter,) = await storage.deadletters.list()
+    (letter,) = await memory_storage.deadletters.list()
     assert "an output is either inline or in a blob, not both" in letter.reason

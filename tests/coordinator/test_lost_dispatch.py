@@ -14,12 +14,12 @@ NAMES = ResourceNames("mem")
 
 
 async def test_a_message_missing_from_an_empty_queue_is_resent_after_a_minute(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await submit(storage, diamond(), "wf", clock())
-    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)  # the default: a day
+    await submit(memory_storage, diamond(), "wf", clock())
+    coord = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)  # the default: a day
     await coord.run_once()
-    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    queue = memory_storage.queues.get(NAMES.task_queue("cpu"))
     [lost] = await queue.receive(1, 1)
     await queue.delete(lost)  # the task message vanished
     clock.advance(30)
@@ -32,25 +32,27 @@ async def test_a_message_missing_from_an_empty_queue_is_resent_after_a_minute(
 
 
 async def test_a_message_still_on_its_queue_is_not_resent(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await submit(storage, diamond(), "wf", clock())
-    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await submit(memory_storage, diamond(), "wf", clock())
+    coord = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
     await coord.run_once()
-    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    queue = memory_storage.queues.get(NAMES.task_queue("cpu"))
     await queue.receive(1, 3600)  # a worker holds it (invisible, still on the queue)
     clock.advance(600)
     assert (await coord.run_sweeps()).stats.tasks_dispatched == 0
     assert len(queue.peek_texts()) == 1
 
 
-async def test_each_sweep_marks_when_it_ran(storage: MemoryStorage, clock: FakeClock) -> None:
-    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+async def test_each_sweep_marks_when_it_ran(
+    memory_storage: MemoryStorage, clock: FakeClock
+) -> None:
+    coord = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
     await coord.run_sweeps()
-    assert await storage.workflows.job_marks() == {"sweep": clock.now}
+    assert await memory_storage.workflows.job_marks() == {"sweep": clock.now}
     clock.advance(5)
     await coord.run_sweeps()
-    assert await storage.workflows.job_marks() == {"sweep": clock.now}
+    assert await memory_storage.workflows.job_marks() == {"sweep": clock.now}
 
 
 def test_the_setting_and_the_engine_agree_on_the_default_grace() -> None:
@@ -61,25 +63,25 @@ def test_the_setting_and_the_engine_agree_on_the_default_grace() -> None:
 
 
 async def test_the_empty_queue_repair_waits_out_the_event_queues_backlog(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     """A task whose message is gone from its queue because a worker ran it, and whose report
     waits in the event queue's backlog, is not lost: the repair's grace grows by the age of the
     oldest event (issue 30 item 3: re-sent dispatches under a backlog, 0.08 per task at 10,000
     workflows). Once the backlog is gone, a lost message is re-sent as before."""
-    await submit(storage, diamond(), "wf", clock())
-    coord = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    await submit(memory_storage, diamond(), "wf", clock())
+    coord = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
     await coord.run_once()
-    queue = storage.queues.get(NAMES.task_queue("cpu"))
+    queue = memory_storage.queues.get(NAMES.task_queue("cpu"))
     [ran] = await queue.receive(1, 1)
     await queue.delete(ran)  # its worker ran it; its report waits behind a backlog
-    await storage.event_queue.send("a report of another workflow, waiting its turn")
+    await memory_storage.event_queue.send("a report of another workflow, waiting its turn")
     clock.advance(61)
     updater = coord._passes.updater
     await updater.note_empty_queues(["cpu"])
     assert (updater.empty_queues, updater.event_backlog_s) == (frozenset({"cpu"}), 61.0)
-    [waiting] = await storage.event_queue.receive(1, 30)
-    await storage.event_queue.delete(waiting)  # the backlog drained
+    [waiting] = await memory_storage.event_queue.receive(1, 30)
+    await memory_storage.event_queue.delete(waiting)  # the backlog drained
     await updater.note_empty_queues(["cpu"])
     assert (updater.empty_queues, updater.event_backlog_s) == (frozenset({"cpu"}), 0.0)
     assert (await coord.run_sweeps()).stats.tasks_dispatched == 1  # no backlog: lost, re-sent

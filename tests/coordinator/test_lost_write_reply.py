@@ -43,32 +43,34 @@ def _lose_the_next_write_reply(storage: MemoryStorage) -> None:
 
 
 async def test_a_status_written_with_its_reply_lost_reaches_the_index(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    worker = SyntheticWorker(
+        memory_storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock
+    )
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
     await coordinator.run_once()  # a/1 sent
-    await service.cancel(storage, "wf1", reason="test")
+    await service.cancel(memory_storage, "wf1", reason="test")
     await coordinator.run_once()  # cancelling: a/1 may finish within the grace
     await worker.step()  # a/1 completes
     await coordinator.run_once()
-    assert (await load(storage, WF, "wf1")).status is WorkflowStatus.CANCELLED
-    (row,) = [r async for r in _rows(storage)]
+    assert (await load(memory_storage, WF, "wf1")).status is WorkflowStatus.CANCELLED
+    (row,) = [r async for r in _rows(memory_storage)]
     assert row.status is WorkflowStatus.CANCELLED
 
-    await service.retry(storage, "wf1")  # a/2 sent, the workflow running again
-    _lose_the_next_write_reply(storage)
+    await service.retry(memory_storage, "wf1")  # a/2 sent, the workflow running again
+    _lose_the_next_write_reply(memory_storage)
     await coordinator.run_once()  # the write takes effect, the events go back
     clock.advance(60)
     for _ in range(3):
         await coordinator.run_once(sweep=True)
         clock.advance(60)
 
-    state = await load(storage, WF, "wf1")
-    (row,) = [r async for r in _rows(storage)]
+    state = await load(memory_storage, WF, "wf1")
+    (row,) = [r async for r in _rows(memory_storage)]
     assert row.status is state.status
-    assert await storage.event_queue.approximate_count() == 0
+    assert await memory_storage.event_queue.approximate_count() == 0
 
 
 async def _rows(storage: MemoryStorage) -> Any:

@@ -61,17 +61,19 @@ async def unreceived(storage: MemoryStorage) -> int:
 
 
 async def test_a_slow_cycle_takes_in_every_receive_that_came_back_meanwhile(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await leaves_completed(storage, clock, "wf-pre")
-    slow = faulty(storage, Latency({"events.receive": 0.02, "workflows.write_state": 0.1}))
+    await leaves_completed(memory_storage, clock, "wf-pre")
+    slow = faulty(memory_storage, Latency({"events.receive": 0.02, "workflows.write_state": 0.1}))
     coord = Coordinator(slow, NAMES, fast_options(), clock=clock)
     stats = (await coord.run_once()).stats
     assert stats.events_applied == LEAVES
     assert stats.duplicates == 0
-    assert await unreceived(storage) == 0
-    assert storage.event_queue.peek_texts() == []  # every event deleted before the pass ended
-    state = await load(storage, fan(LEAVES), "wf-pre")
+    assert await unreceived(memory_storage) == 0
+    assert (
+        memory_storage.event_queue.peek_texts() == []
+    )  # every event deleted before the pass ended
+    state = await load(memory_storage, fan(LEAVES), "wf-pre")
     assert state.task(LEAVES + 1).attempt == 1  # the sink was dispatched
     # One receive, then cycles of 2 receives of 32 each without receiving ahead: at least
     # 1 + ceil(268 / 64) = 6 flushes; the receives that came back during a write join the next.
@@ -79,18 +81,18 @@ async def test_a_slow_cycle_takes_in_every_receive_that_came_back_meanwhile(
 
 
 async def test_receives_ahead_at_the_deadline_are_updated_in_the_pass(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await leaves_completed(storage, clock, "wf-dl")
-    slow = faulty(storage, Latency({"events.receive": 0.02, "workflows.write_state": 0.1}))
+    await leaves_completed(memory_storage, clock, "wf-dl")
+    slow = faulty(memory_storage, Latency({"events.receive": 0.02, "workflows.write_state": 0.1}))
     coord = Coordinator(slow, NAMES, fast_options(), clock=clock)
     # The deadline passes during the second cycle, with receives ahead of it.
     stats = (await coord.run_once(budget_s=0.15)).stats
     assert 0 < stats.events_applied < LEAVES
     # Every event the pass received was applied and deleted; the rest were never received.
     assert stats.events_applied == stats.events_received
-    assert stats.events_applied + await unreceived(storage) == LEAVES
-    assert len(storage.event_queue.peek_texts()) == LEAVES - stats.events_applied
+    assert stats.events_applied + await unreceived(memory_storage) == LEAVES
+    assert len(memory_storage.event_queue.peek_texts()) == LEAVES - stats.events_applied
 
 
 class Order(FaultPlan):
@@ -111,18 +113,18 @@ class Order(FaultPlan):
 
 
 async def test_a_trigger_event_is_dispatched_without_waiting_for_a_receive(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    await submit(storage, fan(2), "wf-trig", clock())
-    (activate,) = await storage.event_queue.receive(1, 60)  # the host's: handed over below
-    await storage.event_queue.delete(activate)
+    await submit(memory_storage, fan(2), "wf-trig", clock())
+    (activate,) = await memory_storage.event_queue.receive(1, 60)  # the host's: handed over below
+    await memory_storage.event_queue.delete(activate)
     plan = Order()
-    coord = Coordinator(faulty(storage, plan), NAMES, fast_options(), clock=clock)
+    coord = Coordinator(faulty(memory_storage, plan), NAMES, fast_options(), clock=clock)
     result = await coord.handle_trigger_message(activate.text, activate.id)
     assert result.trigger_applied
     assert not result.trigger_requeued
     assert plan.seen.index("start queue.send") < plan.seen.index("end events.receive")
     # ... and the receive in flight is still waited for and updated within the pass.
     assert plan.seen.index("end events.receive") < len(plan.seen) - 1
-    state = await load(storage, fan(2), "wf-trig")
+    state = await load(memory_storage, fan(2), "wf-trig")
     assert state.task(0).attempt == 1

@@ -30,53 +30,60 @@ NAMES = ResourceNames("mem")
 
 
 async def test_a_reruns_task_message_carries_the_new_run(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     wf = CompiledWorkflow.of("one", [task("a")])
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"a": Behavior(fail_times=1)}, clock=clock)
-    await service.submit(storage, wf, now=clock(), workflow_id="wf1")
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    worker = SyntheticWorker(
+        memory_storage, NAMES, ["cpu"], {"a": Behavior(fail_times=1)}, clock=clock
+    )
+    await service.submit(memory_storage, wf, now=clock(), workflow_id="wf1")
     await coordinator.run_once()
     await worker.step()  # a/1 fails: the workflow fails
     await coordinator.run_once()
-    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.FAILED
-    await service.retry(storage, "wf1")
+    assert (await load(memory_storage, wf, "wf1")).status is WorkflowStatus.FAILED
+    await service.retry(memory_storage, "wf1")
     await coordinator.run_once()  # the rerun dispatches a/2
     await worker.step()
     first, second = (execution.message for execution in worker.history)
     assert (first.attempt, first.run) == (1, 1)
     assert (second.attempt, second.run) == (2, 2)
     await coordinator.run_once()
-    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.COMPLETED
+    assert (await load(memory_storage, wf, "wf1")).status is WorkflowStatus.COMPLETED
 
 
 async def test_a_rerun_after_a_cancel_skips_the_attempts_a_lost_pass_may_have_sent(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     wf = CompiledWorkflow.of("one", [task("a", **retrying(2))])
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
     worker = SyntheticWorker(
-        storage, NAMES, ["cpu"], {"a": Behavior(fail_times=1)}, clock=clock, watch_cancel=True
+        memory_storage,
+        NAMES,
+        ["cpu"],
+        {"a": Behavior(fail_times=1)},
+        clock=clock,
+        watch_cancel=True,
     )
-    await service.submit(storage, wf, now=clock(), workflow_id="wf1", incarnation=7)
+    await service.submit(memory_storage, wf, now=clock(), workflow_id="wf1", incarnation=7)
     await coordinator.run_once()  # a/1 sent
     await worker.step()  # a/1 fails
     # A pass took a/1's failure (invisible until its visibility ends), sent the retry a/2 and
     # died before its flush.
-    await storage.event_queue.receive(1, 600)
+    await memory_storage.event_queue.receive(1, 600)
     lost = build_message("wf1", wf, Dispatch(0, "a", 2, "cpu", incarnation=7, run=1))
-    await storage.queues.get(NAMES.task_queue("cpu")).send(encode(lost))
-    await service.cancel(storage, "wf1")
+    await memory_storage.queues.get(NAMES.task_queue("cpu")).send(encode(lost))
+    await service.cancel(memory_storage, "wf1")
     await coordinator.run_once()  # the cancel overtakes the failure: a cancelled at attempt 1
-    assert (await load(storage, wf, "wf1")).status is WorkflowStatus.CANCELLED
+    assert (await load(memory_storage, wf, "wf1")).status is WorkflowStatus.CANCELLED
     await worker.step()  # a/2 of the cancelled run: claimed, reported cancelled
     clock.advance(601)  # a/1's failure comes back
     await coordinator.run_once()
-    await service.retry(storage, "wf1")
+    await service.retry(memory_storage, "wf1")
     for _ in range(4):
         await coordinator.run_once()
         await worker.step()
-    state = await load(storage, wf, "wf1")
+    state = await load(memory_storage, wf, "wf1")
     assert state.status is WorkflowStatus.COMPLETED, state.error
     assert worker.duplicates_dropped == 0
     assert state.state_of(0) is TaskState.COMPLETED

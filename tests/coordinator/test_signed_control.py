@@ -21,16 +21,16 @@ PRIVATE, PUBLIC = new_key_pair()
 
 
 async def test_only_control_events_the_app_signed_are_applied(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     app = Signer(PRIVATE)
-    coordinator = Coordinator(storage, NAMES, fast_options(signing_key=PRIVATE), clock=clock)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", signer=app)
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(signing_key=PRIVATE), clock=clock)
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", signer=app)
     await coordinator.run_once()
-    assert (await load(storage, WF, "wf1")).status is WorkflowStatus.RUNNING
+    assert (await load(memory_storage, WF, "wf1")).status is WorkflowStatus.RUNNING
 
     # The dispatched task message is signed with the app's key.
-    [sent] = await storage.queues.get(NAMES.task_queue("cpu")).receive(1, 30)
+    [sent] = await memory_storage.queues.get(NAMES.task_queue("cpu")).receive(1, 30)
     verifier = verifier_of(PUBLIC)
     assert verifier is not None
     verifier.check(decode_task_message(sent.text))
@@ -42,17 +42,17 @@ async def test_only_control_events_the_app_signed_are_applied(
         RetryEvent(workflow_id="wf1", run=1),
     ]
     for event in forged:
-        await storage.event_queue.send(encode(event))
+        await memory_storage.event_queue.send(encode(event))
     await coordinator.run_once()
-    assert (await load(storage, WF, "wf1")).status is WorkflowStatus.RUNNING
-    reasons = sorted(letter.reason for letter in await storage.deadletters.list())
+    assert (await load(memory_storage, WF, "wf1")).status is WorkflowStatus.RUNNING
+    reasons = sorted(letter.reason for letter in await memory_storage.deadletters.list())
     assert len(reasons) == 4, reasons
     assert sum("is not signed by the app" in r for r in reasons) == 2, reasons
     assert sum("no key in DAGQ_VERIFY_KEYS made" in r for r in reasons) == 2, reasons
 
-    await service.cancel(storage, "wf1", reason="the user", signer=app)
+    await service.cancel(memory_storage, "wf1", reason="the user", signer=app)
     await coordinator.run_once()
-    assert (await load(storage, WF, "wf1")).status in (
+    assert (await load(memory_storage, WF, "wf1")).status in (
         WorkflowStatus.CANCELLING,
         WorkflowStatus.CANCELLED,
     )

@@ -25,12 +25,12 @@ SLICE = fast_options(workflow_slice_s=0.5)
 
 
 async def test_a_workflow_whose_storage_hangs_is_set_aside(
-    storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
+    memory_storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    await submit(storage, diamond(), "slow", clock())
-    await submit(storage, diamond(), "quick", clock())
-    real = storage.workflows.read_state
+    await submit(memory_storage, diamond(), "slow", clock())
+    await submit(memory_storage, diamond(), "quick", clock())
+    real = memory_storage.workflows.read_state
     never = asyncio.Event()
 
     async def read_state(workflow_id: str) -> StoredState:
@@ -38,28 +38,28 @@ async def test_a_workflow_whose_storage_hangs_is_set_aside(
             await never.wait()  # a blob read that never answers
         return await real(workflow_id)
 
-    monkeypatch.setattr(storage.workflows, "read_state", read_state)
-    coord = Coordinator(storage, NAMES, SLICE, clock=clock)
+    monkeypatch.setattr(memory_storage.workflows, "read_state", read_state)
+    coord = Coordinator(memory_storage, NAMES, SLICE, clock=clock)
     # Before: the pass waited on the slow workflow forever (this wait_for is only the test's
     # own guard against hanging).
     result = await asyncio.wait_for(coord.run_once(), timeout=60)
     assert (result.stats.workflows_set_aside, result.stats.events_applied) == (1, 1)
     assert "workflow slow: set aside after 0.5 s loading it" in caplog.text
-    assert (await load(storage, diamond(), "quick")).status is WorkflowStatus.RUNNING
-    assert storage.event_queue.peek_texts() == [encode(ActivateEvent(workflow_id="slow"))]
+    assert (await load(memory_storage, diamond(), "quick")).status is WorkflowStatus.RUNNING
+    assert memory_storage.event_queue.peek_texts() == [encode(ActivateEvent(workflow_id="slow"))]
 
-    monkeypatch.setattr(storage.workflows, "read_state", real)  # the storage recovers
+    monkeypatch.setattr(memory_storage.workflows, "read_state", real)  # the storage recovers
     clock.advance(SLICE.event_visibility_s + 1)
     assert (await coord.run_once()).stats.events_applied == 1
-    assert (await load(storage, diamond(), "slow")).status is WorkflowStatus.RUNNING
+    assert (await load(memory_storage, diamond(), "slow")).status is WorkflowStatus.RUNNING
 
 
 async def test_a_workflow_whose_events_are_slow_to_apply_is_cut_short(
-    storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    memory_storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await submit(storage, diamond(), "slow", clock())
+    await submit(memory_storage, diamond(), "slow", clock())
     for _ in range(3):  # three more activations: each one costs more than the slice
-        await storage.event_queue.send(encode(ActivateEvent(workflow_id="slow")))
+        await memory_storage.event_queue.send(encode(ActivateEvent(workflow_id="slow")))
     real = engine.apply
 
     def slow_apply(
@@ -69,9 +69,9 @@ async def test_a_workflow_whose_events_are_slow_to_apply_is_cut_short(
         return real(wf, state, event, now, **kw)
 
     monkeypatch.setattr(engine, "apply", slow_apply)
-    coord = Coordinator(storage, NAMES, SLICE, clock=clock)
+    coord = Coordinator(memory_storage, NAMES, SLICE, clock=clock)
     result = await coord.run_once()
     assert result.stats.workflows_set_aside >= 1
     assert result.stats.events_applied < 4
-    assert (await load(storage, diamond(), "slow")).status is WorkflowStatus.RUNNING
-    assert len(storage.event_queue.peek_texts()) == 4 - result.stats.events_applied
+    assert (await load(memory_storage, diamond(), "slow")).status is WorkflowStatus.RUNNING
+    assert len(memory_storage.event_queue.peek_texts()) == 4 - result.stats.events_applied

@@ -26,24 +26,24 @@ WF = CompiledWorkflow.of("one", [task("a")])
 
 
 async def test_the_row_of_a_purged_workflow_written_back_goes_at_the_next_sweep(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
-    (old,) = storage.index.rows.values()
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
+    (old,) = memory_storage.index.rows.values()
     old = replace(old)
-    await service.cancel(storage, "wf1", reason="test")
+    await service.cancel(memory_storage, "wf1", reason="test")
     await coordinator.run_once()
-    assert (await load(storage, WF, "wf1")).status is WorkflowStatus.CANCELLED
-    await purge_workflow(storage, "wf1")
+    assert (await load(memory_storage, WF, "wf1")).status is WorkflowStatus.CANCELLED
+    await purge_workflow(memory_storage, "wf1")
     clock.advance(60)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=2)
-    await storage.index.create(old)  # the stalled repeated submit's row, never checked
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=2)
+    await memory_storage.index.create(old)  # the stalled repeated submit's row, never checked
 
     for _ in range(3):
         clock.advance(60)
         await coordinator.run_once(sweep=True)
 
-    state = await load(storage, WF, "wf1")
-    rows = list(storage.index.rows.values())
+    state = await load(memory_storage, WF, "wf1")
+    rows = list(memory_storage.index.rows.values())
     assert [(r.created_at, r.status) for r in rows] == [(state.created_at, state.status)]

@@ -34,65 +34,69 @@ async def _sweeps(coordinator: Coordinator, clock: FakeClock, n: int = 3) -> Non
 
 
 async def test_a_terminal_row_of_a_purged_workflow_written_back_goes(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
-    await service.cancel(storage, "wf1", reason="test")
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
+    await service.cancel(memory_storage, "wf1", reason="test")
     await coordinator.run_once()
-    (old,) = storage.index.rows.values()
+    (old,) = memory_storage.index.rows.values()
     old = replace(old)
     assert old.status is WorkflowStatus.CANCELLED
-    await purge_workflow(storage, "wf1")
+    await purge_workflow(memory_storage, "wf1")
     clock.advance(60)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=2)
-    await service.cancel(storage, "wf1", reason="test")
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=2)
+    await service.cancel(memory_storage, "wf1", reason="test")
     await coordinator.run_once()
-    await storage.index.create(old)  # the stalled retry's row, never checked
+    await memory_storage.index.create(old)  # the stalled retry's row, never checked
 
     await _sweeps(coordinator, clock)
 
-    state = await load(storage, WF, "wf1")
-    rows = list(storage.index.rows.values())
+    state = await load(memory_storage, WF, "wf1")
+    rows = list(memory_storage.index.rows.values())
     assert [(r.created_at, r.status) for r in rows] == [(state.created_at, state.status)]
 
 
 async def test_a_terminal_row_behind_its_state_is_rewritten(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    worker = SyntheticWorker(
+        memory_storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock
+    )
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
     await coordinator.run_once()
     await worker.step()
     await coordinator.run_once()
-    assert (await load(storage, WF, "wf1")).status is WorkflowStatus.COMPLETED
-    (row,) = storage.index.rows.values()
+    assert (await load(memory_storage, WF, "wf1")).status is WorkflowStatus.COMPLETED
+    (row,) = memory_storage.index.rows.values()
     row.status = WorkflowStatus.CANCELLED  # what a stale writer left (an unversioned row)
     row.writes = None
 
     await _sweeps(coordinator, clock)
 
-    (row,) = storage.index.rows.values()
+    (row,) = memory_storage.index.rows.values()
     assert row.status is WorkflowStatus.COMPLETED
 
 
 async def test_each_state_write_is_a_newer_version_of_the_row(
-    storage: MemoryStorage, clock: FakeClock
+    memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     """The row's version is the state's run and write count: it grows with every write the
     coordinator makes, and the row carries the version of the state it was projected from."""
-    coordinator = Coordinator(storage, NAMES, fast_options(), clock=clock)
-    worker = SyntheticWorker(storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock)
-    await service.submit(storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
-    (row,) = storage.index.rows.values()
+    coordinator = Coordinator(memory_storage, NAMES, fast_options(), clock=clock)
+    worker = SyntheticWorker(
+        memory_storage, NAMES, ["cpu"], {"a": Behavior(output="x")}, clock=clock
+    )
+    await service.submit(memory_storage, WF, now=clock(), workflow_id="wf1", incarnation=1)
+    (row,) = memory_storage.index.rows.values()
     versions = [row.version]
     await coordinator.run_once()
-    versions.append(next(iter(storage.index.rows.values())).version)
+    versions.append(next(iter(memory_storage.index.rows.values())).version)
     await worker.step()
     await coordinator.run_once()
-    state = await load(storage, WF, "wf1")
-    (row,) = storage.index.rows.values()
+    state = await load(memory_storage, WF, "wf1")
+    (row,) = memory_storage.index.rows.values()
     versions.append(row.version)
     assert versions[0] == (1, 0)
     assert versions == sorted(set(versions))  # strictly newer each time

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
 from shared.names import ResourceNames
-from shared.settings import Settings
 from shared.states import WorkflowStatus
 from shared.storage.azure import AzureStorage
 from shared.storage.ports import IndexRow, Storage
 from shared.storage.registry import WorkerRecord, WorkerTask
-
-
-@pytest.fixture
-async def azure_storage(settings: Settings) -> AsyncIterator[AzureStorage]:
-    from shared.storage.factory import ensure_resources, open_storage
-
-    async with open_storage(settings) as opened:
-        assert isinstance(opened, AzureStorage)
-        await ensure_resources(opened)
-        yield opened
 
 
 def record(worker_id: str = "vm-1-4242", **changes: object) -> WorkerRecord:

@@ -1,5 +1,6 @@
-"""The dashboard's browser fixtures: the real stack (local host + cpu/gpu workers on the session's
-Azurite) and a headless Debian chromium driven by Playwright that can reach only 127.0.0.1.
+"""The dashboard's browser fixtures, over the real stack (``stack``: local host + cpu/gpu workers on
+the session's Azurite, tests/support/stack.py) and a headless Debian chromium driven by Playwright
+that can reach only 127.0.0.1.
 
 Browser tests are skipped, with the reason, only when chromium or the playwright package cannot be
 had (``make test`` installs both where it can).
@@ -14,14 +15,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from devtools.browser import browser_context, chromium_path
-from tests.cli.stack import Stack, stack
+from tests.support.stack import Stack
 from tests.ui.pages import Console
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
-
-__all__ = ["stack"]
-"""The CLI tests' stack (the app under the local host, cpu and gpu workers), one per module."""
 
 
 @pytest.fixture(scope="module")

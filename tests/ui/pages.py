@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared.client import Client
-from tests.cli.stack import Stack
+from tests.support.stack import Stack
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, Request

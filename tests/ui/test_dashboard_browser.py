@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from shared.client import Client
-from tests.cli.stack import EXAMPLES, Stack
+from tests.support.stack import EXAMPLES, Stack
 from tests.ui.pages import Console, dashboard_url, submit
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from shared.client import Client
-from tests.cli.stack import Stack
+from tests.support.stack import Stack
 from tests.ui.pages import dashboard_url
 
 if TYPE_CHECKING:

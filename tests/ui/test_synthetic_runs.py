@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from devtools.testing.synthetic_run import SHORT_ORDER, WORKERS, crossing, fan_out, sub_second
-from tests.cli.stack import Stack
+from tests.support.stack import Stack
 from tests.ui.pages import dashboard_url
 
 if TYPE_CHECKING:

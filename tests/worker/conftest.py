@@ -1,9 +1,9 @@
-"""Helpers for worker tests: real Azurite storage, task messages sent through the adapters,
-events read back from the event queue, agents run in-process or as subprocesses."""
+"""The worker tests' own fixtures: the resource names and the worker settings of a test (their
+storage, on the session's Azurite, is ``azure_storage``: tests/support/storage_fixtures.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +11,8 @@ import pytest
 
 from shared.names import ResourceNames
 from shared.settings import Settings
-from shared.storage import AzureStorage, ensure_resources, open_storage
 from tests.worker.agents import FAST
 from worker_agent.config import WorkerSettings
-
-
-@pytest.fixture
-async def storage(settings: Settings) -> AsyncIterator[AzureStorage]:
-    async with open_storage(settings) as opened:
-        await ensure_resources(opened)
-        yield opened
 
 
 @pytest.fixture

@@ -48,17 +48,17 @@ OUTPUT_AS_HARDLINKED_DEVICE = 'mknod "$DAGQ_OUTPUT" c 1 5 2>/dev/null || mkfifo 
 
 @pytest.mark.parametrize("cmd", [LOG_AS_FIFO, LOG_AS_DEV_ZERO], ids=["fifo", "dev-zero"])
 async def test_a_task_that_replaces_its_log_neither_hangs_nor_floods_the_worker(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, cmd: str
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, cmd: str
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", cmd)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", cmd)
     # Before the fix the FIFO hung the slot forever and /dev/zero was read until memory ran out;
     # read_events' own deadline turns either into a failure here.
-    async with running_agent(worker_settings(max_log_bytes=4096), storage):
-        (event,) = await read_events(storage, 1)
+    async with running_agent(worker_settings(max_log_bytes=4096), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskCompletedEvent), event
     assert event.log_blob is not None
-    log = await storage.outputs.get(event.log_blob)
+    log = await azure_storage.outputs.get(event.log_blob)
     assert log.startswith(b"before\n")  # the log the worker opened, not what the path holds now
     assert len(log) <= 4096
 
@@ -69,38 +69,38 @@ async def test_a_task_that_replaces_its_log_neither_hangs_nor_floods_the_worker(
     ids=["fifo", "dev-zero-link", "device"],
 )
 async def test_an_output_that_is_not_a_regular_file_fails_the_attempt(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, cmd: str
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, cmd: str
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", cmd)
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", cmd)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent), event
     assert event.reason == "error"
     assert "must be a regular file" in event.error
 
 
 async def test_an_output_over_the_limit_is_not_read_past_it(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", 'head -c 5000 /dev/zero > "$DAGQ_OUTPUT"')
-    async with running_agent(worker_settings(max_output_bytes=1000), storage):
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", 'head -c 5000 /dev/zero > "$DAGQ_OUTPUT"')
+    async with running_agent(worker_settings(max_output_bytes=1000), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert "over the worker's limit of 1000 bytes" in event.error
 
 
 async def test_an_output_with_a_lone_surrogate_fails_the_attempt_with_the_reason(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
     # Python's json reads "\\ud800" into a str no UTF-8 encoder takes: the attempt was released
     # and rerun (UnicodeEncodeError while measuring the output) instead of failing.
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     cmd = 'printf \'%s\' \'{"name": "\\ud800"}\' > "$DAGQ_OUTPUT"'
-    await send_task(storage, names, "wf1", "t", cmd)
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await send_task(azure_storage, names, "wf1", "t", cmd)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent), event
     assert event.reason == "error"
     assert "$DAGQ_OUTPUT" in event.error
@@ -193,15 +193,15 @@ async def test_a_setsid_child_left_behind_by_a_finished_task_is_stopped(tmp_path
 
 @needs_cgroup
 async def test_the_agent_kills_a_setsid_child_of_a_cancelled_task(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "pid"
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", ESCAPEE.format(pid=pid_file))
-    async with running_agent(worker_settings(kill_grace_s=0.3), storage):
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", ESCAPEE.format(pid=pid_file))
+    async with running_agent(worker_settings(kill_grace_s=0.3), azure_storage):
         escapee = await wait_for_pid(pid_file)
-        await set_status(storage, "wf1", "cancelling")
-        (event,) = await read_events(storage, 1)
+        await set_status(azure_storage, "wf1", "cancelling")
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "cancelled"
     assert not alive(escapee)
@@ -226,27 +226,27 @@ DUMP_ENV = "python3 -c \"import json, os; json.dump(sorted(os.environ), open(os.
 
 
 async def test_the_task_environment_carries_none_of_the_worker_credentials(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     storage_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", DUMP_ENV, env={"MINE": "1"})
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", DUMP_ENV, env={"MINE": "1"})
     agent = await start_agent(
         storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
         DAGQ_WORKER_TASK_ENV="HF_* KEEP_ME", HF_HOME="/data/hf", KEEP_ME="1", DROP_ME="1",
         **CREDENTIALS,
     )  # fmt: skip
     try:
-        (event,) = await read_events(storage, 1)
+        (event,) = await read_events(azure_storage, 1)
     finally:
         agent.terminate()
         await agent.wait()
     assert isinstance(event, TaskCompletedEvent), (tmp_path / "agent.log").read_text()
     assert event.output is not None
     seen = set(event.output.inline if event.output.blob is None else json.loads(
-        await storage.outputs.get(event.output.blob)))  # fmt: skip
+        await azure_storage.outputs.get(event.output.blob)))  # fmt: skip
     assert not seen & set(CREDENTIALS)
     assert not {name for name in seen if name.startswith(("DAGQ_STORAGE", "DAGQ_WORKER_"))}
     assert {"PATH", "HF_HOME", "KEEP_ME", "MINE", "DAGQ_OUTPUT", "DAGQ_TASK"} <= seen
@@ -292,7 +292,7 @@ def _secret_and_work_dir(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="starting a task as another user needs root")
 @pytest.mark.skipif(NOBODY is None, reason="no 'nobody' user on this machine")
 async def test_a_task_user_reads_neither_the_agent_environment_nor_its_settings_file(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
 ) -> None:
     assert NOBODY is not None
     user, uid = NOBODY
@@ -301,18 +301,18 @@ async def test_a_task_user_reads_neither_the_agent_environment_nor_its_settings_
         f"cat {secret} && echo READ-SETTINGS; cat /proc/$PPID/environ >/dev/null 2>&1 && echo "
         'READ-AGENT-ENV; printf \'{"uid": %s, "home": "%s"}\' "$(id -u)" "$HOME" > "$DAGQ_OUTPUT"'
     )
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", cmd)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", cmd)
     try:
-        async with running_agent(worker_settings(task_user=user, work_dir=work), storage):
-            (event,) = await read_events(storage, 1)
+        async with running_agent(worker_settings(task_user=user, work_dir=work), azure_storage):
+            (event,) = await read_events(azure_storage, 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert isinstance(event, TaskCompletedEvent), event
     assert event.output is not None
     assert event.output.inline == {"uid": uid, "home": pwd_home(user)}
     assert event.log_blob is not None
-    log = await storage.outputs.get(event.log_blob)
+    log = await azure_storage.outputs.get(event.log_blob)
     assert b"READ-SETTINGS" not in log
     assert b"READ-AGENT-ENV" not in log
 
@@ -347,7 +347,7 @@ class SameUserTask:
 @pytest.mark.skipif(os.geteuid() != 0, reason="starting a task as another user needs root")
 @pytest.mark.skipif(NOBODY is None, reason="no 'nobody' user on this machine")
 async def test_a_task_of_the_same_user_cannot_get_root_files_handed_to_it(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Make,
     tmp_path: Path,
@@ -370,11 +370,11 @@ async def test_a_task_of_the_same_user_cannot_get_root_files_handed_to_it(
 
     monkeypatch.setattr(os, "chown", chown_then_race)
     monkeypatch.setattr(os, "fchown", fchown_then_race)
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", 'echo pwned >> "$DAGQ_PROGRESS"; pwd')
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", 'echo pwned >> "$DAGQ_PROGRESS"; pwd')
     try:
-        async with running_agent(worker_settings(task_user=user, work_dir=work), storage):
-            (event,) = await read_events(storage, 1)
+        async with running_agent(worker_settings(task_user=user, work_dir=work), azure_storage):
+            (event,) = await read_events(azure_storage, 1)
     finally:
         after = secret.stat()
         shutil.rmtree(work, ignore_errors=True)
@@ -386,7 +386,7 @@ async def test_a_task_of_the_same_user_cannot_get_root_files_handed_to_it(
     assert isinstance(event, TaskFailedEvent), event
     assert "must be a regular file" in event.error
     assert event.log_blob is not None
-    assert b"/attempts/wf1/t/1/work.old\n" in await storage.outputs.get(event.log_blob)
+    assert b"/attempts/wf1/t/1/work.old\n" in await azure_storage.outputs.get(event.log_blob)
 
 
 def pwd_home(user: str) -> str:

@@ -44,29 +44,29 @@ def fake_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_the_log_grows_in_storage_and_progress_and_gpus_reach_the_registry(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Callable[..., WorkerSettings],
     fake_gpus: None,
 ) -> None:
     settings = worker_settings(live_s=0.2, registry_s=30.0)
-    await create_workflow(storage, "wf-live")
+    await create_workflow(azure_storage, "wf-live")
     blob = ResourceNames.log_blob("wf-live", "chatty", 1)
     sizes: list[int] = []
     records: list[WorkerRecord] = []
-    async with running_agent(settings, storage):
-        await send_task(storage, names, "wf-live", "chatty", TASK)
+    async with running_agent(settings, azure_storage):
+        await send_task(azure_storage, names, "wf-live", "chatty", TASK)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (
             len(set(sizes)) >= 3 and records and records[0].tasks[0].progress
         ):
             with contextlib.suppress(NotFoundError):
-                sizes.append((await storage.outputs.read_range(blob, 0, 1 << 20))[1])
-            found = await storage.registry.workers()
+                sizes.append((await azure_storage.outputs.read_range(blob, 0, 1 << 20))[1])
+            found = await azure_storage.registry.workers()
             # progress and the GPU sample may reach the registry in different heartbeats
             records[:] = [r for r in found if r.tasks and r.tasks[0].progress and r.gpus]
             await asyncio.sleep(0.1)
-        [event] = [e for e in await read_events(storage, 1) if e.kind == "completed"]
+        [event] = [e for e in await read_events(azure_storage, 1) if e.kind == "completed"]
     assert len({s for s in sizes if s > 0}) >= 2, f"the log did not grow while running: {sizes}"
     [record] = records
     progress = record.tasks[0].progress
@@ -77,12 +77,12 @@ async def test_the_log_grows_in_storage_and_progress_and_gpus_reach_the_registry
     assert record.gpus == [GpuUse(0, 87.0, 30000.0, 81920.0), GpuUse(2, 3.0, 512.0, 81920.0)]
     assert isinstance(event, TaskCompletedEvent)
     assert event.log_blob == blob
-    log = (await storage.outputs.get(blob)).decode()
+    log = (await azure_storage.outputs.get(blob)).decode()
     assert log.splitlines() == [f"line {i}" for i in range(1, 9)]
 
 
 async def test_a_huge_integer_in_the_progress_file_neither_stops_live_logs_nor_the_attempt(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Callable[..., WorkerSettings],
 ) -> None:
@@ -93,12 +93,12 @@ async def test_a_huge_integer_in_the_progress_file_neither_stops_live_logs_nor_t
         f'echo \'{{"progress": {huge}, "loss": {huge}}}\' >> "$DAGQ_PROGRESS"; echo before; '
         'sleep 0.6; echo \'{"progress": 0.5}\' >> "$DAGQ_PROGRESS"; sleep 0.6; echo after'
     )
-    await create_workflow(storage, "wf-huge")
-    async with running_agent(worker_settings(live_s=0.2), storage) as agent:
-        await send_task(storage, names, "wf-huge", "t", cmd)
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf-huge")
+    async with running_agent(worker_settings(live_s=0.2), azure_storage) as agent:
+        await send_task(azure_storage, names, "wf-huge", "t", cmd)
+        (event,) = await read_events(azure_storage, 1)
         record = agent.presence.record()
     assert isinstance(event, TaskCompletedEvent), event
     assert event.log_blob is not None
-    assert await storage.outputs.get(event.log_blob) == b"before\nafter\n"
+    assert await azure_storage.outputs.get(event.log_blob) == b"before\nafter\n"
     assert record.live_errors == 0  # not an error: just not a number

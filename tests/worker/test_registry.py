@@ -24,7 +24,7 @@ async def wait_for(probe: Callable[[], object], timeout_s: float = 20.0) -> None
 
 
 async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Callable[..., WorkerSettings],
 ) -> None:
@@ -32,15 +32,15 @@ async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
         queues=["gpu", "cpu"], concurrency=2, registry_s=0.2, vm_size="Standard_NC4as_T4_v3"
     )
     started = time.time()
-    await create_workflow(storage, "wf-reg")
+    await create_workflow(azure_storage, "wf-reg")
     records: list[WorkerRecord] = []
 
     async def busy() -> bool:
-        records[:] = await storage.registry.workers()
+        records[:] = await azure_storage.registry.workers()
         return bool(records) and records[0].busy_slots == 1
 
-    async with running_agent(settings, storage):
-        await send_task(storage, names, "wf-reg", "sleepy", "sleep 2")
+    async with running_agent(settings, azure_storage):
+        await send_task(azure_storage, names, "wf-reg", "sleepy", "sleep 2")
         await wait_for(busy)
         [mine] = records
         assert mine.worker_id == "test-worker"
@@ -50,16 +50,16 @@ async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
         assert mine.host
         assert mine.server_seen is not None
         assert abs(mine.server_seen - time.time()) < 60
-        await read_events(storage, 1)
+        await read_events(azure_storage, 1)
 
         async def idle() -> bool:
-            return [r.busy_slots for r in await storage.registry.workers()] == [0]
+            return [r.busy_slots for r in await azure_storage.registry.workers()] == [0]
 
         await wait_for(idle)
-    assert await storage.registry.workers() == []  # a clean stop removes the record
-    assert set(await storage.registry.queues()) == {"gpu", "cpu"}  # ever polled: kept
+    assert await azure_storage.registry.workers() == []  # a clean stop removes the record
+    assert set(await azure_storage.registry.queues()) == {"gpu", "cpu"}  # ever polled: kept
     # The machine's life is kept too: the pool's VM-hours in `dagq cost` come from it.
-    [machine] = await storage.registry.machines(started - 7200, time.time() + 1)
+    [machine] = await azure_storage.registry.machines(started - 7200, time.time() + 1)
     assert (machine.host, machine.vm_size, machine.stopped) == (
         mine.host,
         "Standard_NC4as_T4_v3",

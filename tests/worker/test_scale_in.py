@@ -154,7 +154,7 @@ def test_scale_in_protection_is_off_unless_configured(monkeypatch: pytest.Monkey
 
 
 async def test_the_agent_protects_its_vm_while_a_task_runs(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Make,
     azure: FakeAzure,
@@ -163,15 +163,15 @@ async def test_the_agent_protects_its_vm_while_a_task_runs(
 ) -> None:
     monkeypatch.setenv("AZURE_CLIENT_ID", CLIENT_ID)
     marker = tmp_path / "protected-while-running"
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "train", "sleep 0.5")
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "train", "sleep 0.5")
     settings = worker_settings(
         scale_in_protection=True,
         metadata_url=f"{azure.url}/metadata/scheduledevents?api-version=2020-07-01",
         arm_url=azure.url,
     )
-    async with running_agent(settings, storage):
-        await read_events(storage, 1)
+    async with running_agent(settings, azure_storage):
+        await read_events(azure_storage, 1)
         marker.write_text(json.dumps(azure.protections))
     # Cleared at start (a crashed agent may have left it on), on while the task ran, off after.
     assert json.loads(marker.read_text())[:2] == [False, True]
@@ -180,18 +180,18 @@ async def test_the_agent_protects_its_vm_while_a_task_runs(
 
 
 async def test_without_the_setting_the_agent_calls_nothing(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Make,
     azure: FakeAzure,
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "train", "true")
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "train", "true")
     settings = worker_settings(
         metadata_url=f"{azure.url}/metadata/scheduledevents?api-version=2020-07-01",
         arm_url=azure.url,
     )
-    async with running_agent(settings, storage):
-        await read_events(storage, 1)
+    async with running_agent(settings, azure_storage):
+        await read_events(azure_storage, 1)
     assert azure.puts == []
     assert azure.token_requests == []

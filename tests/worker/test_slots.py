@@ -29,18 +29,23 @@ REPORT_GPUS = (
 
 
 async def test_each_slot_gets_its_own_gpus_and_running_tasks_never_share_them(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     for i in range(6):
         # The task env cannot take GPUs it was not given.
         await send_task(
-            storage, names, "wf1", f"t{i}", REPORT_GPUS, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+            azure_storage,
+            names,
+            "wf1",
+            f"t{i}",
+            REPORT_GPUS,
+            env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"},
         )
     settings = worker_settings(gpus="0,1,2,3", gpus_per_task=2)
-    async with running_agent(settings, storage) as agent:
+    async with running_agent(settings, azure_storage) as agent:
         assert agent.slot_count == 2
-        events = await read_events(storage, 6)
+        events = await read_events(azure_storage, 6)
     outputs = []
     for event in events:
         assert isinstance(event, TaskCompletedEvent)
@@ -63,21 +68,23 @@ async def test_each_slot_gets_its_own_gpus_and_running_tasks_never_share_them(
 
 
 async def test_queues_are_polled_in_priority_order(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     for i in range(3):
-        await send_task(storage, names, "wf1", f"low{i}", "true", queue="low")
+        await send_task(azure_storage, names, "wf1", f"low{i}", "true", queue="low")
     for i in range(3):
-        await send_task(storage, names, "wf1", f"high{i}", "true", queue="high")
-    async with running_agent(worker_settings(queues=["high", "low"]), storage):
-        events = await read_events(storage, 6)
+        await send_task(azure_storage, names, "wf1", f"high{i}", "true", queue="high")
+    async with running_agent(worker_settings(queues=["high", "low"]), azure_storage):
+        events = await read_events(azure_storage, 6)
     order = [e.task for e in events if isinstance(e, TaskCompletedEvent)]
     assert [t[:-1] for t in order] == ["high"] * 3 + ["low"] * 3
 
 
-async def test_idle_timeout_exits_the_agent(storage: AzureStorage, worker_settings: Make) -> None:
-    agent = Agent(worker_settings(idle_timeout_s=0.3), storage, storage.names)
+async def test_idle_timeout_exits_the_agent(
+    azure_storage: AzureStorage, worker_settings: Make
+) -> None:
+    agent = Agent(worker_settings(idle_timeout_s=0.3), azure_storage, azure_storage.names)
     assert await asyncio.wait_for(agent.run(), timeout=20) == 0
     assert agent.shutdown_reason == "idle timeout"
 

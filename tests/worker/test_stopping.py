@@ -41,33 +41,33 @@ def group_task(tmp_path: Path) -> tuple[str, Path, Path]:
 
 
 async def test_cancel_stops_the_whole_process_group_and_reports_cancelled(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     cmd, pid_file, started = group_task(tmp_path)
-    await send_task(storage, names, "wf1", "train", cmd)
-    async with running_agent(worker_settings(kill_grace_s=0.5), storage):
+    await send_task(azure_storage, names, "wf1", "train", cmd)
+    async with running_agent(worker_settings(kill_grace_s=0.5), azure_storage):
         await wait_for(started.exists)
         grandchild = int(pid_file.read_text())
         assert alive(grandchild)
-        await set_status(storage, "wf1", "cancelling")
-        (event,) = await read_events(storage, 1)
+        await set_status(azure_storage, "wf1", "cancelling")
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "cancelled"
     assert event.log_blob is not None
     await wait_for(lambda: not alive(grandchild), timeout_s=5)
-    assert await storage.queues.get(names.task_queue("cpu")).approximate_count() == 0
+    assert await azure_storage.queues.get(names.task_queue("cpu")).approximate_count() == 0
 
 
 async def test_task_of_cancelled_or_deleted_workflow_is_skipped_and_reported(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
-    await create_workflow(storage, "wf1", status="cancelled")
-    await send_task(storage, names, "wf1", "a", f"touch {marker}")
-    await send_task(storage, names, "gone", "b", f"touch {marker}")  # no state blob at all
-    async with running_agent(worker_settings(), storage):
-        events = await read_events(storage, 2)
+    await create_workflow(azure_storage, "wf1", status="cancelled")
+    await send_task(azure_storage, names, "wf1", "a", f"touch {marker}")
+    await send_task(azure_storage, names, "gone", "b", f"touch {marker}")  # no state blob at all
+    async with running_agent(worker_settings(), azure_storage):
+        events = await read_events(azure_storage, 2)
     assert {(e.workflow_id, e.kind, getattr(e, "reason", None)) for e in events} == {
         ("wf1", "failed", "cancelled"),
         ("gone", "failed", "cancelled"),
@@ -76,14 +76,14 @@ async def test_task_of_cancelled_or_deleted_workflow_is_skipped_and_reported(
 
 
 async def test_sigterm_lets_a_short_task_finish_then_exits(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     storage_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     started = tmp_path / "started"
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", f"touch {started}; sleep 1")
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", f"touch {started}; sleep 1")
     agent = await start_agent(
         storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
         DAGQ_WORKER_SHUTDOWN_GRACE_S="20",
@@ -91,7 +91,7 @@ async def test_sigterm_lets_a_short_task_finish_then_exits(
     await wait_for(started.exists)
     agent.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(agent.wait(), timeout=20) == 0
-    (event,) = await drain_events(storage)
+    (event,) = await drain_events(azure_storage)
     assert isinstance(event, TaskCompletedEvent)
 
 
@@ -109,15 +109,15 @@ def metadata() -> Iterator[FakeMetadata]:
 
 @pytest.mark.slow
 async def test_preemption_notice_releases_the_running_task_without_reporting(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     storage_env: dict[str, str],
     tmp_path: Path,
     metadata: FakeMetadata,
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     cmd, pid_file, started = group_task(tmp_path)
-    await send_task(storage, names, "wf1", "train", cmd)
+    await send_task(azure_storage, names, "wf1", "train", cmd)
     agent = await start_agent(
         storage_env, tmp_path / "w", "cpu", log=tmp_path / "agent.log",
         DAGQ_WORKER_SCHEDULED_EVENTS="true", DAGQ_WORKER_METADATA_URL=metadata.url,
@@ -147,8 +147,8 @@ async def test_preemption_notice_releases_the_running_task_without_reporting(
     assert task_alive_at_ack == [False]
     # Not a failed attempt: nothing reported, and the message is visible again at once (its
     # 60 s visibility timeout was cut short), ready for another worker.
-    assert await drain_events(storage) == []
-    queue = storage.queues.get(names.task_queue("cpu"))
+    assert await drain_events(azure_storage) == []
+    queue = azure_storage.queues.get(names.task_queue("cpu"))
     (again,) = await queue.receive(1, 5)
     assert decode_task_message(again.text).task == "train"
     assert again.dequeue_count == 2

@@ -27,16 +27,16 @@ OFFENDING_TASK = (
 @pytest.mark.subprocess
 async def test_a_real_workers_python_tasks_are_guarded(
     netguard: Offences,
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Callable[..., WorkerSettings],
 ) -> None:
     # Before: the task env allowlist dropped PYTHONPATH and the guard's directory, so a task
     # ran unguarded.
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", OFFENDING_TASK)
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", OFFENDING_TASK)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskCompletedEvent), event
     assert event.output is not None
     assert event.output.inline == 1

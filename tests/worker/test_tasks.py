@@ -33,11 +33,11 @@ Make = Callable[..., WorkerSettings]
 
 
 async def test_success_reports_completion_with_inline_output_and_log(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     await send_task(
-        storage,
+        azure_storage,
         names,
         "wf1",
         "prep",
@@ -45,67 +45,69 @@ async def test_success_reports_completion_with_inline_output_and_log(
         'printf \'{"wf":"%s","attempt":%s}\' "$DAGQ_WORKFLOW_ID" "$DAGQ_ATTEMPT" > "$DAGQ_OUTPUT"',
         attempt=2,
     )
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskCompletedEvent)
     assert (event.workflow_id, event.task, event.attempt) == ("wf1", "prep", 2)
     assert event.worker == "test-worker"
     assert event.output == OutputRef(inline={"wf": "wf1", "attempt": 2}, size=24)
     assert event.started_at <= event.finished_at
     assert event.log_blob == ResourceNames.log_blob("wf1", "prep", 2)
-    assert b"hello from prep" in await storage.outputs.get(event.log_blob)
+    assert b"hello from prep" in await azure_storage.outputs.get(event.log_blob)
     # The message was deleted after the report: nothing is left to redeliver.
-    assert await storage.queues.get(names.task_queue("cpu")).approximate_count() == 0
+    assert await azure_storage.queues.get(names.task_queue("cpu")).approximate_count() == 0
 
 
 async def test_nonzero_exit_reports_failure_with_stderr_tail(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "bad", "echo out; echo 'boom: disk full' >&2; exit 3")
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(
+        azure_storage, names, "wf1", "bad", "echo out; echo 'boom: disk full' >&2; exit 3"
+    )
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "exit"
     assert event.exit_code == 3
     assert event.error == "boom: disk full"
     assert event.log_blob is not None
-    log = await storage.outputs.get(event.log_blob)
+    log = await azure_storage.outputs.get(event.log_blob)
     assert b"out\n" in log
     assert b"boom: disk full" in log
 
 
 async def test_large_output_is_uploaded_and_referenced(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     big = INLINE_OUTPUT_BYTES * 2
     await send_task(
-        storage,
+        azure_storage,
         names,
         "wf1",
         "big",
         "python3 -c 'import json, os; "
         f'json.dump({{"x": "a" * {big}}}, open(os.environ["DAGQ_OUTPUT"], "w"))\'',
     )
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskCompletedEvent)
     assert event.output is not None
     assert event.output.inline is None
     assert event.output.blob == ResourceNames.output_blob("wf1", "big", 1)
-    stored = json.loads(await storage.outputs.get(event.output.blob))
+    stored = json.loads(await azure_storage.outputs.get(event.output.blob))
     assert stored == {"x": "a" * big}
     assert event.output.size > big
 
 
 async def test_invalid_json_output_fails_the_attempt(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", "echo '{not json' > \"$DAGQ_OUTPUT\"")
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", "echo '{not json' > \"$DAGQ_OUTPUT\"")
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "error"
     assert event.exit_code == 0
@@ -113,17 +115,17 @@ async def test_invalid_json_output_fails_the_attempt(
 
 
 async def test_upstream_outputs_inline_and_from_blobs_are_visible(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     big_blob = ResourceNames.output_blob("wf1", "big", 1)
-    await storage.outputs.put(big_blob, json.dumps({"rows": list(range(5))}).encode())
+    await azure_storage.outputs.put(big_blob, json.dumps({"rows": list(range(5))}).encode())
     bundle = ResourceNames.upstream_blob("wf1", "sink", 1)
-    await storage.outputs.put(
+    await azure_storage.outputs.put(
         bundle, json.dumps({"far": OutputRef(inline="from-bundle").model_dump()}).encode()
     )
     await send_task(
-        storage,
+        azure_storage,
         names,
         "wf1",
         "sink",
@@ -131,8 +133,8 @@ async def test_upstream_outputs_inline_and_from_blobs_are_visible(
         upstream={"small": OutputRef(inline=[1, 2], size=5), "big": OutputRef(blob=big_blob)},
         upstream_blob=bundle,
     )
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskCompletedEvent)
     assert event.output is not None
     assert event.output.inline == {
@@ -143,43 +145,43 @@ async def test_upstream_outputs_inline_and_from_blobs_are_visible(
 
 
 async def test_missing_upstream_blob_fails_with_a_clear_error(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     await send_task(
-        storage,
+        azure_storage,
         names,
         "wf1",
         "c",
         "true",
         upstream={"p": OutputRef(blob=ResourceNames.output_blob("wf1", "p", 1))},
     )
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "error"
     assert "output of parent 'p' is missing" in event.error
 
 
 async def test_env_cwd_and_no_storage_secrets(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Make,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DAGQ_STORAGE", "AccountKey=secret")
     settings = worker_settings()
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     script = (
         'python3 -c \'import json, os; json.dump({"cwd": os.getcwd(), "greeting": '
         'os.environ.get("GREETING"), "secret": os.environ.get("DAGQ_STORAGE")}, '
         'open(os.environ["DAGQ_OUTPUT"], "w"))\''
     )
-    await send_task(storage, names, "wf1", "a", script, env={"GREETING": "hi"})
-    await send_task(storage, names, "wf1", "b", script, cwd="shared/data")
-    await send_task(storage, names, "wf1", "c", script, cwd="../../etc")
-    async with running_agent(settings, storage):
-        events = await read_events(storage, 3)
+    await send_task(azure_storage, names, "wf1", "a", script, env={"GREETING": "hi"})
+    await send_task(azure_storage, names, "wf1", "b", script, cwd="shared/data")
+    await send_task(azure_storage, names, "wf1", "c", script, cwd="../../etc")
+    async with running_agent(settings, azure_storage):
+        events = await read_events(azure_storage, 3)
     by_task = {e.task: e for e in events if hasattr(e, "task")}
     a, b, c = by_task["a"], by_task["b"], by_task["c"]
     assert isinstance(a, TaskCompletedEvent)
@@ -201,26 +203,26 @@ async def test_env_cwd_and_no_storage_secrets(
 
 
 async def test_timeout_kills_the_task_and_reports_it(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "slow", "sleep 30", timeout_s=0.5)
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "slow", "sleep 30", timeout_s=0.5)
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "timeout"
     assert event.error == "timed out after 0.5 s"
 
 
 async def test_started_event_only_for_tasks_running_longer_than_the_threshold(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "short", "true")
-    await send_task(storage, names, "wf1", "long", "sleep 1.5")
-    async with running_agent(worker_settings(started_after_s=0.5), storage):
-        events = await read_events(storage, 2)
-    events += await drain_events(storage)
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "short", "true")
+    await send_task(azure_storage, names, "wf1", "long", "sleep 1.5")
+    async with running_agent(worker_settings(started_after_s=0.5), azure_storage):
+        events = await read_events(azure_storage, 2)
+    events += await drain_events(azure_storage)
     started = [e for e in events if isinstance(e, TaskStartedEvent)]
     assert [e.task for e in started] == ["long"]
     completed = {e.task: e for e in events if isinstance(e, TaskCompletedEvent)}
@@ -231,18 +233,18 @@ async def test_started_event_only_for_tasks_running_longer_than_the_threshold(
 
 
 async def test_malformed_message_is_dead_lettered_and_the_loop_goes_on(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make
 ) -> None:
-    await create_workflow(storage, "wf1")
-    queue = storage.queues.get(names.task_queue("cpu"))
+    await create_workflow(azure_storage, "wf1")
+    queue = azure_storage.queues.get(names.task_queue("cpu"))
     await queue.send("{this is not a task")
     await queue.send(json.dumps({"v": 1, "workflow_id": "../x", "task": "t", "attempt": 1,
                                  "queue": "cpu", "cmd": "true"}))  # fmt: skip
-    await send_task(storage, names, "wf1", "ok", "true")
-    async with running_agent(worker_settings(), storage):
-        (event,) = await read_events(storage, 1)
+    await send_task(azure_storage, names, "wf1", "ok", "true")
+    async with running_agent(worker_settings(), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskCompletedEvent)
-    letters = await storage.deadletters.list()
+    letters = await azure_storage.deadletters.list()
     assert len(letters) == 2
     assert any("malformed task message" in letter.reason for letter in letters)
     assert any("invalid workflow id" in letter.reason for letter in letters)
@@ -250,17 +252,17 @@ async def test_malformed_message_is_dead_lettered_and_the_loop_goes_on(
 
 
 async def test_a_message_delivered_too_often_is_reported_failed_not_run(
-    storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
+    azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
-    await create_workflow(storage, "wf1")
-    await send_task(storage, names, "wf1", "t", f"touch {marker}")
+    await create_workflow(azure_storage, "wf1")
+    await send_task(azure_storage, names, "wf1", "t", f"touch {marker}")
     # A first delivery whose worker "died": the message comes back after its visibility timeout.
-    queue = storage.queues.get(names.task_queue("cpu"))
+    queue = azure_storage.queues.get(names.task_queue("cpu"))
     assert len(await queue.receive(1, 1)) == 1
     await asyncio.sleep(1.2)
-    async with running_agent(worker_settings(max_deliveries=1), storage):
-        (event,) = await read_events(storage, 1)
+    async with running_agent(worker_settings(max_deliveries=1), azure_storage):
+        (event,) = await read_events(azure_storage, 1)
     assert isinstance(event, TaskFailedEvent)
     assert event.reason == "error"
     assert "delivered 2 times without finishing" in event.error

@@ -28,7 +28,7 @@ PROGRAM = (
 
 
 async def test_values_reach_the_program_as_data(
-    storage: AzureStorage,
+    azure_storage: AzureStorage,
     names: ResourceNames,
     worker_settings: Callable[..., WorkerSettings],
     tmp_path: Path,
@@ -41,11 +41,11 @@ async def test_values_reach_the_program_as_data(
             }
         )
     )
-    await create_workflow(storage, "wf1")
+    await create_workflow(azure_storage, "wf1")
     for tdef in wf.tasks:
-        await send_task(storage, names, "wf1", tdef.name, tdef.cmd, env=dict(tdef.env))
-    async with running_agent(worker_settings(), storage):
-        events = await read_events(storage, len(HOSTILE))
+        await send_task(azure_storage, names, "wf1", tdef.name, tdef.cmd, env=dict(tdef.env))
+    async with running_agent(worker_settings(), azure_storage):
+        events = await read_events(azure_storage, len(HOSTILE))
     outputs: list[str] = []
     for event in events:
         assert isinstance(event, TaskCompletedEvent), event

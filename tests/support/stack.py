@@ -1,5 +1,7 @@
 """The real stack on the session's Azurite, for the CLI's and the dashboard's integration tests:
-the Functions app under the local host and worker agents as subprocesses (fixtures: conftest.py)."""
+the Functions app under the local host and worker agents as subprocesses. Its ``stack`` fixture is
+registered once for the suite (``pytest_plugins`` in tests/conftest.py); a test module that needs
+another stack (other settings, other workers) overrides it in that module."""
 
 from __future__ import annotations
 
