@@ -14,7 +14,7 @@ from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage
 from shared.storage.ports import PurgeMark
 from tests.coordinator.helpers import FakeClock, diamond, load
-from tests.ops.test_purge_incarnations import _run_to_end
+from tests.ops.runs import run_to_end
 
 DAY = 86400.0
 
@@ -26,7 +26,7 @@ async def test_a_purge_finishing_from_its_mark_spares_the_definition_of_a_resubm
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-a", incarnation=1)
-    await _run_to_end(storage, "wf-a", clock)
+    await run_to_end(storage, "wf-a", clock)
     created = (await load(storage, diamond(), "wf-a")).created_at
     await storage.workflows.mark_purge("wf-a", PurgeMark(created, 1, True))  # steps 1-3
     await storage.index.delete("wf-a", created)
@@ -56,7 +56,7 @@ async def test_a_resubmit_relying_on_the_old_definition_keeps_it_across_a_purge(
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-b", incarnation=1)
-    await _run_to_end(storage, "wf-b", clock)
+    await run_to_end(storage, "wf-b", clock)
     read_definition = storage.workflows.read_definition
     purged: list[str] = []
 
@@ -83,7 +83,7 @@ async def test_a_purge_between_a_resubmits_state_and_its_claim_spares_the_defini
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-c", incarnation=1)
-    await _run_to_end(storage, "wf-c", clock)
+    await run_to_end(storage, "wf-c", clock)
     workflows = storage.workflows
     read_definition, delete_definition = workflows.read_definition, workflows.delete_definition
     resubmitted: list[bool] = []
@@ -115,7 +115,7 @@ async def test_a_definition_written_before_incarnations_is_read_and_purged() -> 
     name = ResourceNames.definition_blob("wf-o")
     container.put(name, container.get(name).data)  # as an older dagq wrote it: no metadata
     assert (await storage.workflows.definition_properties("wf-o"))[0] is None
-    await _run_to_end(storage, "wf-o", clock)
+    await run_to_end(storage, "wf-o", clock)
     await purge_workflow(storage, "wf-o")
     assert name not in container.blobs
     report = await purge_many(storage, now=clock.now + 10 * DAY, older_than_s=DAY)

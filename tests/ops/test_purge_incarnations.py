@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from devtools.testing.synthetic_worker import Behavior, SyntheticWorker
 from shared.api import service
 from shared.errors import ConflictError, NotFoundError
 from shared.names import ResourceNames
@@ -20,21 +19,10 @@ from shared.ops.purge import delete_outputs, purge_many, purge_workflow
 from shared.states import WorkflowStatus
 from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import PurgeMark
-from tests.coordinator.helpers import FakeClock, diamond, drive, load
+from tests.coordinator.helpers import FakeClock, diamond, load
+from tests.ops.runs import run_to_end
 
 DAY = 86400.0
-BIG = "x" * 20_000  # an output too large to travel inline: it is a blob
-
-
-async def _run_to_end(storage: MemoryStorage, workflow_id: str, clock: FakeClock) -> None:
-    worker = SyntheticWorker(
-        storage, storage.names, ["cpu"], clock=clock, script={"*": Behavior(output=BIG)}
-    )
-
-    async def done() -> bool:
-        return (await load(storage, diamond(), workflow_id)).status.is_terminal
-
-    await drive(storage, storage.names, worker, done, clock=clock)
 
 
 @contextmanager
@@ -67,7 +55,7 @@ async def test_a_resubmit_between_purge_steps_3_and_4_keeps_the_new_runs_blobs()
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-r", incarnation=1)
-    await _run_to_end(storage, "wf-r", clock)
+    await run_to_end(storage, "wf-r", clock)
     delete_state = storage.workflows.delete
     new_run: set[str] = set()
 
@@ -78,7 +66,7 @@ async def test_a_resubmit_between_purge_steps_3_and_4_keeps_the_new_runs_blobs()
         clock.advance(60)
         await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-r", incarnation=2)
         with _written(storage) as written:
-            await _run_to_end(storage, "wf-r", clock)
+            await run_to_end(storage, "wf-r", clock)
         new_run.update(written)
 
     storage.workflows.delete = resubmitted_after_step_3  # type: ignore[method-assign]
@@ -96,7 +84,7 @@ async def test_the_purged_runs_blobs_are_all_deleted() -> None:
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-p", incarnation=5)
-    await _run_to_end(storage, "wf-p", clock)
+    await run_to_end(storage, "wf-p", clock)
     assert _blobs(storage)
     view = await purge_workflow(storage, "wf-p")
     assert view.blobs_deleted >= 8
@@ -112,7 +100,7 @@ async def test_a_marked_purge_of_an_id_submitted_again_leaves_the_new_workflow_a
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-m", incarnation=1)
-    await _run_to_end(storage, "wf-m", clock)
+    await run_to_end(storage, "wf-m", clock)
     created = (await load(storage, diamond(), "wf-m")).created_at
     old_blobs = _blobs(storage)
     await storage.workflows.mark_purge("wf-m", PurgeMark(created, 1, True))  # steps 1-3
@@ -121,7 +109,7 @@ async def test_a_marked_purge_of_an_id_submitted_again_leaves_the_new_workflow_a
     clock.advance(60)
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-m", incarnation=2)
     with _written(storage) as new_run:
-        await _run_to_end(storage, "wf-m", clock)
+        await run_to_end(storage, "wf-m", clock)
     report = await purge_many(storage, now=clock.now, older_than_s=10 * DAY)
     assert report.resumed == ["wf-m"]
     assert report.workflows == []
@@ -139,7 +127,7 @@ async def test_a_flat_layout_workflow_is_purged_without_its_successors_blobs() -
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-f", incarnation=1)
-    await _run_to_end(storage, "wf-f", clock)
+    await run_to_end(storage, "wf-f", clock)
     flat = [ResourceNames.log_blob("wf-f", "a", 1), ResourceNames.claim_blob("wf-f", "a", 1, 1)]
     for name in flat:
         await storage.outputs.put(name, b"old")
@@ -157,7 +145,7 @@ async def test_a_refused_purge_finishes_the_marked_purge_of_the_ids_earlier_work
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-q", incarnation=1)
-    await _run_to_end(storage, "wf-q", clock)
+    await run_to_end(storage, "wf-q", clock)
     created = (await load(storage, diamond(), "wf-q")).created_at
     old_blobs = _blobs(storage)
     await storage.workflows.mark_purge("wf-q", PurgeMark(created, 1, True))  # steps 1-3
@@ -181,7 +169,7 @@ async def test_finishing_a_purge_past_its_state_delete_never_deletes_a_later_wor
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-s", incarnation=1)
-    await _run_to_end(storage, "wf-s", clock)
+    await run_to_end(storage, "wf-s", clock)
     created = (await load(storage, diamond(), "wf-s")).created_at
     await storage.workflows.mark_purge("wf-s", PurgeMark(created, 1, True))  # steps 1-3 done
     await storage.index.delete("wf-s", created)
@@ -216,7 +204,7 @@ async def test_a_purge_past_its_state_delete_that_stalls_before_its_check_spares
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-t", incarnation=1)
-    await _run_to_end(storage, "wf-t", clock)
+    await run_to_end(storage, "wf-t", clock)
     created = (await load(storage, diamond(), "wf-t")).created_at
     await storage.workflows.mark_purge("wf-t", PurgeMark(created, 1, True))  # steps 1-3 done
     await storage.index.delete("wf-t", created)
@@ -248,7 +236,7 @@ async def test_a_purge_that_stalls_while_the_id_is_purged_and_submitted_again_sp
     storage = memory_storage("inc")
     clock = FakeClock()
     await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-s", incarnation=1)
-    await _run_to_end(storage, "wf-s", clock)
+    await run_to_end(storage, "wf-s", clock)
     workflows = storage.workflows
     read_state = workflows.read_state
     stalled = [True]
