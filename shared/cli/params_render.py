@@ -8,19 +8,14 @@ from collections.abc import Mapping
 from rich.text import Text
 
 from shared.cli.fit_table import Phrases
+from shared.client.operations import param_text
 
 MAX_SHOWN = 60
 """Characters of one value shown (the whole value is in ``dagq status --json``)."""
 
 
 def shown_value(value: str | int | float | bool) -> str:
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, float):
-        text = repr(value)
-    else:
-        text = str(value)
-    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    text = param_text(value).replace("\r", "\\r").replace("\n", "\\n")
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 

@@ -54,18 +54,17 @@ ParamValue = str | int | float | bool
 """A workflow parameter's value at submit (sent as text: ``true``/``false``, ``0.01``)."""
 
 
+def param_text(value: ParamValue) -> str:
+    """A parameter's value as text, as a task sees it in ``DAGQ_PARAM_<NAME>``: ``true`` or
+    ``false`` for a bool, a float's shortest round-trip form."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def param_query(params: Mapping[str, ParamValue]) -> list[str]:
     """``NAME=VALUE`` for each parameter: the submit's repeated ``param`` query parameter."""
-    out = []
-    for name, value in params.items():
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, float):
-            text = repr(value)
-        else:
-            text = str(value)
-        out.append(f"{name}={text}")
-    return out
+    return [f"{name}={param_text(value)}" for name, value in params.items()]
 
 
 def client_workflow_id() -> str:
