@@ -186,13 +186,13 @@ class Presence:
         with suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), self.interval_s - soonest)
 
-    async def _note_machine(self, *, stopped: bool = False) -> None:
+    async def _note_machine(self, *, now_anyway: bool = False) -> None:
         """Refresh the machine's row when ``MACHINE_NOTE_EVERY_S`` passed (or at once, on a
         clean stop)."""
         now = self.clock()
         due = self._machine_noted is None or now - self._machine_noted >= MACHINE_NOTE_EVERY_S
-        if due or stopped:
-            self.machine = replace(self.machine, last_seen=now, stopped=stopped)
+        if due or now_anyway:
+            self.machine = replace(self.machine, last_seen=now)
             await self.registry.note_machine(self.machine)
             self._machine_noted = now
 
@@ -200,6 +200,6 @@ class Presence:
         """Remove this worker's record (a clean stop) and note its machine's end; a failure
         only leaves the record to show lost, and the machine counted to its previous note."""
         with suppress(Exception):
-            await asyncio.wait_for(self._note_machine(stopped=True), timeout=10)
+            await asyncio.wait_for(self._note_machine(now_anyway=True), timeout=10)
         with suppress(Exception):
             await asyncio.wait_for(self.registry.remove(self.worker_id), timeout=10)

@@ -10,7 +10,7 @@ row per machine boot, written by its agents at start, every few minutes, and at 
 - ``booted_at``: since when the machine counts: its boot when the agent started within
   ``BOOT_COUNTS_WITHIN_S`` of it (a pool VM: its boot is part of what the pool paid for),
   else the agent's start (a long-lived machine or a container: only the agent's time counts);
-- ``last_seen``: the latest write; ``stopped``: the latest agent stopped cleanly.
+- ``last_seen``: the latest write (a clean stop writes one at once).
 
 The rows sit in the registry table under one partition per month of ``booted_at``
 (``machine_partition``), so a report finds a machine by when it counts, whenever its kernel
@@ -51,8 +51,6 @@ class MachineLife:
     told)."""
     gpus: int = 0
     """GPUs its agents hand out."""
-    stopped: bool = False
-    """The latest write was an agent's clean stop."""
     boot: float | None = None
     """The kernel's boot time, which every agent of the boot agrees on (None: not known, then
     ``booted_at``)."""
@@ -85,7 +83,6 @@ def bounded_life(life: MachineLife) -> MachineLife:
         last_seen=max(booted, seen),
         vm_size=life.vm_size[:MAX_VM_SIZE_CHARS],
         gpus=max(0, min(int(life.gpus), 1024)),
-        stopped=bool(life.stopped),
         boot=float(int(life.boot)) if life.boot is not None and 0 <= life.boot < 1e11 else booted,
     )
 

@@ -19,7 +19,7 @@ async def test_the_pool_is_reported_by_vm_size_beside_what_tasks_used() -> None:
     await submit(storage, fan(2), "wf1", 10_000.0)
     day = 86_400.0
     lives = [
-        MachineLife("t4-a", day, day + 2 * 3600, T4, 1, stopped=True),  # 2 h
+        MachineLife("t4-a", day, day + 2 * 3600, T4, 1),  # 2 h
         MachineLife("t4-b", day + 3600, day + 2 * 3600, T4, 1),  # 1 h, still up
         MachineLife("a100", day, day + 7200, A100x2, 2),  # 2 h, 2 GPUs
         MachineLife("laptop", day, day + 1800, "", 0),  # half an hour, no size

@@ -32,9 +32,9 @@ def life(host: str = "vm-1", booted_at: float = MAY_31, **changes: object) -> Ma
 async def test_a_machine_is_one_row_whatever_agent_writes_it(storage: Storage) -> None:
     # A pool VM runs one agent per queue: both write the same boot's row, the later one wins.
     await storage.registry.note_machine(life(last_seen=MAY_31 + 600))
-    await storage.registry.note_machine(life(last_seen=MAY_31 + 7200, stopped=True))
+    await storage.registry.note_machine(life(last_seen=MAY_31 + 7200))
     [got] = await storage.registry.machines(MAY_31 - 86400, JUNE_2)
-    assert got == life(last_seen=MAY_31 + 7200, stopped=True, boot=MAY_31)  # boot: as counted
+    assert got == life(last_seen=MAY_31 + 7200, boot=MAY_31)  # boot: as counted
     assert got.hours_within(MAY_31 - 86400, JUNE_2) == pytest.approx(2.0)
 
 

@@ -56,15 +56,13 @@ async def test_a_running_agent_shows_its_queues_and_current_task_then_leaves(
             return [r.busy_slots for r in await azure_storage.registry.workers()] == [0]
 
         await wait_for(idle)
+        stopping = time.time()
     assert await azure_storage.registry.workers() == []  # a clean stop removes the record
     assert set(await azure_storage.registry.queues()) == {"gpu", "cpu"}  # ever polled: kept
     # The machine's life is kept too: the pool's VM-hours in `dagq cost` come from it.
     [machine] = await azure_storage.registry.machines(started - 7200, time.time() + 1)
-    assert (machine.host, machine.vm_size, machine.stopped) == (
-        mine.host,
-        "Standard_NC4as_T4_v3",
-        True,
-    )
+    assert (machine.host, machine.vm_size) == (mine.host, "Standard_NC4as_T4_v3")
+    assert machine.last_seen >= stopping  # the clean stop noted it at once (else: in 5 minutes)
     assert machine.booted_at <= started + 1 <= machine.last_seen + 1
 
 
@@ -139,5 +137,5 @@ async def test_the_machine_row_is_refreshed_every_few_minutes_and_at_a_clean_sto
     assert notes == [1_000_000.0 + k * MACHINE_NOTE_EVERY_S for k in range(3)]
     await presence.leave()
     [machine] = await storage.registry.machines(0, now[0] + 1)
-    assert (machine.last_seen, machine.stopped, machine.gpus) == (now[0], True, 1)
+    assert (machine.last_seen, machine.gpus) == (now[0], 1)  # the stop's note, at once
     assert machine.vm_size == "Standard_NC24ads_A100_v4"

@@ -12,7 +12,7 @@ or broken row costs that row only.
 - ``mark`` / RowKey = the job name: ``At``.
 - ``machine-YYYYMM`` (the month of boot) / RowKey = the host and boot second, percent-quoted:
   ``Host``, ``Boot`` (the kernel's), ``BootedAt`` (since when it counts), ``LastSeen``,
-  ``VmSize``, ``Gpus``, ``Stopped``
+  ``VmSize``, ``Gpus``
   (``shared.storage.machines``).
 - ``failure`` / RowKey = source and kind, percent-quoted and joined by ``|``: ``Source``,
   ``Kind``, ``Count``, ``Detail``, ``At`` (``shared.storage.tolerated``).
@@ -193,7 +193,7 @@ COLUMNS = {
     QUEUE_PARTITION: ["RowKey", "NotedAt"],
     FAILURE_PARTITION: ["RowKey", "Source", "Kind", "Count", "Detail", "At"],
 }  # fmt: skip
-MACHINE_COLUMNS = ["Host", "BootedAt", "LastSeen", "VmSize", "Gpus", "Stopped", "Boot"]
+MACHINE_COLUMNS = ["Host", "BootedAt", "LastSeen", "VmSize", "Gpus", "Boot"]
 """The columns of a ``machine-YYYYMM`` partition's rows (``note_machine``)."""
 """The columns each partition's rows are read with (what ``to_entity`` and the others write)."""
 
@@ -286,7 +286,6 @@ class AzureRegistry:
             "LastSeen": life.last_seen,
             "VmSize": life.vm_size,
             "Gpus": life.gpus,
-            "Stopped": life.stopped,
             "Boot": life.boot_key,
         }
         await self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
@@ -301,7 +300,6 @@ class AzureRegistry:
 
 
 def _life_from_entity(entity: Any) -> MachineLife:
-    stopped = entity.get("Stopped", False)
     return bounded_life(
         MachineLife(
             host=_text(entity, "Host", required=True),
@@ -309,7 +307,6 @@ def _life_from_entity(entity: Any) -> MachineLife:
             last_seen=_time(entity, "LastSeen"),
             vm_size=_text(entity, "VmSize"),
             gpus=_count(entity, "Gpus"),
-            stopped=stopped if isinstance(stopped, bool) else False,
             boot=_time(entity, "Boot"),
         )
     )
