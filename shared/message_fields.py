@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, ValidationError
 
 from shared.errors import MessageError
 from shared.limits import MAX_COUNTER, MAX_TIMESTAMP_S, MAX_WORKER_CHARS
@@ -44,6 +44,27 @@ WorkerName = Annotated[
     str, Field(min_length=1, max_length=MAX_WORKER_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$")
 ]
 """A worker's name: printable (no control characters), at most MAX_WORKER_CHARS."""
+UpstreamDigest = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+"""``shared.messages.upstream_digest`` of the parents' outputs an attempt was sent with."""
+
+
+def message_text(raw: str | bytes) -> str:
+    """A message's text (MessageError if its bytes are not UTF-8)."""
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MessageError(f"message is not UTF-8 text: {exc}") from None
+    return raw
+
+
+def explain(exc: ValidationError) -> str:
+    """The first few problems of a message that does not validate, one line."""
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "<message>"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
 
 
 _ATTEMPT_SEGMENT = re.compile(r"[1-9][0-9]{0,9}")

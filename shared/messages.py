@@ -4,9 +4,8 @@
 - ``Event``: worker or API -> coordinator, on the event queue (``{prefix}-events``).
 
 Encoding, one convention for every queue: compact UTF-8 JSON sent as plain text (the Functions host
-is configured with ``"messageEncoding": "none"`` to match). Every message dagq writes stays below
-``MESSAGE_BUDGET_BYTES`` whatever the workflow: outputs and fan-in lists that would not fit travel
-as blob references instead.
+has ``"messageEncoding": "none"``). Every message dagq writes stays below ``MESSAGE_BUDGET_BYTES``
+whatever the workflow: outputs and fan-in lists that would not fit travel as blob references.
 
 Messages are untrusted input: every field is bounded where it is decoded (``shared.message_fields``:
 ids and names by the rules of ``shared.names``, attempts and runs within the state's 32-bit
@@ -17,6 +16,8 @@ reach past the outputs container or overflow the state codec.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Annotated, Literal, TypedDict
 
 from pydantic import (
@@ -46,8 +47,11 @@ from shared.message_fields import (
     QueueName,
     TaskName,
     Timestamp,
+    UpstreamDigest,
     WorkerName,
     WorkflowId,
+    explain,
+    message_text,
     parent_output_blob,
 )
 from shared.names import ResourceNames
@@ -91,6 +95,13 @@ class OutputRef(_Message):
         return self
 
 
+def upstream_digest(upstream: dict[str, OutputRef] | None) -> str:
+    """16 hex digits of the SHA-256 of the parents' outputs' canonical JSON: equal inputs."""
+    refs = {k: v.model_dump(mode="json", exclude_none=True) for k, v in (upstream or {}).items()}
+    text = json.dumps(refs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class ReportFields(TypedDict):
     """What an event reporting an attempt copies from its task message."""
 
@@ -98,6 +109,7 @@ class ReportFields(TypedDict):
     task: str
     attempt: int
     incarnation: int | None
+    upstream_digest: str | None
 
 
 class TaskMessage(SignedMessage):
@@ -133,6 +145,9 @@ class TaskMessage(SignedMessage):
     params: dict[str, str] | None = None
     """The workflow's parameters as text (None: it declares none): the worker sets each as
     ``DAGQ_PARAM_<NAME>`` in the task's environment."""
+    upstream_digest: UpstreamDigest | None = None
+    """``upstream_digest`` of the upstream, for a policy other than ``all`` (None: ``all``, or an
+    older coordinator); echoed in the reports: a re-send may have carried other inputs."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""
@@ -141,6 +156,7 @@ class TaskMessage(SignedMessage):
             "task": self.task,
             "attempt": self.attempt,
             "incarnation": self.incarnation,
+            "upstream_digest": self.upstream_digest,
         }
 
     @property
@@ -226,6 +242,8 @@ class _TaskEvent(_Message):
     incarnation: Incarnation | None = None
     """The task message's (None from older workers): applied only to the same incarnation."""
     worker: WorkerName | None = None
+    upstream_digest: UpstreamDigest | None = None
+    """The task message's (None: it had none, or an older worker): the inputs it ran on."""
 
     def _check_blobs(self, output: OutputRef | None, log_blob: str | None) -> None:
         """Blob names must be the conventional ones of this attempt (never another container's
@@ -247,8 +265,7 @@ class _TaskEvent(_Message):
 
 
 class TaskStartedEvent(_TaskEvent):
-    """A worker has been running the attempt for a few seconds (short tasks skip this event and
-    report ``started_at`` in their completion instead)."""
+    """A worker has been running the attempt a few seconds (short tasks report only an end)."""
 
     kind: Literal["started"] = "started"
     started_at: Timestamp
@@ -331,33 +348,16 @@ def encode(message: _Message) -> str:
     return text
 
 
-def _text(raw: str | bytes) -> str:
-    if isinstance(raw, bytes):
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MessageError(f"message is not UTF-8 text: {exc}") from None
-    return raw
-
-
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "<message>"
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
-
-
 def decode_event(raw: str | bytes) -> Event:
     """Parse an event from the event queue; raise MessageError (with the reason) if malformed or
     out of bounds."""
-    text = _text(raw)
+    text = message_text(raw)
     if len(text) > MAX_MESSAGE_BYTES:  # characters <= bytes: cheap, and enough to bound parsing
         raise MessageError(f"malformed event: longer than {MAX_MESSAGE_BYTES} bytes")
     try:
         return _EVENT_ADAPTER.validate_json(text)
     except ValidationError as exc:
-        raise MessageError(f"malformed event: {_explain(exc)}") from None
+        raise MessageError(f"malformed event: {explain(exc)}") from None
 
 
 class Redelivery(_Message):
@@ -395,6 +395,6 @@ def unwrap_redelivery(text: str) -> tuple[str, int]:
 def decode_task_message(raw: str | bytes) -> TaskMessage:
     """Parse a task message; raise MessageError (with the reason) if malformed."""
     try:
-        return TaskMessage.model_validate_json(_text(raw))
+        return TaskMessage.model_validate_json(message_text(raw))
     except ValidationError as exc:
-        raise MessageError(f"malformed task message: {_explain(exc)}") from None
+        raise MessageError(f"malformed task message: {explain(exc)}") from None

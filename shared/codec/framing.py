@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import zlib
 
 from shared.errors import CodecError
@@ -31,3 +32,22 @@ def open_blob(data: bytes, magic: bytes, version: int, what: str) -> bytes:
         return zlib.decompress(data[len(magic) + 1 :])
     except zlib.error as exc:
         raise CodecError(f"{what} blob is corrupt: {exc}") from None
+
+
+_LEN = struct.Struct("<I")
+
+
+def sections(body: bytes, at: int, count: int) -> list[bytes]:
+    """The ``count`` length-prefixed (uint32) sections of a state body from offset ``at``, which
+    must end exactly at its end (CodecError otherwise)."""
+    out: list[bytes] = []
+    for _ in range(count):
+        (size,) = _LEN.unpack_from(body, at)
+        at += _LEN.size
+        if at + size > len(body):
+            raise CodecError("state blob is corrupt: a section runs past the end")
+        out.append(body[at : at + size])
+        at += size
+    if at != len(body):
+        raise CodecError("state blob is corrupt: trailing bytes after the last section")
+    return out

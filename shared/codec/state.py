@@ -27,11 +27,11 @@ incarnation (``{id}/{incarnation}/{task}/{attempt}/``: a log flag means that nam
 version 5 or older state's flags mean the flat ``{id}/{task}/{attempt}/`` (such a state keeps
 that layout for life: it is written again as version 5); version 7 is version 6 with the count of
 the coordinator's writes (meta ``w``: with the run, the version of the index row projected from
-the state; a version 5 state keeps no count). A state is written with the lowest
-version that holds it: one without any of these is version 1, byte for byte as before. Every
-version stays readable. A blob with an unknown (newer) version, a bad magic or corrupt content
-raises CodecError.
-"""
+the state; a version 5 state keeps no count); version 8 is version 7 with the upstream digests of
+attempts in flight (meta ``ups``: task -> digest, under a policy other than ``all``). A state is
+written with the lowest version that holds it: one without any of these is version 1, byte for
+byte as before. Every version stays readable. A blob with an unknown (newer) version, a bad
+magic or corrupt content raises CodecError."""
 
 from __future__ import annotations
 
@@ -46,12 +46,13 @@ from pydantic import ValidationError
 
 from shared.caching.entry import CachedFrom
 from shared.codec.columns import pack, refs, rel, unpack, unrel
-from shared.codec.framing import frame, open_blob
+from shared.codec.framing import frame, open_blob, sections
 from shared.codec.metadata import CODEC_KEY, CREATED_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt
 from shared.engine.expansion import expanded
-from shared.engine.state import COMPLETED, READY, TASK_STATES, ItemList, RuntimeState, to_ms
+from shared.engine.item_list import ItemList
+from shared.engine.state import COMPLETED, READY, TASK_STATES, RuntimeState, to_ms
 from shared.errors import CodecError
 from shared.limits import MAX_COUNTER
 from shared.messages import OutputRef
@@ -59,11 +60,11 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 7
+STATE_VERSION = 8
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
 attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``), version 5 the
 incarnation (meta ``inc``), version 6 attempt blobs named per incarnation, version 7 the count of
-writes (meta ``w``); a state without any is version 1, as earlier releases wrote it."""
+writes (meta ``w``), version 8 upstream digests (``ups``); a state without any is version 1."""
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -110,7 +111,7 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
     if state.incarnation_blobs:
-        return 7 if state.writes else 6
+        return 8 if state.upstream_digests else 7 if state.writes else 6
     if state.incarnation is not None:
         return 5
     if state.cached:
@@ -154,6 +155,7 @@ def encode_state(state: RuntimeState) -> bytes:
         "logs": odd_logs,
         "base": state.base_attempt,
         "sent": state.sent_ms,
+        "ups": state.upstream_digests,
     }
     for key, mapping in sparse.items():
         if mapping:
@@ -269,20 +271,6 @@ def _incarnation(raw: Any) -> int | None:
     return raw
 
 
-def _sections(body: bytes, at: int, count: int) -> list[bytes]:
-    out: list[bytes] = []
-    for _ in range(count):
-        (size,) = _LEN.unpack_from(body, at)
-        at += _LEN.size
-        if at + size > len(body):
-            raise CodecError("state blob is corrupt: a section runs past the end")
-        out.append(body[at : at + size])
-        at += size
-    if at != len(body):
-        raise CodecError("state blob is corrupt: trailing bytes after the last section")
-    return out
-
-
 def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
     out: dict[int, Any] = {}
     for key, value in mapping.items():
@@ -323,7 +311,7 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
         body, 0
     )
-    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = _sections(
+    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = sections(
         body, _HEADER.size, 9
     )
     meta = json.loads(meta_raw)
@@ -377,6 +365,7 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     st.log_blob.update(logs)
     st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
     st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
+    st.upstream_digests = {t: str(v) for t, v in _task_keys(meta.get("ups", {}), n, "ups").items()}
     st.outputs = {
         t: OutputRef.model_validate(v)
         for t, v in _task_keys(meta.get("outputs", {}), n, "outputs").items()

@@ -15,7 +15,7 @@ from shared import engine
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.tally import Tally
 from shared.definition.workflow import CompiledWorkflow
-from shared.engine.commands import Command
+from shared.engine.commands import Command, OtherInputs
 from shared.engine.state import RuntimeState
 from shared.errors import ApplyError, MessageError
 from shared.messages import Event, TaskCompletedEvent
@@ -50,9 +50,11 @@ def apply_events(
             log.exception("workflow %s: applying %s failed", workflow_id, env.message_id)
             raise ApplyError(repr(exc), env) from exc
         tally.applied += 1
+        other_inputs = sum(isinstance(c, OtherInputs) for c in out)
+        tally.other_inputs += other_inputs
         if not out and fingerprint(wf, state, event) == before:
             tally.duplicates += 1
-        elif isinstance(event, TaskCompletedEvent):
+        elif isinstance(event, TaskCompletedEvent) and not other_inputs:
             tally.completed.append(event)
         commands.extend(out)
 

@@ -62,6 +62,7 @@ def build_message(
         incarnation_blobs=True if command.incarnation_blobs else None,
         run=command.run,
         params={k: render_value(v) for k, v in wf.params.items()} if wf.params else None,
+        upstream_digest=command.upstream_digest,
     )
 
 

@@ -26,3 +26,6 @@ class Tally:
     """Completions applied (their cached tasks' results are recorded after the flush)."""
     cache_hits: int = 0
     """Dispatches answered from the result cache (completed without running)."""
+    other_inputs: int = 0
+    """Reports not taken: the attempt ran on other inputs than the state recorded (a re-sent
+    dispatch carried others); the task runs again (``shared.engine.transitions``)."""

@@ -305,6 +305,7 @@ class WorkflowUpdater:
         stats.upstream_blobs += tally.upstream_blobs
         stats.workflows_finished += tally.finished
         stats.cache_hits += tally.cache_hits
+        stats.other_inputs += tally.other_inputs
         state = flushed.cached.state
         if flushed.changed and tally.completed:  # after the flush: only results that stand
             running = engine.expanded(wf, state)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.definition.spec import type_word
 from shared.definition.workflow import CompiledWorkflow, ExpandFrom
-from shared.engine.state import ItemList
+from shared.engine.item_list import ItemList
 from shared.limits import MAX_ITEM_CHARS, MAX_LIST_BYTES
 
 if TYPE_CHECKING:

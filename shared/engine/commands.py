@@ -30,11 +30,23 @@ class Dispatch:
     """The workflow's run when this attempt was sent, which the task message carries."""
     incarnation_blobs: bool = False
     """The attempt's blobs are named under the incarnation (the state's ``incarnation_blobs``)."""
+    upstream_digest: str | None = None
+    """``shared.messages.upstream_digest(upstream)`` for a policy other than ``all`` (the state
+    records it: a report of this attempt that ran on other inputs is not taken as its)."""
 
     @property
     def blob_incarnation(self) -> int | None:
         """The incarnation that names the attempt's blobs (None: the flat layout)."""
         return self.incarnation if self.incarnation_blobs else None
+
+
+@dataclass(frozen=True, slots=True)
+class OtherInputs:
+    """A report of ``attempt`` of task ``task`` was not taken: it ran on other inputs than the
+    state recorded for that attempt (a re-sent dispatch carried others); counted by the pass."""
+
+    task: int
+    attempt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,4 +56,4 @@ class WorkflowFinished:
     status: WorkflowStatus
 
 
-Command = Dispatch | WorkflowFinished
+Command = Dispatch | WorkflowFinished | OtherInputs

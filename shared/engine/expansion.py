@@ -33,6 +33,7 @@ from shared.definition.templating import (
     variable_env,
 )
 from shared.definition.workflow import CompiledWorkflow, TaskDef
+from shared.engine.item_list import ItemList
 from shared.engine.state import (
     COMPLETED,
     FAILED,
@@ -40,7 +41,6 @@ from shared.engine.state import (
     IS_TERMINAL,
     SKIPPED,
     UPSTREAM_FAILED,
-    ItemList,
     RuntimeState,
 )
 from shared.errors import TemplateSyntaxError

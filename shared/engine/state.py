@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 from shared.caching.entry import CachedFrom
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt, archive
+from shared.engine.item_list import ItemList
 from shared.engine.task_moves import is_legal
 from shared.errors import IllegalMoveError
 from shared.limits import MAX_TASK_ERROR_CHARS
@@ -60,18 +60,6 @@ def to_ms(t: float) -> int:
 
 def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000.0
-
-
-@dataclass(frozen=True, slots=True)
-class ItemList:
-    """The list a ``foreach_from`` task expands over, captured when its source parent completed:
-    the items, or why the output cannot be expanded (the task fails with it when it is due)."""
-
-    attempt: int
-    """The source's attempt whose output this is (a later completion replaces the capture)."""
-    items: tuple[Any, ...] = ()
-    """Scalars, or flat objects of scalars (validated)."""
-    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +128,7 @@ class RuntimeState:
         "status",
         "tally",
         "updated_at",
+        "upstream_digests",
         "workers",
         "workflow_id",
         "writes",
@@ -183,6 +172,8 @@ class RuntimeState:
         by a rerun): the retry budget counts attempts since then."""
         self.sent_ms: dict[int, int] = {}
         """Queued task -> when its message was last re-sent by the lost-dispatch sweep."""
+        self.upstream_digests: dict[int, str] = {}
+        """Task in flight (policy not ``all``) -> the upstream digest its attempt was sent with."""
         self.history: dict[int, list[PastAttempt]] = {}
         """Task -> its earlier attempts, oldest first (bounded: see ``attempt_history``)."""
         self.n_history = 0
@@ -301,6 +292,7 @@ class RuntimeState:
         per-attempt fields). Errors stay: a retry shows why the previous attempt failed."""
         self.started_ms[i] = self.finished_ms[i] = self.exit_code[i] = None
         self.sent_ms.pop(i, None)
+        self.upstream_digests.pop(i, None)
         self.workers.pop(i, None)
         self.log_blob.pop(i, None)
         self.cached.pop(i, None)
@@ -351,6 +343,7 @@ class RuntimeState:
         """Task ``i`` reaches terminal state ``code`` (finished now, unless a result said when)."""
         self.move(i, code)
         self.sent_ms.pop(i, None)
+        self.upstream_digests.pop(i, None)
         if error is not None:
             self.note_error(i, error)
         if self.finished_ms[i] is None:

@@ -26,7 +26,7 @@ from shared.engine.state import (
     RuntimeState,
     to_ms,
 )
-from shared.messages import FailureReason, OutputRef
+from shared.messages import FailureReason, OutputRef, upstream_digest
 from shared.states import WorkflowStatus
 
 _NAMES_IN_SUMMARY = 5
@@ -157,7 +157,10 @@ class Step:
         self.out.append(self.dispatch_command(task, attempt, delay_s))
 
     def dispatch_command(self, task: int, attempt: int, delay_s: float = 0.0) -> Dispatch:
-        """The Dispatch of ``attempt`` of ``task``, with its parents' outputs (O(parents))."""
+        """The Dispatch of ``attempt`` of ``task``, with its parents' outputs (O(parents)). Under
+        a policy other than ``all`` the state records the upstream's digest for the attempt
+        (``RuntimeState.upstream_digests``): which parents had finished decides the upstream, so
+        another pass's send of the same attempt may have carried others."""
         st, tdef = self.st, self.wf.tasks[task]
         upstream: dict[str, OutputRef] | None = None
         outputs = st.outputs
@@ -165,6 +168,7 @@ class Step:
             tasks = self.wf.tasks
             found = {tasks[p].name: outputs[p] for p in tdef.parents if p in outputs}
             upstream = found or None
+        digest = self.note_upstream(task, upstream)
         return Dispatch(
             task,
             tdef.name,
@@ -175,7 +179,18 @@ class Step:
             st.incarnation,
             st.run,
             st.incarnation_blobs,
+            digest,
         )
+
+    def note_upstream(self, task: int, upstream: dict[str, OutputRef] | None) -> str | None:
+        """Record (and return) the digest of ``upstream`` as what ``task``'s current attempt runs
+        on, under a policy other than ``all`` (None: nothing to record, the upstream of ``all``
+        is every parent's, whoever sends it; or a state from before blobs per incarnation)."""
+        tdef, st = self.wf.tasks[task], self.st
+        if tdef.dep_policy == "all" or not tdef.parents or not st.incarnation_blobs:
+            return None
+        digest = st.upstream_digests[task] = upstream_digest(upstream)
+        return digest
 
     def fail(
         self,

@@ -9,7 +9,7 @@ from typing import Any
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_bounds import dispatchable_attempts, rerun_base
 from shared.engine.capture import UNREAD, capture
-from shared.engine.commands import Command
+from shared.engine.commands import Command, OtherInputs
 from shared.engine.expansion import awaits_expansion, expanded
 from shared.engine.rerun import rerun
 from shared.engine.state import (
@@ -111,6 +111,8 @@ def apply(
         if _accept(step, task, event.attempt):
             if isinstance(event, TaskStartedEvent):
                 _started(step, task, event)
+            elif _ran_on_other_inputs(step.st, task, event):
+                _other_inputs(step, task, event)
             elif isinstance(event, TaskCompletedEvent):
                 _completed(step, task, event, lists or {})
             else:
@@ -202,7 +204,51 @@ def _accept(step: Step, task: int, attempt: int) -> bool:
     if attempt > current:
         step.changed = True
         st.adopt_attempt(task, attempt, step.now_ms)
+        # Sent by a lost pass, on whatever had finished then: the state takes it as sent with
+        # the upstream it would send now (a report that ran on other inputs is not taken).
+        step.dispatch_command(task, attempt)
     return True
+
+
+def _ran_on_other_inputs(
+    st: RuntimeState, task: int, event: TaskCompletedEvent | TaskFailedEvent
+) -> bool:
+    """Whether the attempt ran on other inputs than the state recorded for it: two sends of one
+    attempt (a pass whose flush was lost, then another) can carry different upstreams under a
+    policy other than ``all``, and the claim keeps whichever came first. Unknown (an older
+    worker or state: no digest) is taken as the same, as before digests."""
+    theirs, ours = event.upstream_digest, st.upstream_digests.get(task)
+    return theirs is not None and ours is not None and theirs != ours
+
+
+def _other_inputs(step: Step, task: int, event: TaskCompletedEvent | TaskFailedEvent) -> None:
+    """Do not take the report as the attempt's: its run is kept in the task's history, and the
+    task runs again on the state's inputs as a fresh attempt that does not spend the retry
+    budget (the base moves with it) — or, under a cancel, it is cancelled."""
+    st = step.st
+    attempt = event.attempt
+    why = (
+        f"attempt {attempt} ran on other inputs than the state recorded for it (another send of"
+        " the same attempt carried them): its report is not taken"
+    )
+    exit_code = event.exit_code if isinstance(event, TaskFailedEvent) else 0
+    started = event.started_at
+    st.record_result(
+        task,
+        started_ms=None if started is None else to_ms(started),
+        finished_ms=to_ms(event.finished_at),
+        exit_code=exit_code,
+        log_blob=event.log_blob,
+        worker=event.worker,
+    )
+    step.changed = True
+    step.out.append(OtherInputs(task, attempt))
+    if st.status is not WorkflowStatus.RUNNING:
+        step.terminal(task, CANCELLED, f"cancelled: {why}")
+        return
+    st.base_attempt[task] = st.base_attempt.get(task, 0) + 1
+    st.note_error(task, f"{why}; attempt {attempt + 1} runs on the recorded ones")
+    step.dispatch(task)
 
 
 def _activate(step: Step) -> None:
