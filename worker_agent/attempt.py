@@ -13,17 +13,15 @@
    run for ``started_after_s``.
 6. Output, log upload, completed/failed event (retried until sent), THEN delete the message.
 
-A stop for shutdown or preemption reports nothing: the message is made visible again at once and
-another worker runs the attempt. When the heartbeat finds the message taken by another worker, this
-worker neither reports nor deletes: the new holder does both.
-"""
+A stop for shutdown or preemption reports nothing: the message is visible again at once, for another
+worker. When the heartbeat finds the message taken by another worker, the new holder reports."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from shared.errors import DagqError, MessageError, NotFoundError
@@ -43,8 +41,8 @@ from worker_agent.files import (
     AttemptPaths,
     closing_fd,
     open_cwd,
+    read_upstream,
     resolve_cwd,
-    upstream_values,
     write_json,
 )
 from worker_agent.heartbeat import Heartbeat
@@ -193,7 +191,11 @@ class AttemptRunner:
         message, log = attempt.message, attempt.log
         try:
             cwd = resolve_cwd(self.settings.work_dir, paths.work, message.cwd)
-            write_json(paths.upstream, await upstream_values(message, self.storage.outputs))
+            upstream = await read_upstream(message, self.storage.outputs)
+            write_json(paths.upstream, upstream.values)
+            if message.upstream_digest not in (None, upstream.digest):  # another send's bundle
+                message = message.model_copy(update={"upstream_digest": upstream.digest})
+                attempt = replace(attempt, message=message)  # its reports say what it ran on
             env = task_environment(
                 os.environ, message, paths, attempt.devices, self.settings.task_env
             )

@@ -28,7 +28,7 @@ from pydantic import JsonValue, ValidationError
 from shared.errors import MessageError, NotFoundError
 from shared.json_values import parse_untrusted
 from shared.message_fields import parent_output_blob
-from shared.messages import OutputRef, TaskMessage
+from shared.messages import OutputRef, TaskMessage, upstream_digest
 from shared.names import ResourceNames
 from shared.storage.ports import OutputBlobs
 from worker_agent.errors import AttemptError
@@ -230,8 +230,23 @@ async def _get_blob(outputs: OutputBlobs, name: str, what: str) -> bytes:
         raise AttemptError(f"{what} is missing: blob {name!r} not found") from None
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """What an attempt runs on: ``{parent: output value}``, and the ``upstream_digest`` of the
+    refs they were read from (the bundle's, with ``upstream_blob``: another send of the same
+    attempt, under a policy other than ``all``, may have written it with other refs)."""
+
+    values: dict[str, JsonValue]
+    digest: str
+
+
 async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[str, JsonValue]:
     """``{parent: output value}`` for the parents listed in the message (inline or by blob)."""
+    return (await read_upstream(message, outputs)).values
+
+
+async def read_upstream(message: TaskMessage, outputs: OutputBlobs) -> Upstream:
+    """The parents' outputs the message lists (inline or by blob), and their refs' digest."""
     refs: dict[str, OutputRef] = dict(message.upstream or {})
     if message.upstream_blob:  # named from the message's validated ids, not taken from it
         name = ResourceNames.upstream_blob(
@@ -261,7 +276,7 @@ async def upstream_values(message: TaskMessage, outputs: OutputBlobs) -> dict[st
 
     names = list(refs)
     values = await asyncio.gather(*(value(name, refs[name]) for name in names))
-    return dict(zip(names, values, strict=True))
+    return Upstream(dict(zip(names, values, strict=True)), upstream_digest(refs))
 
 
 def write_json(path: Path, value: JsonValue) -> None:

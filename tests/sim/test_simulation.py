@@ -68,6 +68,9 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    2169766: "(486f5ee) an any child ran on the upstream of a pass whose state write was lost (the"
+    " next pass sent the same attempt on another parent's output): upstream digests;"
+    " tests/coordinator/test_other_inputs.py, tests/engine/test_other_inputs.py",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
