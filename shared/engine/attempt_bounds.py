@@ -14,12 +14,24 @@ from shared.states import WorkflowStatus
 _CANCELLING = (WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED)
 
 
+def records_upstream(wf: CompiledWorkflow, state: RuntimeState, task: int) -> bool:
+    """Whether ``task``'s attempts carry an upstream digest the state records: a policy other
+    than ``all`` (its upstream depends on which parents had finished when it was sent), in a
+    state with blobs per incarnation (older states are written by the rules they had)."""
+    tdef = wf.tasks[task]
+    return tdef.dep_policy != "all" and bool(tdef.parents) and state.incarnation_blobs
+
+
 def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:
     """The highest attempt of ``task`` the coordinator can have dispatched in the current run:
     the attempts before this run plus the run's budget (``num_retries + 1``). Only a pass that
     crashed before its flush can have sent an attempt above the stored one, and it cannot have
-    gone past the budget; a rerun this state has not seen is ``premature`` instead."""
-    return state.base_attempt.get(task, 0) + wf.tasks[task].num_retries + 1
+    gone past the budget — but for one attempt that does not spend it: a report that ran on
+    other inputs than the state recorded (``records_upstream``) is run again as a fresh attempt
+    (the base moves), which that pass may have sent. A rerun this state has not seen is
+    ``premature`` instead."""
+    fresh = 1 if records_upstream(wf, state, task) else 0
+    return state.base_attempt.get(task, 0) + wf.tasks[task].num_retries + 1 + fresh
 
 
 def rerun_base(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:

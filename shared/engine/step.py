@@ -9,6 +9,7 @@ dispatch an attempt, fail an attempt (retry or give up), and finish the workflow
 from __future__ import annotations
 
 from shared.definition.workflow import CompiledWorkflow
+from shared.engine.attempt_bounds import records_upstream
 from shared.engine.backoff import retry_delay_s
 from shared.engine.commands import Command, Dispatch, WorkflowFinished
 from shared.engine.expansion import expand, expanded
@@ -186,10 +187,9 @@ class Step:
         """Record (and return) the digest of ``upstream`` as what ``task``'s current attempt runs
         on, under a policy other than ``all`` (None: nothing to record, the upstream of ``all``
         is every parent's, whoever sends it; or a state from before blobs per incarnation)."""
-        tdef, st = self.wf.tasks[task], self.st
-        if tdef.dep_policy == "all" or not tdef.parents or not st.incarnation_blobs:
+        if not records_upstream(self.wf, self.st, task):
             return None
-        digest = st.upstream_digests[task] = upstream_digest(upstream)
+        digest = self.st.upstream_digests[task] = upstream_digest(upstream)
         return digest
 
     def fail(

@@ -207,6 +207,9 @@ def _accept(step: Step, task: int, attempt: int) -> bool:
         # Sent by a lost pass, on whatever had finished then: the state takes it as sent with
         # the upstream it would send now (a report that ran on other inputs is not taken).
         step.dispatch_command(task, attempt)
+        budget = step.wf.tasks[task].num_retries + 1
+        if attempt - st.base_attempt.get(task, 0) > budget:  # that pass ran one again for free
+            st.base_attempt[task] = attempt - budget
     return True
 
 

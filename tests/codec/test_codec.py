@@ -119,6 +119,17 @@ def test_the_incarnation_is_version_5_and_a_state_without_one_is_written_as_befo
     assert state_metadata(h.st)["codec"] == "5"
 
 
+def test_upstream_digests_are_version_8_and_only_while_there_are_some() -> None:
+    h = History(chain(3))
+    h.activate()
+    h.st.incarnation, h.st.incarnation_blobs, h.st.writes = 7, True, 3
+    assert encode_state(h.st)[3] == 7
+    h.st.upstream_digests = {1: "0123456789abcdef"}
+    assert encode_state(h.st)[3] == 8
+    assert roundtrip(h).upstream_digests == {1: "0123456789abcdef"}
+    assert state_metadata(h.st)["codec"] == "8"
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2**32, "7", 1.5, True])
 def test_a_corrupt_incarnation_is_a_codec_error(bad: object) -> None:
     h = History(chain(1))

@@ -158,3 +158,19 @@ def test_policy_all_records_nothing() -> None:
     apply(wf, st, _done("t0"), 3.0)
     assert _t3(apply(wf, st, _done("t2"), 4.0)).upstream_digest is None
     assert not st.upstream_digests
+
+
+def test_a_fresh_attempt_sent_by_a_lost_pass_is_adopted_not_dead_lettered() -> None:
+    """A pass ran t3 again for other inputs (attempt 2, past the budget of a task without
+    retries: it moved the base) and lost its state write; attempt 2's report, on the stored
+    state's inputs, is adopted within the bound (and the base moves: the budget holds)."""
+    wf = _wf(retries=0)
+    st, lost, _ = _two_sends(wf)
+    flushed = encode_state(st)
+    lost_pass = decode_state(flushed, wf)
+    again = _t3(apply(wf, lost_pass, _done("t3", upstream_digest=lost.upstream_digest), 5.0))
+    assert again.attempt == 2
+    st = decode_state(flushed, wf)  # that pass's write was lost
+    apply(wf, st, _done("t3", 2, upstream_digest=again.upstream_digest), 6.0)
+    assert st.state_of(2) is TaskState.COMPLETED
+    assert st.attempt[2] - st.base_attempt[2] <= 1
