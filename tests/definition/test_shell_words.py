@@ -6,7 +6,7 @@ clear a command the full walk would refuse (and the two must agree on every answ
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.definition.templating import shell_words
@@ -34,6 +34,7 @@ def templates(draw: st.DrawFn) -> list[str]:
     return parts
 
 
+@settings(max_examples=2000)
 @given(templates())
 def test_the_fast_path_answers_as_the_full_walk(parts: list[str]) -> None:
     marks = (f"DAGQPLACEHOLDER{i // 2}X" for i in range(1, len(parts), 2))
@@ -47,3 +48,4 @@ def test_plain_commands_take_the_fast_path_and_code_runners_do_not() -> None:
         assert not shell_words._plainly_runs_no_code(text)
     assert code_runner_problem(["sh -c ", "v", ""]) == "sh -c with a placeholder as its code"
     assert code_runner_problem(["x=1 eval ", "v", ""]) is not None
+    assert code_runner_problem(["eval# ", "v", ""]) is not None  # shlex ends a word at "#"

@@ -37,17 +37,17 @@ _SEPARATORS = frozenset({";", "&", "|", "&&", "||", ";;", "(", ")", "\n"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
 _MARK = "DAGQPLACEHOLDER{}X"
 _NAMES = frozenset(_CODE_RUNNERS) | _SHELLS
-_BREAKS = re.compile(r"[ \t\r\n;&|()<>]+")
+_BREAKS = re.compile(r"[ \t\r\n;&|()<>#]+")
 _QUOTING = frozenset("'\"\\")
 
 
 def _plainly_runs_no_code(text: str) -> bool:
     """True when ``text`` has no quoting at all (no quote, no backslash) and none of its words
     names a code runner or a shell: then :func:`code_runner_problem` has nothing to find, without
-    ``shlex``. Unquoted, a word is a run of characters between blanks and the operators ``;&|()<>``
-    (shlex's split with these settings; a ``#`` comment only drops words), so this test sees every
-    word the full one would: it may send a harmless command the slow way, never a dangerous one the
-    fast way (a property test holds the two to that)."""
+    ``shlex``. Unquoted, shlex with these settings ends a word at a blank, at one of the operators
+    ``;&|()<>`` and at ``#`` (a comment starts there, even inside a word, and only drops words), so
+    splitting at those sees every word the full walk would: it may send a harmless command the
+    slow way, never a dangerous one the fast way (a property test holds the two to that)."""
     if not _QUOTING.isdisjoint(text):
         return False
     return not any(word.rsplit("/", 1)[-1] in _NAMES for word in _BREAKS.split(text))
