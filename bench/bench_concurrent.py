@@ -137,6 +137,7 @@ def real_worker_extras(measured: dict[str, float], task_s: float) -> list[tuple[
     each cadence is the worker's own (``worker_agent.cadence``), counted over the task's run."""
     from worker_agent.cadence import (
         cancel_check_interval,
+        heartbeat_schedule,
         live_interval,
         progress_interval,
         ticks_within,
@@ -155,7 +156,7 @@ def real_worker_extras(measured: dict[str, float], task_s: float) -> list[tuple[
             "started.workflows.write_state",
             started * measured.get("workflows.write_state", 0.0) / events,
         ),
-        ("tasks.extend", ticks_within(lambda _age: worker.heartbeat_interval_s, task_s)),
+        ("tasks.extend", ticks_within(lambda a: heartbeat_schedule(worker, a)[1], task_s)),
         ("worker.cancel_checks", ticks_within(lambda a: cancel_check_interval(worker, a), task_s)),
         # the live ticks (the first creates the blob) and the final append of the rest
         ("outputs.append_log", 1.0 + ticks_within(lambda a: live_interval(worker, a), task_s)),

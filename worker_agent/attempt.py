@@ -37,7 +37,7 @@ from shared.messages import (
 from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
-from worker_agent.cadence import live_interval
+from worker_agent.cadence import heartbeat_schedule, live_interval
 from worker_agent.cancel_watch import CancelChecks, watch_cancel
 from worker_agent.config import WorkerSettings
 from worker_agent.errors import AttemptError, StartError
@@ -123,6 +123,7 @@ class AttemptRunner:
             visibility_s=self.settings.visibility_s,
             interval_s=self.settings.heartbeat_interval_s,
             logger=log,
+            schedule=lambda age: heartbeat_schedule(self.settings, age),
         )
         heartbeat.start()
         attempt = Attempt(message, received, heartbeat, stop, devices, log)

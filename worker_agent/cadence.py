@@ -8,7 +8,9 @@ instead of 120. What users rely on keeps a documented bound that grows with the 
 never passes its cap:
 
 - a cancelled task is stopped within ``cancel_check_interval(age)`` (+ ``--kill-grace-s``);
-- ``dagq logs -f`` and the dashboard see a task's new output within ``live_interval(age)``.
+- ``dagq logs -f`` and the dashboard see a task's new output within ``live_interval(age)``;
+- if the worker dies, its task's message reappears for another worker within the visibility last
+  asked for, ``visibility_at(age)``: ``--visibility-s`` while young, at most ``--visibility-max-s``.
 
 The worker's loops and the benchmark's model of a real worker (``bench/bench_concurrent.py``) both
 use these functions, so the figure the benchmark prints is the worker's own cadence.
@@ -38,6 +40,18 @@ def cancel_check_interval(settings: WorkerSettings, age_s: float) -> float:
 def live_interval(settings: WorkerSettings, age_s: float) -> float:
     """Wait before the next live-log append of a task that has run ``age_s``."""
     return growing(age_s, settings.live_s, settings.live_max_s)
+
+
+def visibility_at(settings: WorkerSettings, age_s: float) -> int:
+    """The visibility a heartbeat asks for once the message has been held ``age_s``."""
+    return int(growing(age_s, settings.visibility_s, settings.visibility_max_s))
+
+
+def heartbeat_schedule(settings: WorkerSettings, age_s: float) -> tuple[int, float]:
+    """The visibility to ask for at ``age_s`` and the wait before the next extension: a third of
+    it (``--heartbeat-s`` when set)."""
+    visibility = visibility_at(settings, age_s)
+    return visibility, settings.heartbeat_s or visibility / 3
 
 
 def progress_interval(settings: WorkerSettings) -> float:

@@ -75,11 +75,21 @@ class WorkerSettings(BaseSettings):
         description="Visibility timeout of a received task message: if this worker dies, the "
         "message reappears for another worker after at most this long.",
     )
+    visibility_max_s: int = Field(
+        default=300,
+        ge=1,
+        le=7 * 24 * 3600,
+        description="Longest visibility a running task's heartbeat asks for: past --visibility-s "
+        "it grows to a quarter of the time the message has been held, so a long task's message "
+        "is extended less often; if its worker dies it reappears after at most this long. Equal "
+        "to --visibility-s: a fixed visibility.",
+    )
     heartbeat_s: float | None = Field(
         default=None,
         gt=0,
         description="How often a running task's message visibility is extended. Default: a third "
-        "of --visibility-s. Must be below --visibility-s.",
+        "of the visibility asked for (--visibility-s, growing to --visibility-max-s for a long "
+        "task). Must be below --visibility-s.",
     )
     started_after_s: float = Field(
         default=3.0,

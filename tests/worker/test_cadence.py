@@ -5,6 +5,7 @@ task's rate."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -15,15 +16,18 @@ from hypothesis import strategies as st
 
 from shared.messages import TaskMessage
 from shared.storage.memory import memory_storage
+from tests.worker.waiting import wait_for
 from worker_agent.cadence import (
     cancel_check_interval,
     growing,
+    heartbeat_schedule,
     live_interval,
     progress_interval,
     ticks_within,
 )
 from worker_agent.cancel_watch import CancelChecks
 from worker_agent.config import WorkerSettings
+from worker_agent.heartbeat import Heartbeat
 from worker_agent.live import AttemptKey, LiveAttempt
 from worker_agent.logfile import LogFile
 
@@ -152,3 +156,46 @@ async def test_a_long_tasks_log_is_appended_less_often_while_its_progress_is_rea
     assert seen[-1] == 39
     data = await storage.outputs.get("wf/t/1/log.txt")
     assert data == b"".join(b"line %d\n" % i for i in range(40))
+
+
+@given(
+    visibility=st.integers(min_value=1, max_value=3600),
+    longest=st.integers(min_value=1, max_value=7200),
+    age=st.floats(min_value=0, max_value=1e6),
+)
+def test_a_heartbeat_asks_for_at_most_the_longest_visibility_and_extends_well_before_it_ends(
+    visibility: int, longest: int, age: float
+) -> None:
+    settings = WorkerSettings(queues=["q"], visibility_s=visibility, visibility_max_s=longest)
+    asked, wait = heartbeat_schedule(settings, age)
+    assert visibility <= asked <= max(visibility, longest)
+    assert wait == asked / 3  # two thirds of it left for retries when an extension fails
+    assert heartbeat_schedule(settings, 0.0)[0] == visibility
+
+
+async def test_a_dead_workers_long_held_message_comes_back_within_the_longest_visibility() -> None:
+    now = [1000.0]
+    storage = memory_storage("hb", clock=lambda: now[0])
+    queue = storage.queues.get("hb-q-cpu")
+    await queue.ensure()
+    await queue.send("task")
+    settings = WorkerSettings(queues=["q"], visibility_s=60, visibility_max_s=300, heartbeat_s=0.02)
+    age = [0.0]  # how long the message has been held, moved on by the test
+    (received,) = await queue.receive(1, settings.visibility_s)
+    heartbeat = Heartbeat(
+        queue, received, visibility_s=settings.visibility_s, interval_s=0.02,
+        schedule=lambda _real_age: heartbeat_schedule(settings, age[0]),
+    )  # fmt: skip
+    heartbeat.start()
+    age[0] = 3 * 3600.0  # a task three hours old: extended to the longest visibility
+    extensions = heartbeat.extensions
+    await wait_for(lambda: heartbeat.extensions >= extensions + 2)
+    assert heartbeat._task is not None
+    heartbeat._task.cancel()  # the worker dies: no release, no delete
+    with contextlib.suppress(asyncio.CancelledError):
+        await heartbeat._task
+    now[0] += 299
+    assert await queue.receive(1, 60) == []  # the visibility asked for still holds
+    now[0] += 2
+    (again,) = await queue.receive(1, 60)  # then another worker gets it
+    assert again.text == "task"
