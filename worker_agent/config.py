@@ -73,7 +73,8 @@ class WorkerSettings(BaseSettings):
         ge=1,
         le=7 * 24 * 3600,
         description="Visibility timeout of a received task message: if this worker dies, the "
-        "message reappears for another worker after at most this long.",
+        "message reappears for another worker after at most this long (for a task held longer "
+        "than four times this: a quarter of that time, at most --visibility-max-s).",
     )
     visibility_max_s: int = Field(
         default=300,
