@@ -199,3 +199,14 @@ async def test_a_dead_workers_long_held_message_comes_back_within_the_longest_vi
     now[0] += 2
     (again,) = await queue.receive(1, 60)  # then another worker gets it
     assert again.text == "task"
+
+
+def test_the_cost_estimate_counts_the_workers_first_intervals() -> None:
+    # dagq cost's request estimate (shared/, which cannot read the worker's settings) uses the
+    # young task's rates as its upper bound: they are the worker's defaults
+    from shared.cost import requests
+
+    worker = WorkerSettings(queues=["q"])
+    assert cancel_check_interval(worker, 0) == requests.CANCEL_CHECK_S
+    assert live_interval(worker, 0) == requests.LIVE_LOG_S
+    assert heartbeat_schedule(worker, 0)[1] == requests.HEARTBEAT_S
