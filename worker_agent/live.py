@@ -1,7 +1,8 @@
 """What a running attempt shows while it runs: its log (log_shipper.py) and its progress
 (progress_file.py). The progress file (a local read) is looked at every ``--live-s``; the log is
 appended to its blob (a storage write) every ``cadence.live_interval(age)``: ``--live-s`` while the
-task is young, then a quarter of its age, at most ``--live-max-s``.
+task is young, then a quarter of its age, at most ``--live-max-s``; and at the next look when a
+whole chunk (``LOG_CHUNK_BYTES``, 4 MiB) is waiting: appends are batched by time and by size.
 
 Progress goes to ``on_progress`` (the worker's registry presence, which sends it with its
 heartbeat), never to the coordinator: no event is posted per update.
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
+from shared.limits import LOG_CHUNK_BYTES
 from shared.names import ResourceNames
 from shared.progress import TaskProgress
 from shared.storage.ports import OutputBlobs
@@ -92,7 +94,8 @@ class LiveAttempt:
             age = time.monotonic() - started
             await asyncio.sleep(max(0.0, min(ship_at, read_at) - age))
             age = time.monotonic() - started
-            if age >= ship_at - _EARLY_S:
+            full = await asyncio.to_thread(self.shipper.backlog) >= LOG_CHUNK_BYTES
+            if age >= ship_at - _EARLY_S or full:  # by time, or by size: a whole chunk waits
                 await self.shipper.tick()  # catches what it meets (log_shipper.py)
                 ship_at += self.ship_interval(ship_at)
                 late = time.monotonic() - started

@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.limits import LOG_CHUNK_BYTES as CHUNK_BYTES
 from shared.messages import TaskMessage
 from shared.storage.memory import memory_storage
 from tests.worker.waiting import wait_for
@@ -215,3 +216,25 @@ def test_the_cost_estimate_counts_the_workers_first_intervals() -> None:
     assert cancel_check_interval(worker, 0) == requests.CANCEL_CHECK_S
     assert live_interval(worker, 0) == requests.LIVE_LOG_S
     assert heartbeat_schedule(worker, 0)[1] == requests.HEARTBEAT_S
+
+
+async def test_a_whole_chunk_of_log_is_appended_without_waiting_for_the_interval(
+    tmp_path: Path,
+) -> None:
+    storage = memory_storage()
+    log_path = tmp_path / "log.txt"
+    with LogFile.create(log_path) as log:
+        live = LiveAttempt(
+            AttemptKey("wf", "t", 1), LogFile.create(tmp_path / "p.jsonl"), log, storage.outputs,
+            max_log_bytes=4 * CHUNK_BYTES, interval_s=0.02, logger=LOG, lost=lambda: False,
+            on_progress=None, ship_interval=lambda _age: 3600.0,  # time alone: not within the test
+        )  # fmt: skip
+        live.start()
+        log_path.write_bytes(b"x" * (CHUNK_BYTES + 10))  # a task that prints a lot at once
+        await wait_for(lambda: live.shipper.shipped == CHUNK_BYTES)
+        assert live.shipper.writes == 2  # the creation, then one whole chunk
+        await asyncio.sleep(0.1)
+        assert live.shipper.writes == 2  # the 10 bytes left wait for the interval (or the end)
+        await live.stop()
+        assert await live.finish() == "wf/t/1/log.txt"
+    assert len(await storage.outputs.get("wf/t/1/log.txt")) == CHUNK_BYTES + 10
