@@ -94,9 +94,10 @@ class LiveAttempt:
             age = time.monotonic() - started
             await asyncio.sleep(max(0.0, min(ship_at, read_at) - age))
             age = time.monotonic() - started
-            full = await asyncio.to_thread(self.shipper.backlog) >= LOG_CHUNK_BYTES
-            if age >= ship_at - _EARLY_S or full:  # by time, or by size: a whole chunk waits
-                await self.shipper.tick()  # catches what it meets (log_shipper.py)
+            due = age >= ship_at - _EARLY_S
+            if due or await asyncio.to_thread(self.shipper.backlog) >= LOG_CHUNK_BYTES:
+                await self.shipper.tick()  # by time or by size; it catches what it meets
+            if due:
                 ship_at += self.ship_interval(ship_at)
                 late = time.monotonic() - started
                 if ship_at < late:  # storage was slow: no burst of appends to catch up
