@@ -37,6 +37,8 @@ from shared.messages import (
 from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent.cadence import heartbeat_schedule, live_interval
+from worker_agent.cancel_watch import CancelChecks, watch_cancel
 from worker_agent.config import WorkerSettings
 from worker_agent.errors import AttemptError, StartError
 from worker_agent.files import (
@@ -59,7 +61,6 @@ from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
-    workflow_cancelled,
     workflow_of,
 )
 
@@ -97,6 +98,8 @@ class AttemptRunner:
     """Where a running attempt's progress goes (the registry presence); None: nowhere."""
     on_live_error: ErrorSink | None = None
     """Told of each failed read of a running attempt's progress (the registry presence)."""
+    cancel_checks: CancelChecks | None = None
+    """The cancel answers this worker's running tasks share (cancel_watch.py)."""
 
     async def process(
         self,
@@ -120,6 +123,7 @@ class AttemptRunner:
             visibility_s=self.settings.visibility_s,
             interval_s=self.settings.heartbeat_interval_s,
             logger=log,
+            schedule=lambda age: heartbeat_schedule(self.settings, age),
         )
         heartbeat.start()
         attempt = Attempt(message, received, heartbeat, stop, devices, log)
@@ -260,6 +264,7 @@ class AttemptRunner:
             on_progress=self.on_progress,
             on_error=self.on_live_error,
             blob_incarnation=message.blob_incarnation,
+            ship_interval=lambda age: live_interval(self.settings, age),
         )
         live.start()
         return live
@@ -301,17 +306,10 @@ class AttemptRunner:
         return result
 
     async def _watch_cancel(self, attempt: Attempt) -> None:
-        stop, log = attempt.stop, attempt.log
-        while stop.reason is None:
-            await asyncio.sleep(self.settings.cancel_check_s)
-            try:
-                cancelled = await workflow_cancelled(self.storage, attempt.message)
-            except Exception as exc:  # transient: the next check will tell
-                log.debug("cancel check failed: %s", exc)
-                continue
-            if cancelled:
-                log.info("workflow cancelled: stopping the task")
-                stop.request("cancelled")
+        if self.cancel_checks is None:  # one per worker: its tasks of a workflow share answers
+            self.cancel_checks = CancelChecks(self.storage)
+        message, stop, log = attempt.message, attempt.stop, attempt.log
+        await watch_cancel(self.cancel_checks, self.settings, message, stop, log)
 
     def _failed(self, attempt: Attempt, reason: FailureReason, error: str) -> TaskFailedEvent:
         """The event of an attempt that failed before its command ran (no result, no exit)."""
