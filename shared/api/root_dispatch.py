@@ -75,8 +75,13 @@ async def send_roots(
 ) -> None:
     """Send the roots' task messages, all at once; raises if one cannot be sent (the submit then
     writes nothing more: the messages sent are orphans)."""
-    sends = [storage.queues.get(names.task_queue(queue)).send(text) for queue, text in messages]
+    sends = [_send(storage, names.task_queue(queue), text) for queue, text in messages]
     results = await asyncio.gather(*sends, return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException):
             raise result
+
+
+async def _send(storage: Storage, azure_queue: str, text: str) -> None:
+    """One root's task message to its task queue."""
+    await storage.queues.get(azure_queue).send(text)
