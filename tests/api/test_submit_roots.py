@@ -1,4 +1,4 @@
-"""The submit dispatches a new workflow's plain roots itself (issue 32, ``shared.api.root_dispatch``):
+"""The submit dispatches a new workflow's plain roots itself (issue 32, ``api.root_dispatch``):
 task messages first, exactly as the coordinator would have sent them, then the state created
 running with the roots queued; no activate event. Anything else still goes through activation.
 (The worker's side, a root taken before its state exists: tests/worker/test_missing_state.py.)"""
@@ -61,7 +61,8 @@ async def test_plain_roots_are_sent_by_the_submit_and_the_state_created_running(
     assert [state.state_of(i) for i in range(3)] == ["queued", "queued", "pending"]
     assert (state.attempt[0], state.attempt[1], state.run) == (1, 1, 1)
     row = await storage.index.get("w1", state.created_at)
-    assert row is not None and row.status is WorkflowStatus.RUNNING
+    assert row is not None
+    assert row.status is WorkflowStatus.RUNNING
     assert await activate_events(storage) == []  # no activation: nothing for a pass to do
     # Byte for byte the coordinator's message (same builder, signed with the app's key).
     for name, queue in (("a", "cpu"), ("z", "gpu")):
@@ -107,7 +108,8 @@ async def test_a_failed_send_writes_nothing_more_and_the_retry_activates() -> No
     again = await service.submit(storage, wf, now=NOW, workflow_id="w1", incarnation=2, names=NAMES)
     assert (again.created, again.status) == (False, WorkflowStatus.PENDING)
     assert await activate_events(storage) == [ActivateEvent(workflow_id="w1")]
-    assert len(orphans) == 1 and '"incarnation":1' in orphans[0]
+    assert len(orphans) == 1
+    assert '"incarnation":1' in orphans[0]
     stored = await storage.workflows.state_metadata("w1")
     assert incarnation_from_metadata(stored) == 2  # the orphan is of another incarnation
 
@@ -123,7 +125,8 @@ async def test_a_crash_between_the_sends_and_the_state_leaves_orphans_of_no_work
     storage.workflows.create_state = crash  # type: ignore[method-assign]
     with pytest.raises(IncompleteSubmitError):
         await service.submit(storage, wf, now=NOW, workflow_id="w1", incarnation=1, names=NAMES)
-    assert len(await task_texts(storage)) == 1 and len(await task_texts(storage, "gpu")) == 1
+    assert len(await task_texts(storage)) == 1
+    assert len(await task_texts(storage, "gpu")) == 1
     assert await activate_events(storage) == []
     assert (await storage.index.list()).rows == []
 
@@ -145,9 +148,10 @@ async def test_losing_the_create_race_sends_activate_for_the_winner() -> None:
     assert '"incarnation":2' in (await task_texts(storage))[0]
 
 
+ROOT_A = '{name: a, kwargs: {cmd: "echo a"}}'
 NOT_PLAIN = {
-    "a cached root": PLAIN.replace('{name: a, kwargs: {cmd: "echo a"}}', '{name: a, kwargs: {cmd: "echo a"}, cache: true}'),
-    "more roots than max_parallelism": PLAIN.replace("name: plain", "name: plain\nmax_parallelism: 1"),
+    "a cached root": PLAIN.replace(ROOT_A, ROOT_A[:-1] + ", cache: true}"),
+    "more roots than max_parallelism": PLAIN.replace("name: plain", "name: p\nmax_parallelism: 1"),
     "more roots than the submit sends": "name: wide\ntasks:\n" + "".join(
         f'  - {{name: r{i}, kwargs: {{cmd: "echo"}}}}\n' for i in range(MAX_SUBMIT_ROOTS + 1)
     ),
@@ -162,7 +166,8 @@ async def test_roots_that_are_not_plain_go_through_activation(case: str) -> None
     result = await service.submit(storage, wf, now=NOW, workflow_id="w1", names=NAMES)
     assert result.status is WorkflowStatus.PENDING
     assert await activate_events(storage) == [ActivateEvent(workflow_id="w1")]
-    assert await task_texts(storage) == [] and await task_texts(storage, "gpu") == []
+    assert await task_texts(storage) == []
+    assert await task_texts(storage, "gpu") == []
 
 
 async def test_without_names_the_submit_activates_as_before() -> None:
