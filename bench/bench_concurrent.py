@@ -78,7 +78,7 @@ async def main(workflows: int, width: int, partitions: int, task_s: float) -> No
         async with slots:
             wf = definitions[i % len(definitions)]
             await service.submit(storage, wf, now=time.time(), workflow_id=f"c{i:06d}",
-                                 partitions=partitions)  # fmt: skip
+                                 partitions=partitions, names=NAMES)  # fmt: skip
 
     start = time.perf_counter()
     await asyncio.gather(*(submit(i) for i in range(workflows)))

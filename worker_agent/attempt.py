@@ -5,12 +5,11 @@
 3. Claim the attempt (a create-only blob, per incarnation, holding the queue message id): a
    second message for the same attempt (a duplicate dispatch) is deleted without running; the
    same message delivered again (its worker died) runs again.
-4. One HEAD of the workflow, right before running: a message of another incarnation of its id
-   (the workflow was purged and submitted again since it was sent) is dead-lettered with that
-   reason; a redelivery of a finished workflow's task is dropped; a cancelled (or deleted)
-   workflow's attempt is reported failed, 'cancelled'. None of them runs.
-5. Run the command (see runner.py) while watching for cancellation; post 'started' once it has
-   run for ``started_after_s``.
+4. One HEAD of the workflow, right before running: a message of another incarnation of its id, or
+   with no state after a short wait (a submit sends the roots first: ``workflow_check``), is
+   dead-lettered with the reason; a redelivery of a finished workflow's task is dropped; a
+   cancelled workflow's attempt is reported failed, 'cancelled'. None of them runs.
+5. Run the command (runner.py), watching for cancellation; post 'started' after ``started_after_s``.
 6. Output, log upload, completed/failed event (retried until sent), THEN delete the message.
 
 A stop for shutdown or preemption reports nothing: the message is made visible again at once and
@@ -37,6 +36,7 @@ from shared.messages import (
 from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent import workflow_check
 from worker_agent.cadence import heartbeat_schedule, live_interval
 from worker_agent.cancel_watch import CancelChecks, watch_cancel
 from worker_agent.config import WorkerSettings
@@ -163,9 +163,12 @@ class AttemptRunner:
         # One HEAD, after the claim and right before running (a check before the claim could
         # be stale by the time the task starts: the simulation found one, seed 2306).
         seen = await workflow_of(self.storage, message)
-        if seen.foreign:
+        if seen.missing and (wait := workflow_check.state_wait_s(received, time.time())):
+            await self._release(attempt, after_s=wait)  # no state yet: its roots go out first
+            return
+        if reason := seen.foreign or await workflow_check.orphaned(self.storage, seen, message):
             queue = attempt.heartbeat.queue
-            await self._dead_letter(queue, received, seen.foreign, log, attempt.heartbeat)
+            await self._dead_letter(queue, received, reason, log, attempt.heartbeat)
             return
         if seen.late(message, received.dequeue_count):
             log.info("the task's run has ended: dropping a late message of the task")
