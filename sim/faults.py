@@ -116,8 +116,10 @@ CATCH_WITHIN: dict[Tooth, int] = {
     # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 catch it (about 60 s).
     Tooth.PURGE_WHOLE_ID: 450,
     Tooth.NO_SIGNATURE_CHECK: 5,
-    # Projections stall in flight (``sim.storage.STALLING``); seeds 10, 27, 28, 34, 41, ... of
-    # 0..59 catch it (an index row's version going back, ``sim.index_versions``).
-    Tooth.UNVERSIONED_PROJECTION: 20,
+    # Projections stall in flight (``sim.storage.STALLING``); seeds 24, 44, 45, 52, 59, 73, ...
+    # catch it (an index row's version going back, ``sim.index_versions``): since the submit
+    # dispatches plain roots itself (issue 32) a workflow has one projection fewer (the
+    # activation's), and the seeds that caught it before (10, 27, 28, 34, 41) no longer do.
+    Tooth.UNVERSIONED_PROJECTION: 30,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""
