@@ -100,6 +100,12 @@ class Tooth(enum.StrEnum):
     NO_SIGNATURE_CHECK = "no-signature-check"
     """Workers and coordinators take any task message and control event, signed by the app or
     not (the forger's then run and apply)."""
+    OLDEST_FIRST_DEAD_LETTERS = "oldest-first-dead-letters"
+    """Dead letters are named in forward time (as a day's names were ordered before issue #30,
+    item 4): a bounded listing of a busy day returns its oldest letters, not the newest."""
+    TRUST_ANY_REGISTRY_ROW = "trust-any-registry-row"
+    """The readers take a registry row's claim about any task, not only from the worker the
+    state names for it (issue #30, item 5): a forged row's progress shows."""
 
 
 CATCH_WITHIN: dict[Tooth, int] = {
@@ -119,5 +125,10 @@ CATCH_WITHIN: dict[Tooth, int] = {
     # Projections stall in flight (``sim.storage.STALLING``); seeds 10, 27, 28, 34, 41, ... of
     # 0..59 catch it (an index row's version going back, ``sim.index_versions``).
     Tooth.UNVERSIONED_PROJECTION: 20,
+    # The end check lists 3 letters with a scan of 5 (``sim.readers``): any run that wrote more
+    # than 3 dead letters (the forger's) catches it.
+    Tooth.OLDEST_FIRST_DEAD_LETTERS: 5,
+    # A forged row claiming a queued or running task, checked right after it is written.
+    Tooth.TRUST_ANY_REGISTRY_ROW: 5,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

@@ -28,6 +28,7 @@ from sim.actors import chaos, forger, functions_host, restarting, worker
 from sim.faults import FaultRates, Tooth
 from sim.invariants import Oracle
 from sim.keys import SIGNING_KEY
+from sim.readers import check_recent_dead_letters, registry_forger
 from sim.storage import Actor, Platform, deterministic_ids, new_storage
 from sim.teeth import planted
 from sim.users import OPS, users
@@ -127,6 +128,7 @@ async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome
     tasks = [asyncio.create_task(p) for p in processes]
     tasks.append(asyncio.create_task(chaos(world)))
     tasks.append(asyncio.create_task(forger(world)))
+    tasks.append(asyncio.create_task(registry_forger(world)))
     user_ops = asyncio.create_task(users(world))
     await asyncio.sleep(config.fault_s)
     world.platform.faults = FaultRates.quiet()
@@ -138,6 +140,7 @@ async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome
     if not user_ops.done():
         world.oracle.fail("users", "user operations never got an answer")
     world.oracle.final()
+    await check_recent_dead_letters(world)
     for task in [*tasks, user_ops]:
         task.cancel()
     await asyncio.gather(*tasks, user_ops, return_exceptions=True)
