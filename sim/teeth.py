@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from shared.api import task_reads
+from shared.coordinator import update as coordinator_update
+from shared.coordinator.backlog import event_backlog_s
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.update import UpdateResult, WorkflowUpdater
 from shared.engine.step import Step
@@ -49,7 +51,7 @@ def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
         patch(Leadership, "ok", lambda self: True)  # ...and goes on writing if it loses it
     if Tooth.UNVERSIONED_PROJECTION in teeth:
         patch(IndexRow, "newer_than", lambda self, stored: True)
-    _plant_reader_teeth(teeth, patch)
+    _plant_issue30_teeth(teeth, patch)
     if Tooth.RETRY_UNBOUNDED in teeth:
         fail = Step.fail
 
@@ -79,8 +81,15 @@ def _forward_deadletter_blob(received_at: float, message_id: str) -> str:
     return f"{day}/{int(received_at * 1000):013d}-{message_id}.json"
 
 
-def _plant_reader_teeth(teeth: frozenset[Tooth], patch: Callable[[Any, str, Any], None]) -> None:
-    """The teeth of what ``dagq doctor``, the API and the dashboard read (``sim.readers``)."""
+def _plant_issue30_teeth(teeth: frozenset[Tooth], patch: Callable[[Any, str, Any], None]) -> None:
+    """The teeth of issue 30's items 3, 4 and 5 (``sim.backlog_repairs``, ``sim.readers``)."""
+    if Tooth.NO_BACKLOG_GRACE in teeth:
+
+        async def ignored(*a: Any, **kw: Any) -> float:
+            await event_backlog_s(*a, **kw)  # the peek still happens; its answer is dropped
+            return 0.0
+
+        patch(coordinator_update, "event_backlog_s", ignored)
     if Tooth.OLDEST_FIRST_DEAD_LETTERS in teeth:
         patch(ResourceNames, "deadletter_blob", staticmethod(_forward_deadletter_blob))
     if Tooth.TRUST_ANY_REGISTRY_ROW in teeth:
