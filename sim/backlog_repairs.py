@@ -63,8 +63,8 @@ class Lag:
 
     @classmethod
     def draw(cls, seed: int, epoch: float) -> Lag:
-        """The run's lag window, if any. The stream (``+ 44``) leaves seed 23, the first to catch
-        ``purge-whole-id`` (a rare tooth), without a window, so it still does (with ``+ 43`` no
+        """The run's lag window, if any. The stream (``+ 44``) was chosen to leave seed 23, then
+        the first to catch ``purge-whole-id`` (a rare tooth), without a window (with ``+ 43`` no
         seed of 0..449 caught it: docs/simulation.md)."""
         rng = random.Random(seed * 7919 + 44)
         if rng.random() >= LAG_CHANCE:

@@ -123,17 +123,18 @@ CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.RETRY_UNBOUNDED: 10,
     # Rare: it takes blobs of two incarnations under one id when a purge lands (a re-submit
     # before a stalled step 4, or a purged run's late claim). With the forger and the lost
-    # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 caught it; on df89bfc and
-    # here seed 23 does (``sim.backlog_repairs.Lag.draw`` leaves it without a lag window).
+    # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 caught it; merged with
+    # main at a3abfdb and the lag window (``sim.backlog_repairs.Lag``), seed 17 does first.
     Tooth.PURGE_WHOLE_ID: 450,
     Tooth.NO_SIGNATURE_CHECK: 5,
     # Projections stall in flight (``sim.storage.STALLING``); seeds 24, 44, 45, 52, 59, 73, ...
     # catch it (an index row's version going back, ``sim.index_versions``): since the submit
     # dispatches plain roots itself (issue 32) a workflow has one projection fewer (the
     # activation's), and the seeds that caught it before (10, 27, 28, 34, 41) no longer do.
+    # With the lag window (``sim.backlog_repairs.Lag``): seeds 8, 24, 33, 45, 47, 52, 59.
     Tooth.UNVERSIONED_PROJECTION: 30,
     # Needs a run with a lag window (half of them) whose burst leaves a report waiting while
-    # its task queue empties: 20 of seeds 0..199 catch it (4, 8, 18, 34, 39, 47, 51, 75, ...).
+    # its task queue empties: 18 of seeds 0..199 catch it (0, 11, 20, 66, 80, 83, 91, ...).
     Tooth.NO_BACKLOG_GRACE: 100,
     # The end check lists 3 letters with a scan of 5 (``sim.readers``): any run that wrote more
     # than 3 dead letters (the forger's) catches it.
