@@ -14,6 +14,7 @@ from shared.coordinator import CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
+from sim.backlog_repairs import Lag
 from sim.invariants import Oracle
 from sim.storage import Platform
 
@@ -53,6 +54,7 @@ class World(Protocol):
     fault_end: float
     submitted: list[str]
     definitions: dict[str, tuple[CompiledWorkflow, bytes]]
+    lag: Lag
 
     @property
     def config(self) -> RunShape:
