@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from shared.states import WorkflowStatus
     from shared.storage.ports import Storage
     from shared.storage.schedules import ScheduleRecord
+    from shared.views import ScheduleDeleted
 
 log = logging.getLogger("dagq.schedules")
 
@@ -70,20 +71,26 @@ async def run_schedules(
     return sum(await asyncio.gather(*(one(r) for r in records if not r.paused or r.starting)))
 
 
-async def finish_starting(
+async def finish_and_delete(
     storage: Storage,
-    record: ScheduleRecord,
-    now: float,
+    name: str,
     *,
+    now: float,
     partitions: int = 1,
     signer: Signer | None = None,
     max_expansion_width: int | None = None,
-) -> None:
-    """Submit again the runs ``record`` notes as starting (before the schedule is deleted: no
-    sweep would finish them after). A storage failure raises."""
-    starter = _Starter(storage, now, partitions, signer, max_expansion_width)
-    for workflow_id in record.starting:
-        await starter._start(record, workflow_id)
+) -> ScheduleDeleted:
+    """Delete a schedule (``shared.api.schedules.delete``), first submitting again the runs it
+    notes as starting: no sweep would finish them after. A storage failure raises (nothing is
+    deleted: try again)."""
+    from shared.api import schedules
+
+    record = await storage.schedules.get(name)
+    if record is not None and record.starting:
+        starter = _Starter(storage, now, partitions, signer, max_expansion_width)
+        for workflow_id in record.starting:
+            await starter._start(record, workflow_id)
+    return await schedules.delete(storage, name)
 
 
 def _at(slot: float) -> str:

@@ -26,7 +26,6 @@ from shared.storage.schedules import MAX_SCHEDULES, ScheduleRecord, ScheduleSpec
 
 if TYPE_CHECKING:
     from shared.definition.workflow import CompiledWorkflow
-    from shared.signing import Signer
     from shared.states import WorkflowStatus
     from shared.storage.ports import Storage
     from shared.views import ScheduleDeleted, ScheduleList, ScheduleRun, ScheduleView
@@ -127,18 +126,12 @@ async def set_paused(storage: Storage, name: str, paused: bool, *, now: float) -
     raise ConflictError(f"schedule {name!r} keeps changing: try again")
 
 
-async def delete(
-    storage: Storage, name: str, *, now: float, partitions: int = 1, signer: Signer | None = None
-) -> ScheduleDeleted:
-    """Delete a schedule (its runs stay). Idempotent. Runs a sweep began and saw no answer to
-    (``ScheduleRecord.starting``) are submitted again first, so none is left half made; a
-    storage failure there fails the delete (try again)."""
-    from shared.api.schedule_sweep import finish_starting
+async def delete(storage: Storage, name: str) -> ScheduleDeleted:
+    """Delete a schedule (its runs stay). Idempotent. The API deletes through
+    ``shared.api.schedule_sweep.finish_and_delete``, which first finishes the runs a sweep left
+    half made."""
     from shared.views import ScheduleDeleted
 
-    record = await storage.schedules.get(name)
-    if record is not None and record.starting:
-        await finish_starting(storage, record, now, partitions=partitions, signer=signer)
     return ScheduleDeleted(name=name, deleted=await storage.schedules.delete(name))
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from shared.api import schedules
-from shared.api.schedule_sweep import run_schedules
+from shared.api.schedule_sweep import finish_and_delete, run_schedules
 from shared.definition.schedule import run_id
 from shared.errors import (
     ConflictError,
@@ -213,8 +213,8 @@ async def test_a_delete_finishes_a_run_left_half_made_first() -> None:
     await run_schedules(killed(storage, "index", "create"), T0 + 60)
     first = run_id("every", 1_796_000_040.0)
     with pytest.raises(IncompleteSubmitError):  # a storage failure fails the delete
-        await schedules.delete(killed(storage, "index", "create"), "every", now=T0 + 70)
+        await finish_and_delete(killed(storage, "index", "create"), "every", now=T0 + 70)
     assert await storage.schedules.get("every") is not None
-    assert (await schedules.delete(storage, "every", now=T0 + 70)).deleted
+    assert (await finish_and_delete(storage, "every", now=T0 + 70)).deleted
     rows = [r for r in storage.index.rows.values() if r.workflow_id == first]
     assert [r.status for r in rows] == [WorkflowStatus.PENDING]
