@@ -32,6 +32,7 @@ from shared.messages import (
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from sim.faults import Crash, Tooth
 from sim.keys import FORGED_CMD, FORGER, VERIFIER
+from sim.schedules import sweep_job
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from sim.world_view import World
@@ -77,7 +78,12 @@ async def functions_host(world: World, actor: Actor, _generation: int) -> None:
     storage = view(world.platform, world.raw, actor)
     skew = rng.uniform(-world.config.max_skew_s, world.config.max_skew_s)
     coordinator = Coordinator(
-        storage, world.names, world.options, clock=lambda: world.now() + skew, keep_lease=True
+        storage,
+        world.names,
+        world.options,
+        clock=lambda: world.now() + skew,
+        keep_lease=True,
+        after_sweeps=sweep_job(world),
     )
     idle = 0.5
     while not world.stopping:

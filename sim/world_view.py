@@ -15,6 +15,7 @@ from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
 from sim.invariants import Oracle
+from sim.schedule_book import ScheduleBook
 from sim.storage import Platform
 
 
@@ -53,6 +54,7 @@ class World(Protocol):
     fault_end: float
     submitted: list[str]
     definitions: dict[str, tuple[CompiledWorkflow, bytes]]
+    schedules: ScheduleBook
 
     @property
     def config(self) -> RunShape:

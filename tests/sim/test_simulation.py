@@ -68,6 +68,9 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    125: "(schedules in the mix) a sweep's submit created a slot's run state and failed before its"
+    " index row; the schedule was paused and nobody submitted the id again: a pending run no"
+    " sweep saw; tests/schedules/test_service.py test_a_run_left_half_made_is_finished_*",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 
