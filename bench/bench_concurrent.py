@@ -17,8 +17,9 @@ nothing and report a completion), for a ``--task-s`` (60) second task on a worke
 the worker's default settings, each figure per task (real_breakdown): the state check before the
 run, the started event (its send, the coordinator's delete, and its share of event receives and
 state writes at this run's measured rate per event), the message's visibility heartbeats, the
-cancel checks, the live log (its creation and an append every ``live_s`` of a task that writes
-steadily), and the registry beats (sent every ``live_s`` while a task's progress changes).
+cancel checks, the live log (its creation, its appends of a task that writes steadily, and the
+final append), and the registry beats made while the task runs (its progress rides them). Each
+count comes from the worker's own cadence functions (``worker_agent/cadence.py``) and settings.
 Usage: python bench/bench_concurrent.py [--workflows 10000] [--task-s 60]
 """
 
@@ -77,7 +78,7 @@ async def main(workflows: int, width: int, partitions: int, task_s: float) -> No
         async with slots:
             wf = definitions[i % len(definitions)]
             await service.submit(storage, wf, now=time.time(), workflow_id=f"c{i:06d}",
-                                 partitions=partitions)  # fmt: skip
+                                 partitions=partitions, names=NAMES)  # fmt: skip
 
     start = time.perf_counter()
     await asyncio.gather(*(submit(i) for i in range(workflows)))
@@ -132,21 +133,34 @@ def requests_breakdown(calls: Counter[str], tasks: int) -> list[tuple[str, float
 
 def real_worker_extras(measured: dict[str, float], task_s: float) -> list[tuple[str, float]]:
     """Requests per task a real worker (default settings, one slot) adds to the synthetic ones
-    for a ``task_s`` second task that logs and reports progress steadily (see the docstring)."""
+    for a ``task_s`` second task that logs and reports progress steadily (see the docstring):
+    each cadence is the worker's own (``worker_agent.cadence``), counted over the task's run."""
+    from worker_agent.cadence import (
+        cancel_check_interval,
+        heartbeat_schedule,
+        live_interval,
+        progress_interval,
+        ticks_within,
+    )
     from worker_agent.config import WorkerSettings
 
     worker = WorkerSettings(queues=["q"])
     events = measured.get("events.send", 1.0)  # events applied per task in this run
+    started = 1.0 if task_s >= worker.started_after_s else 0.0
     return [
         ("worker.state_check", 1.0),  # the HEAD after the claim, before the run
-        ("started.events.send", 1.0),
-        ("started.events.delete", 1.0),
-        ("started.events.receive", measured.get("events.receive", 0.0) / events),
-        ("started.workflows.write_state", measured.get("workflows.write_state", 0.0) / events),
-        ("tasks.extend", task_s / worker.heartbeat_interval_s),
-        ("worker.cancel_checks", task_s / worker.cancel_check_s),
-        ("outputs.append_log", 1.0 + task_s / worker.live_s),
-        ("registry.beat", task_s / worker.live_s),
+        ("started.events.send", started),
+        ("started.events.delete", started),
+        ("started.events.receive", started * measured.get("events.receive", 0.0) / events),
+        (
+            "started.workflows.write_state",
+            started * measured.get("workflows.write_state", 0.0) / events,
+        ),
+        ("tasks.extend", ticks_within(lambda a: heartbeat_schedule(worker, a)[1], task_s)),
+        ("worker.cancel_checks", ticks_within(lambda a: cancel_check_interval(worker, a), task_s)),
+        # the live ticks (the first creates the blob) and the final append of the rest
+        ("outputs.append_log", 1.0 + ticks_within(lambda a: live_interval(worker, a), task_s)),
+        ("registry.beat", ticks_within(lambda _age: progress_interval(worker), task_s)),
     ]
 
 

@@ -1,8 +1,10 @@
 """Live log benchmark on Azurite (started here): the storage writes a running task's log costs.
 
-A worker agent (in-process, ``--live-s`` set to ``--live-s`` here) runs one task that prints a
-line every 0.1 s for ``--seconds``. Every write to its log blob is counted (creation, appends,
-the final part). Measured in this one run:
+A worker agent (in-process, ``--live-s`` and ``--live-max-s`` set to ``--live-s`` here: a fixed
+interval, as a young task's) runs one task that prints a line every 0.1 s for ``--seconds``. (Past
+its first intervals a task's appends slow down with its age, up to ``--live-max-s``: that cadence
+is counted by ``bench_concurrent.py``'s real-worker figures.) Every write to its log blob is
+counted (creation, appends, the final part). Measured in this one run:
 
 - log_writes_per_interval: writes / (task run time / live_s): how many writes each live interval
   cost (the design: at most one, plus the creation and the final append once per attempt);
@@ -74,8 +76,8 @@ async def run(storage: AzureStorage, work: Path, seconds: float, live_s: float) 
     message = TaskMessage(workflow_id="wf-bench", task="chatty", attempt=1, queue="bench", cmd=cmd)
     await queue.send(encode(message))
     settings = WorkerSettings(
-        queues=["bench"], work_dir=work, metadata_url="", live_s=live_s, min_poll_s=0.05,
-        max_poll_s=0.1, worker_id="bench", registry_s=60,
+        queues=["bench"], work_dir=work, metadata_url="", live_s=live_s, live_max_s=live_s,
+        min_poll_s=0.05, max_poll_s=0.1, worker_id="bench", registry_s=60,
     )  # fmt: skip
     agent = Agent(settings, storage, storage.names)
     runner = asyncio.create_task(agent.run())

@@ -9,6 +9,10 @@ Every figure is measured in this one run (best of 3, wall clock):
   with a templated cmd and a glob condition on the fan-in.
 - per_task_us_100k: validate_s_100k_json per task, in microseconds (cost is linear: compare
   per_task_us_10k, measured the same way at 10,000 tasks).
+- params_overhead_10k: the 10,000-task fan-out with every command written ``echo {{ params.msg }}
+  N`` (one declared parameter, filled and checked for shell-safe placement per command), as a
+  ratio to the same fan-out without parameters (``validate_s_10k_params`` over the per-task figure
+  at 10,000).
 - validate_s_100k_json_gc_on: the same with the cyclic garbage collector left on (the compiler
   pauses it, ``shared.definition.gc_pause``); gc_pause_speedup is the ratio of the two.
 
@@ -40,6 +44,15 @@ def fan(n: int) -> str:
         {"name": "sink", "kwargs": {"cmd": "true"}, "depends_on": [f"t{i}" for i in range(9000)]}
     )
     return json.dumps({"name": "fan", "tasks": tasks}, separators=(",", ":"))
+
+
+def with_params(text: str) -> str:
+    """The workflow of ``text`` with one parameter used in every ``echo`` command."""
+    doc = json.loads(text)
+    doc["params"] = {"msg": "hello"}
+    for task in doc["tasks"]:
+        task["kwargs"]["cmd"] = task["kwargs"]["cmd"].replace("echo ", "echo {{ params.msg }} ")
+    return json.dumps(doc, separators=(",", ":"))
 
 
 def chain(n: int) -> str:
@@ -84,6 +97,8 @@ def main() -> None:
     t_100k = best_of(3, lambda: compile_text(text_100k))
     t_chain = best_of(3, lambda: compile_text(text_chain))
     t_foreach = best_of(3, lambda: compile_text(FOREACH))
+    text_params = with_params(text_10k)
+    t_params = best_of(3, lambda: compile_text(text_params))
     assert len(compile_text(FOREACH).tasks) == 10_002
     paused = shared.definition.compiler.paused_gc
     shared.definition.compiler.paused_gc = contextlib.nullcontext  # the collector runs as usual
@@ -96,6 +111,7 @@ def main() -> None:
         f" validate_s_10k_foreach={t_foreach:.3f} per_task_us_10k={t_10k / 10_000 * 1e6:.1f}"
         f" per_task_us_100k={t_100k / 100_000 * 1e6:.1f} json_mib_100k={len(text_100k) / 2**20:.1f}"
         f" validate_s_100k_json_gc_on={t_gc_on:.3f} gc_pause_speedup={t_gc_on / t_100k:.2f}"
+        f" validate_s_10k_params={t_params:.3f} params_overhead_10k={t_params / t_10k:.2f}"
     )
 
 

@@ -195,6 +195,13 @@ class ResourceNames:
         workflow ends, the ``notify`` function POSTs it (``shared.notify``). Only the app's."""
         return f"{self.prefix}-notify"
 
+    @property
+    def notify_poison_queue(self) -> str:
+        """Where the Functions host moves a notification whose delivery raised maxDequeueCount
+        times (storage trouble, not the endpoint's answer); partition 0's sweep dead-letters each
+        with the reason (``shared.coordinator.sweeps``)."""
+        return f"{self.notify_queue}-poison"
+
     def task_queue(self, queue: str) -> str:
         """The Azure queue for a definition's queue name (``gpu`` -> ``dagq-q-gpu``)."""
         problem = queue_name_problem(queue)
@@ -209,6 +216,8 @@ class ResourceNames:
             return "poison" if azure_name.endswith("-poison") else "events"
         if azure_name == self.notify_queue:
             return "notify"
+        if azure_name == self.notify_poison_queue:
+            return "poison"
         return "tasks" if azure_name.startswith(f"{self.prefix}-q-") else "other"
 
     def all_containers(self) -> tuple[str, ...]:

@@ -38,6 +38,9 @@ from sim.workload import QUEUES, fails
 from sim.world_view import World
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
+    WorkflowSeen,
+    orphaned,
+    state_wait_s,
     workflow_cancelled,
     workflow_of,
 )
@@ -175,10 +178,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         return
     received = held
     seen = await workflow_of(storage, message)  # the worker's own checks, one HEAD
-    if seen.foreign:  # a purged run's late message: kept aside with its reason, never run
-        await storage.deadletters.put(message_id=received.id, text=received.text,
-                                      reason=seen.foreign, received_at=world.now())  # fmt: skip
-        await queue.delete(received)
+    if await _set_aside(world, storage, queue, received, seen):
         return
     if seen.late(message, received.dequeue_count):
         await queue.delete(received)  # its run has ended: never run after the end (as the worker)
@@ -215,6 +215,23 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         world.oracle.ended(run_key, reported=reported, upstream=upstream)
     if await queue.delete(received):
         world.oracle.deleted(run_key)
+
+
+async def _set_aside(world: World, storage: Storage, queue: Queue, received: ReceivedMessage,
+                     seen: WorkflowSeen) -> bool:  # fmt: skip
+    """Whether the message is not for this worker to go on with, as the worker decides: its state
+    not there yet (handed back: a submit sends the roots first), or a purged run's late message
+    or an orphan (kept aside with its reason, never run)."""
+    if seen.missing and (wait := state_wait_s(received, world.now())):
+        await queue.extend(received, wait)
+        return True
+    message = decode_task_message(received.text)
+    if reason := seen.foreign or await orphaned(storage, seen, message):
+        await storage.deadletters.put(message_id=received.id, text=received.text,
+                                      reason=reason, received_at=world.now())  # fmt: skip
+        await queue.delete(received)
+        return True
+    return False
 
 
 def _report_partition(world: World, message: TaskMessage) -> int:

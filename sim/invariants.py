@@ -40,15 +40,18 @@ from sim.storage import Actor, Platform
 
 BENIGN_DEAD_LETTERS = (
     "of another incarnation of workflow",
+    "which has no state blob 30 s after the message was sent",
     "is not signed by the app",
     "no key in DAGQ_VERIFY_KEYS made",
 )
 """Dead-letter reasons that are the design working, not a fault: a purged workflow's late task
 message or event, which reached its id's next incarnation, is kept aside with its reason (never
-applied or run). A report held for a rerun that never arrived is not among them: only a cancel
-settles a task while a dispatch the state does not show may be out, and a report of such a
-dispatch is stale (``engine.attempt_bounds.rerun_base``). The forger's messages, unsigned or
-signed with a key not in force, are dead-lettered by design too (``sim.actors.forger``)."""
+applied or run); so is a task message whose state blob did not come (its submit sent the roots,
+then failed before creating the state: ``worker_agent.workflow_check.orphaned``). A report held
+for a rerun that never arrived is not among them: only a cancel settles a task while a dispatch
+the state does not show may be out, and a report of such a dispatch is stale
+(``engine.attempt_bounds.rerun_base``). The forger's messages, unsigned or signed with a key not
+in force, are dead-lettered by design too (``sim.actors.forger``)."""
 
 
 @dataclass

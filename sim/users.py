@@ -94,7 +94,7 @@ async def _submit(world: World, name: str, workflow_id: str) -> None:
             storage, wf, now=world.now() + world.rng.uniform(-1, 1), workflow_id=workflow_id,
             encoded=data, partitions=world.partitions,
             incarnation=1 + world.rng.randrange(MAX_COUNTER),  # seeded, not ``secrets``
-            signer=SIGNER,
+            signer=SIGNER, names=world.names,
         )  # fmt: skip
 
     await call(world, name, submit)

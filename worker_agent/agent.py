@@ -26,6 +26,7 @@ from shared.names import ResourceNames
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent import cgroup
 from worker_agent.attempt import AttemptRunner
+from worker_agent.cadence import progress_interval
 from worker_agent.config import WorkerSettings
 from worker_agent.gpu import slot_plan
 from worker_agent.preemption import (
@@ -88,7 +89,7 @@ class Agent:
             queues=[name for name, _ in self.queues],
             slots=self.slot_count,
             interval_s=settings.registry_s,
-            progress_s=settings.live_s,
+            progress_s=progress_interval(settings),
             vm_size=settings.vm_size,
             gpu_count=sum(len(d.split(",")) for d in self.devices if d),
         )

@@ -5,12 +5,11 @@
 3. Claim the attempt (a create-only blob, per incarnation, holding the queue message id): a
    second message for the same attempt (a duplicate dispatch) is deleted without running; the
    same message delivered again (its worker died) runs again.
-4. One HEAD of the workflow, right before running: a message of another incarnation of its id
-   (the workflow was purged and submitted again since it was sent) is dead-lettered with that
-   reason; a redelivery of a finished workflow's task is dropped; a cancelled (or deleted)
-   workflow's attempt is reported failed, 'cancelled'. None of them runs.
-5. Run the command (see runner.py) while watching for cancellation; post 'started' once it has
-   run for ``started_after_s``.
+4. One HEAD of the workflow, right before running: a message of another incarnation of its id, or
+   with no state after a short wait (a submit sends the roots first: ``workflow_check``), is
+   dead-lettered with the reason; a redelivery of a finished workflow's task is dropped; a
+   cancelled workflow's attempt is reported failed, 'cancelled'. None of them runs.
+5. Run the command (runner.py), watching for cancellation; post 'started' after ``started_after_s``.
 6. Output, log upload, completed/failed event (retried until sent), THEN delete the message.
 
 A stop for shutdown or preemption reports nothing: the message is made visible again at once and
@@ -37,6 +36,9 @@ from shared.messages import (
 from shared.names import safe_name_problem, workflow_id_problem
 from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent import workflow_check
+from worker_agent.cadence import heartbeat_schedule, live_interval
+from worker_agent.cancel_watch import CancelChecks, watch_cancel
 from worker_agent.config import WorkerSettings
 from worker_agent.errors import AttemptError, StartError
 from worker_agent.files import (
@@ -59,7 +61,6 @@ from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
-    workflow_cancelled,
     workflow_of,
 )
 
@@ -97,6 +98,8 @@ class AttemptRunner:
     """Where a running attempt's progress goes (the registry presence); None: nowhere."""
     on_live_error: ErrorSink | None = None
     """Told of each failed read of a running attempt's progress (the registry presence)."""
+    cancel_checks: CancelChecks | None = None
+    """The cancel answers this worker's running tasks share (cancel_watch.py)."""
 
     async def process(
         self,
@@ -120,6 +123,7 @@ class AttemptRunner:
             visibility_s=self.settings.visibility_s,
             interval_s=self.settings.heartbeat_interval_s,
             logger=log,
+            schedule=lambda age: heartbeat_schedule(self.settings, age),
         )
         heartbeat.start()
         attempt = Attempt(message, received, heartbeat, stop, devices, log)
@@ -159,9 +163,12 @@ class AttemptRunner:
         # One HEAD, after the claim and right before running (a check before the claim could
         # be stale by the time the task starts: the simulation found one, seed 2306).
         seen = await workflow_of(self.storage, message)
-        if seen.foreign:
+        if seen.missing and (wait := workflow_check.state_wait_s(received, time.time())):
+            await self._release(attempt, after_s=wait)  # no state yet: its roots go out first
+            return
+        if reason := seen.foreign or await workflow_check.orphaned(self.storage, seen, message):
             queue = attempt.heartbeat.queue
-            await self._dead_letter(queue, received, seen.foreign, log, attempt.heartbeat)
+            await self._dead_letter(queue, received, reason, log, attempt.heartbeat)
             return
         if seen.late(message, received.dequeue_count):
             log.info("the task's run has ended: dropping a late message of the task")
@@ -260,6 +267,7 @@ class AttemptRunner:
             on_progress=self.on_progress,
             on_error=self.on_live_error,
             blob_incarnation=message.blob_incarnation,
+            ship_interval=lambda age: live_interval(self.settings, age),
         )
         live.start()
         return live
@@ -301,17 +309,10 @@ class AttemptRunner:
         return result
 
     async def _watch_cancel(self, attempt: Attempt) -> None:
-        stop, log = attempt.stop, attempt.log
-        while stop.reason is None:
-            await asyncio.sleep(self.settings.cancel_check_s)
-            try:
-                cancelled = await workflow_cancelled(self.storage, attempt.message)
-            except Exception as exc:  # transient: the next check will tell
-                log.debug("cancel check failed: %s", exc)
-                continue
-            if cancelled:
-                log.info("workflow cancelled: stopping the task")
-                stop.request("cancelled")
+        if self.cancel_checks is None:  # one per worker: its tasks of a workflow share answers
+            self.cancel_checks = CancelChecks(self.storage)
+        message, stop, log = attempt.message, attempt.stop, attempt.log
+        await watch_cancel(self.cancel_checks, self.settings, message, stop, log)
 
     def _failed(self, attempt: Attempt, reason: FailureReason, error: str) -> TaskFailedEvent:
         """The event of an attempt that failed before its command ran (no result, no exit)."""

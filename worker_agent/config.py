@@ -73,13 +73,24 @@ class WorkerSettings(BaseSettings):
         ge=1,
         le=7 * 24 * 3600,
         description="Visibility timeout of a received task message: if this worker dies, the "
-        "message reappears for another worker after at most this long.",
+        "message reappears for another worker after at most this long (for a task held longer "
+        "than four times this: a quarter of that time, at most --visibility-max-s).",
+    )
+    visibility_max_s: int = Field(
+        default=300,
+        ge=1,
+        le=7 * 24 * 3600,
+        description="Longest visibility a running task's heartbeat asks for: past --visibility-s "
+        "it grows to a quarter of the time the message has been held, so a long task's message "
+        "is extended less often; if its worker dies it reappears after at most this long. Equal "
+        "to --visibility-s: a fixed visibility.",
     )
     heartbeat_s: float | None = Field(
         default=None,
         gt=0,
         description="How often a running task's message visibility is extended. Default: a third "
-        "of --visibility-s. Must be below --visibility-s.",
+        "of the visibility asked for (--visibility-s, growing to --visibility-max-s for a long "
+        "task). Must be below --visibility-s.",
     )
     started_after_s: float = Field(
         default=3.0,
@@ -90,7 +101,17 @@ class WorkerSettings(BaseSettings):
     cancel_check_s: float = Field(
         default=5.0,
         gt=0,
-        description="How often a running task checks whether its workflow was cancelled.",
+        description="First interval between a running task's checks of whether its workflow was "
+        "cancelled; the interval then grows to a quarter of the task's age, up to "
+        "--cancel-check-max-s. A cancelled task is stopped within that interval "
+        "(+ --kill-grace-s).",
+    )
+    cancel_check_max_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Longest interval between a running task's cancel checks (reached once it "
+        "has run four times as long): the bound on stopping a long task after a cancel. Equal to "
+        "--cancel-check-s: a fixed interval.",
     )
     kill_grace_s: float = Field(
         default=10.0,
@@ -151,8 +172,23 @@ class WorkerSettings(BaseSettings):
     live_s: float = Field(
         default=5.0,
         ge=0.05,
-        description="How often a running task's new log output is appended to its log blob (at "
-        "most one storage write per interval per task) and its $DAGQ_PROGRESS file is read.",
+        description="How often a running task's $DAGQ_PROGRESS file is read, and the first "
+        "interval between appends of its new log output to its log blob (at most one storage "
+        "write per interval per task, none when it printed nothing); the append interval then "
+        "grows to a quarter of the task's age, up to --live-max-s.",
+    )
+    live_max_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="Longest interval between a running task's log appends: how stale the live "
+        "log of a long task may be. Equal to --live-s: a fixed interval.",
+    )
+    progress_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Soonest a running task's changed progress is sent to the worker registry "
+        "after its previous heartbeat. Default: --registry-s (progress rides the regular "
+        "heartbeat, no extra writes).",
     )
     task_env: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

@@ -5,6 +5,10 @@ on shutdown) must use. A stale receipt means the message's visibility ran out an
 may hold it now: the heartbeat then stops for good (``lost``), and the caller finishes without
 touching the message again.
 
+The visibility asked for may grow with the time the message has been held (``schedule``, from
+``cadence.heartbeat_schedule``): a long task's message is extended less often, and if its worker
+dies it reappears within the visibility last asked for.
+
 Stopping never cancels an extension in flight: a cancelled request could have changed the receipt
 on the service without us learning the new one, which would make the final delete fail and the
 attempt run a second time.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from shared.storage.ports import Queue, ReceivedMessage
 
@@ -32,14 +37,20 @@ class Heartbeat:
         visibility_s: int,
         interval_s: float,
         logger: logging.LoggerAdapter[logging.Logger] | None = None,
+        schedule: Callable[[float], tuple[int, float]] | None = None,
     ) -> None:
+        """``visibility_s``: the visibility the message was received with. ``schedule(age)``:
+        the visibility to ask for and the wait before the next extension once the message has
+        been held ``age`` seconds (None: ``visibility_s`` every ``interval_s``)."""
         self.queue = queue
         self.message = message
         """The message with its most recent pop receipt."""
         self.lost = False
         """True once an extension found the receipt stale (another worker may own it)."""
-        self._visibility_s = visibility_s
-        self._interval_s = interval_s
+        self._schedule = schedule or (lambda _age: (visibility_s, interval_s))
+        self.extensions = 0
+        """Extensions made, for tests."""
+        self._held_since = time.monotonic()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._log = logger or logging.LoggerAdapter(log, {})
@@ -56,20 +67,23 @@ class Heartbeat:
         return None if self.lost else self.message
 
     async def _loop(self) -> None:
-        wait = self._interval_s
+        visibility_s, wait = self._schedule(0.0)
+        interval_s = wait
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._stop.wait(), timeout=wait)
                 return
             except TimeoutError:
                 pass
+            visibility_s, interval_s = self._schedule(time.monotonic() - self._held_since)
             try:
-                renewed = await self.queue.extend(self.message, self._visibility_s)
+                renewed = await self.queue.extend(self.message, visibility_s)
             except Exception as exc:  # transient: try again sooner, while visibility lasts
                 left = self._expires - time.monotonic()
-                wait = max(0.5, min(self._interval_s, left / 3))
+                wait = max(0.5, min(interval_s, left / 3))
                 self._log.warning("heartbeat failed (%s); retrying in %.1f s", exc, wait)
                 continue
+            self.extensions += 1
             if renewed is None:
                 self.lost = True
                 self._log.warning(
@@ -78,5 +92,5 @@ class Heartbeat:
                 )
                 return
             self.message = renewed
-            self._expires = time.monotonic() + self._visibility_s
-            wait = self._interval_s
+            self._expires = time.monotonic() + visibility_s
+            wait = interval_s

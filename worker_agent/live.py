@@ -1,5 +1,8 @@
 """What a running attempt shows while it runs: its log (log_shipper.py) and its progress
-(progress_file.py), both looked at every ``--live-s``.
+(progress_file.py). The progress file (a local read) is looked at every ``--live-s``; the log is
+appended to its blob (a storage write) every ``cadence.live_interval(age)``: ``--live-s`` while the
+task is young, then a quarter of its age, at most ``--live-max-s``; and at the next look when a
+whole chunk (``LOG_CHUNK_BYTES``, 4 MiB) is waiting: appends are batched by time and by size.
 
 Progress goes to ``on_progress`` (the worker's registry presence, which sends it with its
 heartbeat), never to the coordinator: no event is posted per update.
@@ -9,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
+from shared.limits import LOG_CHUNK_BYTES
 from shared.names import ResourceNames
 from shared.progress import TaskProgress
 from shared.storage.ports import OutputBlobs
@@ -29,6 +34,9 @@ class AttemptKey:
     task: str
     attempt: int
 
+
+_EARLY_S = 0.01
+"""A timer may fire this much before its time (the event loop's clock resolution)."""
 
 ProgressSink = Callable[[AttemptKey, TaskProgress], None]
 """Receives an attempt's latest progress when it changed."""
@@ -53,7 +61,10 @@ class LiveAttempt:
         on_progress: ProgressSink | None,
         on_error: ErrorSink | None = None,
         blob_incarnation: int | None = None,
+        ship_interval: Callable[[float], float] | None = None,
     ) -> None:
+        """``ship_interval(age)``: the wait before the next log append of an attempt that has
+        run ``age`` seconds (None: every ``interval_s``)."""
         name = ResourceNames.log_blob(key.workflow_id, key.task, key.attempt, blob_incarnation)
         self.key = key
         self.shipper = LogShipper(
@@ -61,6 +72,7 @@ class LiveAttempt:
         )
         self.progress = ProgressFile(progress)
         self.interval_s = interval_s
+        self.ship_interval = ship_interval or (lambda _age: interval_s)
         self.on_progress = on_progress
         self.on_error = on_error
         self.errors = 0
@@ -72,10 +84,26 @@ class LiveAttempt:
         self._task = asyncio.create_task(self._loop(), name=f"live {self.shipper.name}")
 
     async def _loop(self) -> None:
+        # Appends at the ages ``cadence.ticks_within`` counts (the benchmark's model); progress
+        # reads every ``interval_s`` and at each append. The first append comes after one
+        # interval: a task that ends sooner costs one log write in all.
+        started = time.monotonic()
+        ship_at = self.ship_interval(0.0)
+        read_at = self.interval_s
         while True:
-            # First look after one interval: a task that ends sooner costs one log write in all.
-            await asyncio.sleep(self.interval_s)
-            await self.shipper.tick()  # catches what it meets (log_shipper.py)
+            age = time.monotonic() - started
+            await asyncio.sleep(max(0.0, min(ship_at, read_at) - age))
+            age = time.monotonic() - started
+            due = age >= ship_at - _EARLY_S
+            if due or await asyncio.to_thread(self.shipper.backlog) >= LOG_CHUNK_BYTES:
+                await self.shipper.tick()  # by time or by size; it catches what it meets
+            if due:
+                ship_at += self.ship_interval(ship_at)
+                late = time.monotonic() - started
+                if ship_at < late:  # storage was slow: no burst of appends to catch up
+                    ship_at = late + self.ship_interval(late)
+            if age >= read_at - _EARLY_S:
+                read_at = max(read_at + self.interval_s, age)
             self._read_progress()
 
     def _read_progress(self) -> None:

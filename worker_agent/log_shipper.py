@@ -1,11 +1,13 @@
 """Live logs: a running attempt's log reaches its append blob in bounded chunks.
 
 The append blob (``{workflow}/{incarnation}/{task}/{attempt}/log.txt``) is created, empty, once the
-task has run for ``--live-s``. Then every ``--live-s`` the bytes the task wrote since the last
-append (at most ``CHUNK_BYTES``) are appended: at most one storage write per interval per attempt,
-and none when the task printed nothing. When the attempt ends, the rest is appended before the
-result is reported, so a finished attempt's log is complete. A task that ends before the first
-interval costs one write, as before live logs: its whole (bounded) log is put at once.
+task has run for ``--live-s``. Then at each live interval (live.py: it grows with the task's age)
+the bytes the task wrote since the last append (at most ``CHUNK_BYTES``) are appended: at most one
+storage write per interval per attempt, and none when the task printed nothing; sooner when a
+whole chunk is waiting (``backlog``), so a task that prints a lot is not left behind. When the
+attempt ends, the rest is appended before the result is reported, so a finished attempt's log is
+complete. A task that ends before the first interval costs one write, as before live logs: its
+whole (bounded) log is put at once.
 
 The blob is bounded by ``--max-log-bytes``: while the task runs, its first half is shipped; when
 the attempt ends, a log that outgrew the limit gets the ``[... dagq: N bytes of log omitted ...]``
@@ -82,6 +84,12 @@ class LogShipper:
             self._stop(exc)
         except Exception as exc:  # the next tick tries the same bytes again
             TOLERATED.count(Kind.LOG_APPEND, exc, self.name)
+
+    def backlog(self) -> int:
+        """Bytes the task printed that a live append would ship (up to the live half)."""
+        if self.stopped or self._pending is not None:
+            return 0
+        return max(0, min(self.log.size(), self.half) - self.shipped)
 
     async def run(self, interval_s: float) -> None:
         """Tick every ``interval_s`` until cancelled."""

@@ -1,5 +1,11 @@
 """What a worker reads of a task's workflow before and while it runs the task: one HEAD of the
-state blob, whose metadata holds the status and the incarnation (``shared.codec.metadata``)."""
+state blob, whose metadata holds the status and the incarnation (``shared.codec.metadata``).
+
+A state blob that does not exist is not always a workflow gone: the submit sends a new workflow's
+root task messages BEFORE it creates the state (issue 32, ``shared.api.root_dispatch``), so a
+worker may take one first. A message sent less than ``ORPHAN_AFTER_S`` ago is handed back for a
+few seconds (``state_wait_s``), its claim kept; an older one is an orphan (its submit failed
+after sending it, or the workflow was purged): dead-lettered with ``orphan_reason``."""
 
 from __future__ import annotations
 
@@ -14,7 +20,14 @@ from shared.codec.metadata import (
 from shared.errors import NotFoundError
 from shared.messages import TaskMessage
 from shared.states import WorkflowStatus
-from shared.storage.ports import Storage
+from shared.storage.ports import ReceivedMessage, Storage
+
+ORPHAN_AFTER_S = 30.0
+"""A task message whose workflow's state blob does not exist is waited for until this long after
+it was sent (the submit creates the state right after sending the roots: milliseconds, seconds
+under retries); later, it is an orphan."""
+MAX_STATE_WAIT_S = 8
+"""The longest a message waiting for its state is handed back for (1, 2, 4, 8, 8... s)."""
 
 CANCELLED_STATUSES = frozenset({WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED})
 FINISHED_STATUSES = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED})
@@ -30,6 +43,8 @@ class WorkflowSeen:
     run: int | None
     foreign: str
     """Why the message is of another incarnation of the workflow's id ("" if it is not)."""
+    missing: bool = False
+    """The state blob does not exist (not yet created, or deleted): see ``state_wait_s``."""
 
     def late(self, message: TaskMessage, dequeue_count: int) -> bool:
         """Whether ``message`` is late, to be dropped and never run after its run ended:
@@ -55,7 +70,7 @@ async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:
     try:
         metadata = await storage.workflows.state_metadata(message.workflow_id)
     except NotFoundError:
-        return WorkflowSeen(WorkflowStatus.CANCELLED, None, "")
+        return WorkflowSeen(WorkflowStatus.CANCELLED, None, "", missing=True)
     return WorkflowSeen(
         status_from_metadata(metadata),
         run_from_metadata(metadata),
@@ -86,3 +101,37 @@ def other_incarnation(message: TaskMessage, metadata: Mapping[str, str]) -> str:
         f" {message.incarnation}, the workflow's is {current}): it was purged and submitted"
         " again since the message was sent, so the attempt is not run"
     )
+
+
+def state_wait_s(received: ReceivedMessage, now: float) -> int:
+    """How long to hand back a task message whose workflow's state blob does not exist, its
+    claim kept: the submit may not have created the state yet (it sends the roots first). 0: the
+    message is an orphan, sent ``ORPHAN_AFTER_S`` or more before ``now`` (or its send time is
+    unknown). Waiting on the message's age, not on its delivery count: a submit slowed by retries
+    past the first hand-back still finds its roots there."""
+    inserted = received.inserted_at
+    if inserted is None or now - inserted >= ORPHAN_AFTER_S:
+        return 0
+    return int(min(2 ** max(received.dequeue_count - 1, 0), MAX_STATE_WAIT_S))
+
+
+def orphan_reason(message: TaskMessage) -> str:
+    """Why a task message whose workflow's state blob does not exist is dead-lettered."""
+    return (
+        f"task message of workflow {message.workflow_id!r} (incarnation {message.incarnation}),"
+        f" which has no state blob {ORPHAN_AFTER_S:.0f} s after the message was sent: its submit"
+        " failed after sending it, or the workflow was purged; the attempt is not run"
+    )
+
+
+async def orphaned(storage: Storage, seen: WorkflowSeen, message: TaskMessage) -> str:
+    """Why ``message`` is an orphan to dead-letter ("" if its state blob exists): call it once
+    ``state_wait_s`` said 0. Deletes the attempt's claim first, which this message took: were
+    the state created after all (a submit stalled past ``ORPHAN_AFTER_S``), the empty-queue
+    repair's re-send of the attempt must find the claim free, not held by a dropped message. (A
+    message without an incarnation has a claim in the legacy flat layout: left alone.)"""
+    if not seen.missing:
+        return ""
+    if message.incarnation is not None:
+        await storage.outputs.delete_prefix(message.claim_blob())
+    return orphan_reason(message)

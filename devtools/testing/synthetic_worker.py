@@ -192,6 +192,9 @@ class SyntheticWorker:
                     self.duplicates_dropped += 1
                     await queue.delete(received)
                     return
+        if self.watch_cancel and (wait := await self._state_wait(message, received)):
+            await queue.extend(received, wait)  # no state yet: a submit sends the roots first
+            return
         self.executions[key] += 1
         behavior = self.behavior(message.task)
         started_at = self.clock()
@@ -244,6 +247,17 @@ class SyntheticWorker:
         # The event goes to the partition the task message named, as the real worker's does.
         partition = self._partitions.get((event.workflow_id, event.task, event.attempt), 0)
         await self.storage.for_partition(partition).event_queue.send(encode(event))
+
+    async def _state_wait(self, message: TaskMessage, received: ReceivedMessage) -> int:
+        """As the real worker: how long to hand back a young message whose workflow's state blob
+        does not exist yet (``worker_agent.workflow_check.state_wait_s``); 0 to go on."""
+        from worker_agent.workflow_check import state_wait_s
+
+        try:
+            await self.storage.workflows.state_metadata(message.workflow_id)
+        except NotFoundError:
+            return state_wait_s(received, time.time())
+        return 0
 
     async def _cancelled(self, message: TaskMessage) -> bool:
         if not self.watch_cancel:

@@ -80,6 +80,7 @@ var names = {
   eventQueue: '${prefix}-events'
   eventPoisonQueue: '${prefix}-events-poison'
   notifyQueue: '${prefix}-notify'
+  notifyPoisonQueue: '${prefix}-notify-poison'
 }
 // ResourceNames.task_queue: '{prefix}-q-{queue}', lower-cased, '_' -> '-'.
 var taskQueueNames = [for queue in taskQueues: '${prefix}-q-${toLower(replace(queue, '_', '-'))}']
@@ -246,6 +247,13 @@ resource eventPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queue
 resource notifyQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
   parent: queueService
   name: names.notifyQueue
+}
+
+// The Functions host moves a notification here after maxDequeueCount failed deliveries (storage
+// trouble); partition 0's sweep dead-letters each with the reason, so it exists from the start.
+resource notifyPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: names.notifyPoisonQueue
 }
 
 // Partitions 1..partitions-1 (partition 0 keeps the two queues above): names as in shared/names.py.

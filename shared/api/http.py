@@ -125,6 +125,7 @@ async def _submit(req: func.HttpRequest) -> func.HttpResponse:
     result = await service.submit(
         storage, wf, now=time.time(), workflow_id=workflow_id, encoded=encoded,
         partitions=settings.partitions, signer=signer_of(settings.signing_key),
+        names=settings.names,
     )  # fmt: skip
     url = workflow_url(req, result.workflow_id)
     body = Submitted(id=result.workflow_id, status=result.status, url=url)

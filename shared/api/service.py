@@ -32,6 +32,7 @@ M = TypeVar("M", bound=SignedMessage)
 if TYPE_CHECKING:
     from shared.definition.workflow import CompiledWorkflow
     from shared.engine.state import RuntimeState
+    from shared.names import ResourceNames
     from shared.storage.ports import IndexRow, Storage
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -126,6 +127,7 @@ async def submit(
     signer: Signer | None = None,
     params: Mapping[str, str] | None = None,
     notify: Sequence[str] | None = None,
+    names: ResourceNames | None = None,
 ) -> Submission:
     """Create a workflow from a validated definition, idempotently.
 
@@ -143,6 +145,12 @@ async def submit(
     ``notify``: webhook URLs added to the definition's ``notify:`` (already added when
     ``compile_definition`` had them; stored in the definition blob, so a repeated submit compares
     them too).
+
+    ``names``: the deployment's resource names. Given, a workflow this call creates whose roots
+    are plain (``root_dispatch.plain_roots``) has its roots dispatched by the submit itself:
+    their task messages are sent FIRST, then the state blob is created already running with them
+    queued, and no activate event is sent (issue 32). A send that fails raises before the state
+    is written (IncompleteSubmitError; the messages sent are orphans, which workers drop).
     """
     from shared.codec.definition import decode_definition, encode_definition
 
@@ -178,8 +186,9 @@ async def submit(
     try:
         partition = partition_of(workflow_id, partitions)
         state, partition = await _create_state(
-            storage, wf, workflow_id, now, partition, incarnation
-        )
+            storage, wf, workflow_id, now, partition, incarnation,
+            names if created else None, signer,  # a repeated submit (not created) activates
+        )  # fmt: skip
         if created != (state.incarnation == incarnation):
             # The definition is another incarnation's (found, or the state is): make it this
             # state's, so that a purge of the other one (If-Match on its ETag) leaves it, or
@@ -224,13 +233,23 @@ async def _create_state(
     now: float,
     partition: int,
     incarnation: int,
+    names: ResourceNames | None = None,
+    signer: Signer | None = None,
 ) -> tuple[RuntimeState, int]:
     """Create the initial state blob in ``partition``, or return the existing one and the
-    partition it recorded (a repeated submit, perhaps after the partition count changed)."""
+    partition it recorded (a repeated submit, perhaps after the partition count changed). With
+    ``names``, plain roots are dispatched first and the state created running with them queued
+    (``_dispatch_roots``); else it is created pending, for the coordinator to activate."""
     from shared.codec.state import decode_state, encode_state, state_metadata
     from shared.engine import new_state
 
-    state = new_state(wf, workflow_id, now, incarnation)
+    state = None
+    if names is not None:
+        state = await _dispatch_roots(
+            storage, names, wf, workflow_id, now, partition, incarnation, signer
+        )
+    if state is None:
+        state = new_state(wf, workflow_id, now, incarnation)
     metadata = state_metadata(state) | partition_metadata(partition)
     try:
         await storage.workflows.create_state(workflow_id, encode_state(state), metadata)
@@ -238,6 +257,28 @@ async def _create_state(
         stored = await storage.workflows.read_state(workflow_id)
         return decode_state(stored.data, wf), partition_from_metadata(stored.metadata)
     return state, partition
+
+
+async def _dispatch_roots(
+    storage: Storage,
+    names: ResourceNames,
+    wf: CompiledWorkflow,
+    workflow_id: str,
+    now: float,
+    partition: int,
+    incarnation: int,
+    signer: Signer | None,
+) -> RuntimeState | None:
+    """Send the roots' task messages of a workflow being created and return its state activated
+    with them queued; None (nothing sent) when the coordinator must activate it."""
+    from shared.api.root_dispatch import activated, send_roots
+
+    prepared = activated(wf, workflow_id, now, incarnation, partition, signer)
+    if prepared is None:
+        return None
+    state, messages = prepared
+    await send_roots(storage, names, messages)
+    return state
 
 
 async def _partition(storage: Storage, workflow_id: str) -> int:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 _M = TypeVar("_M", bound=BaseModel)
 
 FOLLOW_INTERVAL_S = 2.0
-"""How often ``follow_log`` asks for more while the log grows (the worker appends every 5 s)."""
+"""How often ``follow_log`` asks for more while the log grows (the worker appends every 5 s
+while a task is young, up to every 20 s once it is older: docs/worker.md)."""
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,22 @@ def build_message(
     )
 
 
+def message_text(
+    workflow_id: str,
+    wf: CompiledWorkflow,
+    command: Dispatch,
+    partition: int,
+    signer: Signer | None,
+    upstream_blob: str | None = None,
+) -> str:
+    """The task message of one dispatch as sent: built (``build_message``), signed with the app's
+    key when it has one, encoded. MessageError if it does not fit the message budget. The
+    coordinator's dispatches and the submit's own dispatch of the roots
+    (``shared.api.root_dispatch``) both send this."""
+    message = build_message(workflow_id, wf, command, upstream_blob, partition)
+    return encode(signer.sign(message) if signer is not None else message)
+
+
 def upstream_json(command: Dispatch) -> bytes:
     """The upstream blob's content: ``{parent: OutputRef}`` as JSON."""
     refs = command.upstream or {}
@@ -104,10 +120,6 @@ class Dispatcher:
         self._names = names
         self._slots = asyncio.Semaphore(concurrency)
         self._signer = signer
-
-    def _signed(self, message: TaskMessage) -> TaskMessage:
-        """``message`` signed with the app's key (``shared.signing``), when it has one."""
-        return self._signer.sign(message) if self._signer is not None else message
 
     async def empty_queues(self, queues: Iterable[str]) -> frozenset[str]:
         """Which of these (definition) queues hold no message at all, visible or not: a queued
@@ -156,9 +168,9 @@ class Dispatcher:
     async def _send_one(
         self, workflow_id: str, wf: CompiledWorkflow, command: Dispatch, outcome: DispatchOutcome
     ) -> bool:
-        message = build_message(workflow_id, wf, command, partition=self._storage.partition)
+        partition = self._storage.partition
         try:
-            text = encode(self._signed(message))
+            text = message_text(workflow_id, wf, command, partition, self._signer)
         except MessageError:
             text = ""
         async with self._slots:
@@ -177,10 +189,9 @@ class Dispatcher:
             workflow_id, command.name, command.attempt, command.blob_incarnation
         )
         try:
-            message = build_message(
-                workflow_id, wf, command, upstream_blob=blob, partition=self._storage.partition
+            text = message_text(
+                workflow_id, wf, command, self._storage.partition, self._signer, blob
             )
-            text = encode(self._signed(message))
         except MessageError as exc:
             outcome.unsendable.append((command, f"task message too large to send: {exc}"))
             return ""

@@ -103,6 +103,8 @@ class Notifier:
 
     def __init__(self, storage: Storage, names: ResourceNames, signer: Signer | None) -> None:
         self.queue = storage.queues.get(names.notify_queue)
+        self.poison = storage.queues.get(names.notify_poison_queue)
+        """Where the host moves what the notify function failed on (``notify_poison``)."""
         self._signer = signer
 
     async def send(self, messages: Sequence[NotifyMessage]) -> None:

@@ -15,6 +15,8 @@ long-lived process). Each derives what to do from what is stored, so running one
   signal ``dagq doctor`` shows) plus the age of the event queue's oldest visible event (a report
   waiting in that backlog is why a state still says queued), any other after
   ``lost_dispatch_after_s``.
+- notify-poison (partition 0): notifications the Functions host moved to
+  ``{prefix}-notify-poison`` are dead-lettered with the reason (``coordinator.notify_poison``).
 - the sweep's mark: when it ran, in the registry (``dagq doctor`` reports overdue sweeps).
 - index-repair: a row that disagrees with its state (a projection that failed) is rewritten; a row
   of an earlier workflow of the id (its creation time is not the state's: purged, and a stalled
@@ -37,6 +39,7 @@ import logging
 from shared.coordinator.dispatch import SentKey
 from shared.coordinator.envelope import Envelope
 from shared.coordinator.intake import Receiver, take_in
+from shared.coordinator.notify_poison import dead_letter_poisoned
 from shared.coordinator.stats import PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.messages import ActivateEvent, CancelEvent, Event
@@ -55,6 +58,14 @@ async def run_sweeps(updater: WorkflowUpdater, receiver: Receiver, stats: PassSt
     sent: set[SentKey] = set()
     await poison_repair(updater, receiver, stats, sent)
     partition = updater.storage.partition
+    if partition == 0 and updater.notifier is not None:
+        await dead_letter_poisoned(
+            updater.notifier.poison,
+            updater.storage.deadletters,
+            updater.clock,
+            stats,
+            updater.options.event_visibility_s,
+        )
     rows = await updater.storage.index.active(partition)
     rows += await updater.terminal_rows.disagreeing(updater.storage)
     now = updater.clock()

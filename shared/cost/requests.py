@@ -5,8 +5,10 @@ The figures are per operation as ``bench/bench_concurrent.py`` measures them on 
 Azure storage (its ``requests_breakdown``), plus what the real worker adds while a task runs: a
 heartbeat (``update_message``) every ``--heartbeat-s``, a cancel check (a HEAD) every
 ``--cancel-check-s`` and, while the task prints, a live-log append every ``--live-s`` (counted as
-if it always printed: an upper bound). A cache hit costs one GET, plus one PUT for a
-blob output; recording an entry one PUT, plus one GET for a blob output.
+if it always printed, and at a young task's rate all along: an upper bound; a long task's checks,
+appends and heartbeats slow down with its age, ``worker_agent/cadence.py``). A cache hit costs
+one GET, plus one PUT for a blob output; recording an entry one PUT, plus one GET for a blob
+output.
 """
 
 from __future__ import annotations

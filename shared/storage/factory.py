@@ -61,7 +61,8 @@ async def ensure_resources(
         *(queue.ensure() for view in views for queue in (view.event_queue, view.event_poison_queue))
     )
     if names is not None:  # the notify queue (issue 29): its trigger listens from the start
-        await storage.queues.get(names.notify_queue).ensure()
+        notify = (names.notify_queue, names.notify_poison_queue)
+        await asyncio.gather(*(storage.queues.get(name).ensure() for name in notify))
     if isinstance(storage, GuardedStorage):
         _check_deployment(storage, partitions)
         storage = storage.inner

@@ -102,7 +102,7 @@ async def test_submit_runs_to_completion_and_reads_back(
         assert response.status_code == 201, response.text
         created = response.json()
         workflow_id = created["id"]
-        assert created["status"] == "pending"
+        assert created["status"] == "running"  # its root sent by the submit itself (issue 32)
         assert created["url"].endswith(f"/api/workflows/{workflow_id}")
         assert response.headers["location"] == created["url"]
 
@@ -360,7 +360,11 @@ async def test_events_wait_while_another_coordinator_holds_the_lease(
             lease_id = await storage.lease.acquire(60)
             await asyncio.sleep(0.05)
         try:
-            workflow_id = (await submit(http, diamond(name="leased", queue="nobody"))).json()["id"]
+            # A cached root: the coordinator activates it (plain roots are sent by the submit).
+            leased = diamond(name="leased", queue="nobody").replace(
+                '{cmd: "echo prep"}', '{cmd: "echo prep"}\n    cache: true'
+            )
+            workflow_id = (await submit(http, leased)).json()["id"]
             await asyncio.sleep(4)  # several trigger invocations and sweeps find the lease taken
             body = (await http.get(f"/workflows/{workflow_id}", params={"tasks": "false"})).json()
             assert body["status"] == "pending"

@@ -74,7 +74,13 @@ def test_names_equal_what_the_code_computes_for_the_default_prefix() -> None:
     ]
     task_queues = [names.task_queue(queue) for queue in main.default("taskQueues")]
     assert sorted(_names(storage, QUEUES)) == sorted(
-        [names.event_queue, names.event_poison_queue, names.notify_queue, *task_queues]
+        [
+            names.event_queue,
+            names.event_poison_queue,
+            names.notify_queue,
+            names.notify_poison_queue,
+            *task_queues,
+        ]
     )
 
 

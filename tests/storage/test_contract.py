@@ -304,6 +304,18 @@ async def test_send_receive_delete(storage: Storage) -> None:
     assert await queue.approximate_count() == 0
 
 
+async def test_a_redelivery_keeps_the_first_insertion_time(storage: Storage) -> None:
+    """Workers judge a task message whose state is missing by its age since it was SENT
+    (``workflow_check.state_wait_s``): handing it back and receiving it again must not renew it."""
+    queue = storage.event_queue
+    await queue.send("hello")
+    first = await receive_one(queue)
+    assert await queue.extend(first, 0) is not None  # handed back, visible at once
+    again = await receive_one(queue)
+    assert (again.id, again.dequeue_count) == (first.id, 2)
+    assert again.inserted_at == first.inserted_at is not None
+
+
 async def test_text_is_sent_plain(storage: Storage) -> None:
     text = json.dumps({"cmd": "echo '<&>' \"quoted\" ünïcode"})
     await storage.event_queue.send(text)

@@ -34,6 +34,7 @@ FAST_WORKER = {
     "DAGQ_WORKER_MAX_POLL_S": "0.3",
     "DAGQ_WORKER_METADATA_URL": "",
     "DAGQ_WORKER_LIVE_S": "1",
+    "DAGQ_WORKER_PROGRESS_S": "1",  # progress sooner than the registry's 20 s beat
 }
 """Worker settings that keep the tests short."""
 

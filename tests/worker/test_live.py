@@ -49,7 +49,7 @@ async def test_the_log_grows_in_storage_and_progress_and_gpus_reach_the_registry
     worker_settings: Callable[..., WorkerSettings],
     fake_gpus: None,
 ) -> None:
-    settings = worker_settings(live_s=0.2, registry_s=30.0)
+    settings = worker_settings(live_s=0.2, registry_s=0.5)  # progress rides the regular beat
     await create_workflow(azure_storage, "wf-live")
     blob = ResourceNames.log_blob("wf-live", "chatty", 1)
     sizes: list[int] = []

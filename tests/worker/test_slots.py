@@ -97,6 +97,11 @@ def test_help_explains_every_option() -> None:
     for option in ("--concurrency", "--gpus", "--visibility-s", "--idle-timeout-s", "--work-dir"):
         assert option in result.stdout
     assert "DAGQ_WORKER_CONCURRENCY" in result.stdout
+    for name in WorkerSettings.model_fields:  # every option, in docs/worker.md's table too
+        if name != "queues":
+            option = "--" + name.replace("_", "-")
+            assert option in result.stdout
+            assert f"`{option}`" in (REPO_ROOT / "docs" / "worker.md").read_text(), option
 
 
 def test_configuration_errors_exit_2_with_a_clear_message(

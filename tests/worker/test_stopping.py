@@ -59,19 +59,22 @@ async def test_cancel_stops_the_whole_process_group_and_reports_cancelled(
     assert await azure_storage.queues.get(names.task_queue("cpu")).approximate_count() == 0
 
 
-async def test_task_of_cancelled_or_deleted_workflow_is_skipped_and_reported(
+async def test_task_of_cancelled_workflow_is_skipped_and_reported(
     azure_storage: AzureStorage, names: ResourceNames, worker_settings: Make, tmp_path: Path
 ) -> None:
+    # A workflow with no state blob at all is another case since the submit sends roots before
+    # it creates the state: a young message waits for it, an old one is an orphan, dead-lettered
+    # and never run (tests/worker/test_missing_state.py).
     marker = tmp_path / "ran"
     await create_workflow(azure_storage, "wf1", status="cancelled")
     await send_task(azure_storage, names, "wf1", "a", f"touch {marker}")
-    await send_task(azure_storage, names, "gone", "b", f"touch {marker}")  # no state blob at all
     async with running_agent(worker_settings(), azure_storage):
-        events = await read_events(azure_storage, 2)
-    assert {(e.workflow_id, e.kind, getattr(e, "reason", None)) for e in events} == {
-        ("wf1", "failed", "cancelled"),
-        ("gone", "failed", "cancelled"),
-    }
+        (event,) = await read_events(azure_storage, 1)
+    assert (event.workflow_id, event.kind, getattr(event, "reason", None)) == (
+        "wf1",
+        "failed",
+        "cancelled",
+    )
     assert not marker.exists()
 
 
