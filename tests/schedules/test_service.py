@@ -218,3 +218,27 @@ async def test_a_delete_finishes_a_run_left_half_made_first() -> None:
     assert (await finish_and_delete(storage, "every", now=T0 + 70)).deleted
     rows = [r for r in storage.index.rows.values() if r.workflow_id == first]
     assert [r.status for r in rows] == [WorkflowStatus.PENDING]
+
+
+async def test_a_run_its_sweep_has_not_seen_through_is_neither_purged_nor_started_again() -> None:
+    # Simulation seed 677: a sweep's submit created the run and failed before its index row (its
+    # id left in ``starting``); a user cancelled it (the cancel wrote the row) and purged it; the
+    # next sweep submitted the id again and started the slot a second time.
+    from shared.api import service
+    from shared.coordinator import Coordinator
+    from shared.ops.purge import purge_workflow
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    await run_schedules(killed(storage, "index", "create"), T0 + 60)
+    first = run_id("every", 1_796_000_040.0)
+    await service.cancel(storage, first, reason="by hand")
+    await Coordinator(storage, storage.names).run_once()
+    with pytest.raises(ConflictError, match="schedule"):
+        await purge_workflow(storage, first)
+    await run_schedules(storage, T0 + 65)  # the sweep sees the start through
+    await purge_workflow(storage, first)
+    await run_schedules(storage, T0 + 70)
+    with pytest.raises(NotFoundError):
+        await storage.workflows.state_metadata(first)  # the slot was not started again
