@@ -56,6 +56,10 @@ MAX_CACHE_TTL_S = 365 * 86400.0
 """Longest ``cache.ttl``: how long a result cache entry may be reused (the storage lifecycle
 backstop deletes entries a day after it)."""
 
+DEAD_LETTER_SCAN = 5000
+"""Most dead-letter names one listing of the recent ones reads (newest day first): what showing
+them costs, whatever the container holds (``DeadLetters.list``)."""
+
 CACHE_SCAN = 5000
 """Most cache entries one expiry scan lists (a bulk purge's first step): the container may hold
 far more, so each scan starts at another of the 256 key prefixes (``CACHE_SCAN_ROTATE_S``) and

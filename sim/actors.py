@@ -30,6 +30,7 @@ from shared.messages import (
     encode,
 )
 from shared.storage.ports import Queue, ReceivedMessage, Storage
+from sim.backlog_repairs import LAG_BUDGET_S, LAG_TIMER_S
 from sim.faults import Crash, Tooth
 from sim.keys import FORGED_CMD, FORGER, VERIFIER
 from sim.schedules import sweep_job
@@ -80,16 +81,20 @@ async def functions_host(world: World, actor: Actor, _generation: int) -> None:
     rng, partition = world.rng, actor.partition or 0
     storage = view(world.platform, world.raw, actor)
     skew = rng.uniform(-world.config.max_skew_s, world.config.max_skew_s)
+    options = world.lag.options(world.options)
     coordinator = Coordinator(
         storage,
         world.names,
-        world.options,
+        options,
         clock=lambda: world.now() + skew,
         keep_lease=True,
         after_sweeps=sweep_job(world),
     )
     idle = 0.5
     while not world.stopping:
+        if world.lag.lagging(world.now()):  # no queue trigger: timer passes only
+            await _lagging_pass(world, actor, coordinator)
+            continue
         roll = rng.random()
         try:
             if roll < 0.9:
@@ -104,6 +109,16 @@ async def functions_host(world: World, actor: Actor, _generation: int) -> None:
         idle = 0.2 if busy else min(idle * 2, world.config.max_poll_s)
         await asyncio.sleep(rng.uniform(0, idle))
     _ = partition
+
+
+async def _lagging_pass(world: World, actor: Actor, coordinator: Coordinator) -> None:
+    """A timer pass of a host whose queue trigger lags (``sim.backlog_repairs.Lag``): one
+    receive of the event queue, the sweeps, then the timer's pause."""
+    try:
+        await coordinator.run_sweeps(LAG_BUDGET_S)
+    except Exception as exc:  # storage trouble surfacing from a pass: the host retries
+        world.platform.log(actor.name, f"pass raised {exc!r}")
+    await asyncio.sleep(world.rng.uniform(LAG_TIMER_S / 2, LAG_TIMER_S))
 
 
 async def _trigger(coordinator: Coordinator, storage: Storage) -> bool:

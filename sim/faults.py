@@ -100,6 +100,16 @@ class Tooth(enum.StrEnum):
     NO_SIGNATURE_CHECK = "no-signature-check"
     """Workers and coordinators take any task message and control event, signed by the app or
     not (the forger's then run and apply)."""
+    NO_BACKLOG_GRACE = "no-backlog-grace"
+    """The sweep's empty-queue repair ignores the event queue's backlog (as before issue #30,
+    item 3): it peeks, then re-sends after the plain grace an attempt whose report waits on the
+    event queue."""
+    OLDEST_FIRST_DEAD_LETTERS = "oldest-first-dead-letters"
+    """Dead letters are named in forward time (as a day's names were ordered before issue #30,
+    item 4): a bounded listing of a busy day returns its oldest letters, not the newest."""
+    TRUST_ANY_REGISTRY_ROW = "trust-any-registry-row"
+    """The readers take a registry row's claim about any task, not only from the worker the
+    state names for it (issue #30, item 5): a forged row's progress shows."""
     SCHEDULE_IGNORE_PAUSE = "schedule-ignore-pause"
     """The schedules' sweep reads every schedule as not paused: it starts paused schedules' slots
     and its note of a slot resumes them (``sim.schedules``)."""
@@ -116,16 +126,27 @@ CATCH_WITHIN: dict[Tooth, int] = {
     Tooth.RETRY_UNBOUNDED: 10,
     # Rare: it takes blobs of two incarnations under one id when a purge lands (a re-submit
     # before a stalled step 4, or a purged run's late claim). With the forger and the lost
-    # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 catch it (about 60 s).
+    # connections in the mix, seeds 395, 466, 496, 517, ... of 0..799 caught it; merged with
+    # main at a3abfdb and the lag window (``sim.backlog_repairs.Lag``), seed 17 does first.
     Tooth.PURGE_WHOLE_ID: 450,
     Tooth.NO_SIGNATURE_CHECK: 5,
     # Projections stall in flight (``sim.storage.STALLING``); seeds 24, 44, 45, 52, 59, 73, ...
     # catch it (an index row's version going back, ``sim.index_versions``): since the submit
     # dispatches plain roots itself (issue 32) a workflow has one projection fewer (the
     # activation's), and the seeds that caught it before (10, 27, 28, 34, 41) no longer do.
+    # With the lag window (``sim.backlog_repairs.Lag``): seeds 8, 24, 33, 45, 47, 52, 59; with
+    # schedules in the mix too, seeds 14, 23, 42, 47, 50, ...
     Tooth.UNVERSIONED_PROJECTION: 30,
-    # Seeds 9, 11, 26, 29, 30, 37, ... of 0..79 catch it (a seed draws a schedule that is paused
-    # while a slot is due, and a sweep lists it).
-    Tooth.SCHEDULE_IGNORE_PAUSE: 30,
+    # Needs a run with a lag window (half of them) whose burst leaves a report waiting while
+    # its task queue empties: 18 of seeds 0..199 catch it (0, 11, 20, 66, 80, 83, 91, ...).
+    Tooth.NO_BACKLOG_GRACE: 100,
+    # The end check lists 3 letters with a scan of 5 (``sim.readers``): any run that wrote more
+    # than 3 dead letters (the forger's) catches it.
+    Tooth.OLDEST_FIRST_DEAD_LETTERS: 5,
+    # A forged row claiming a queued or running task, checked right after it is written.
+    Tooth.TRUST_ANY_REGISTRY_ROW: 5,
+    # Seeds 26, 37, 38, 46, 51, 58 of 0..59 catch it on main at bbbba8f (a seed draws a schedule
+    # that is paused while a slot is due, and a sweep lists it).
+    Tooth.SCHEDULE_IGNORE_PAUSE: 45,
 }
 """Seeds (0, 1, 2, ...) within which each planted bug must make a run fail."""

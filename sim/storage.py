@@ -62,6 +62,9 @@ class Platform:
     """Call label -> hook run the instant before a call takes effect (after its latency)."""
     after: dict[str, Hook] = field(default_factory=dict)
     """Call label -> hook run the instant a call took effect."""
+    lost: dict[str, Hook] = field(default_factory=dict)
+    """Call label -> hook run when a call took effect but its caller gets an error (its reply
+    was lost, or its connection closed before the answer): the caller never saw what it did."""
 
     def log(self, actor: str, what: str) -> None:
         self.trace.append(f"{self.clock():.3f} {actor} {what}")
@@ -219,9 +222,11 @@ class _View:
         if roll < f.crash_after:
             return self._die(what, "crash after")
         if roll < f.crash_after + f.reply_lost:
+            self._hook(p.lost, op, label, a_hooks, result)
             p.log(actor.name, f"{what} -> done, reply lost")
             raise TransientError(f"timeout on {what} (it took effect)")
         if roll < f.crash_after + f.reply_lost + f.closed_after:
+            self._hook(p.lost, op, label, a_hooks, result)
             p.log(actor.name, f"{what} -> done, connection closed before the answer")
             raise ConnectionClosed(f"connection closed after {what} (it took effect)")
         p.log(actor.name, f"{what} -> {_short(result)}")

@@ -4,13 +4,18 @@ test, applied only for the run that asks for them (``sim.faults.Tooth``)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from shared.api import task_reads
+from shared.coordinator import update as coordinator_update
+from shared.coordinator.backlog import event_backlog_s
 from shared.coordinator.leadership import Leadership
 from shared.coordinator.update import UpdateResult, WorkflowUpdater
 from shared.engine.step import Step
 from shared.index_row import IndexRow
+from shared.names import ResourceNames
 from shared.signing import Verifier
 from sim.faults import Tooth
 
@@ -46,6 +51,7 @@ def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
         patch(Leadership, "ok", lambda self: True)  # ...and goes on writing if it loses it
     if Tooth.UNVERSIONED_PROJECTION in teeth:
         patch(IndexRow, "newer_than", lambda self, stored: True)
+    _plant_issue30_teeth(teeth, patch)
     if Tooth.RETRY_UNBOUNDED in teeth:
         fail = Step.fail
 
@@ -67,3 +73,24 @@ def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
     finally:
         for owner, name, value in reversed(saved):
             setattr(owner, name, value)
+
+
+def _forward_deadletter_blob(received_at: float, message_id: str) -> str:
+    """A dead letter's name in forward time: a day lists oldest first."""
+    day = time.strftime("%Y-%m-%d", time.gmtime(received_at))
+    return f"{day}/{int(received_at * 1000):013d}-{message_id}.json"
+
+
+def _plant_issue30_teeth(teeth: frozenset[Tooth], patch: Callable[[Any, str, Any], None]) -> None:
+    """The teeth of issue 30's items 3, 4 and 5 (``sim.backlog_repairs``, ``sim.readers``)."""
+    if Tooth.NO_BACKLOG_GRACE in teeth:
+
+        async def ignored(*a: Any, **kw: Any) -> float:
+            await event_backlog_s(*a, **kw)  # the peek still happens; its answer is dropped
+            return 0.0
+
+        patch(coordinator_update, "event_backlog_s", ignored)
+    if Tooth.OLDEST_FIRST_DEAD_LETTERS in teeth:
+        patch(ResourceNames, "deadletter_blob", staticmethod(_forward_deadletter_blob))
+    if Tooth.TRUST_ANY_REGISTRY_ROW in teeth:
+        patch(task_reads, "row_speaks_for", lambda row_worker, named: True)

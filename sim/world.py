@@ -25,14 +25,22 @@ from shared.names import ResourceNames
 from shared.storage.tolerated import TOLERATED
 from sim import loop as vloop
 from sim.actors import chaos, forger, functions_host, restarting, worker
+from sim.backlog_repairs import (
+    LAG_BURST_LEAD_S,
+    LAG_SUBMITS,
+    LAG_WORKERS,
+    BacklogRepairs,
+    Lag,
+)
 from sim.faults import FaultRates, Tooth
 from sim.invariants import Oracle
 from sim.keys import SIGNING_KEY
+from sim.readers import check_recent_dead_letters, registry_forger
 from sim.schedule_book import ScheduleBook
 from sim.schedules import seeded
 from sim.storage import Actor, Platform, deterministic_ids, new_storage
 from sim.teeth import planted
-from sim.users import OPS, users
+from sim.users import OPS, operation, users
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,10 @@ class World:
         self.options = OPTIONS
         self.partitions = self.rng.randint(1, config.max_partitions)
         self.oracle = Oracle(self.platform, self.raw, self.partitions, OPTIONS.lease_s)
+        self.lag = Lag.draw(seed, self.now())
+        self.backlog = BacklogRepairs(
+            self.platform, self.raw, self.oracle, OPTIONS.empty_queue_repair_after_s
+        )
         self.stopping = False
         self.fault_end = self.now() + config.fault_s
         self.submitted: list[str] = []
@@ -130,9 +142,15 @@ async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome
             processes.append(restarting(world, f"c{p}.{n}", body, partition=p))
     for n in range(config.workers):
         processes.append(restarting(world, f"w{n}", _bind(worker, world)))
+    if world.lag.on:  # a burst of submits, then workers outpace the lagging coordinators
+        processes.append(_from(world.lag.start - LAG_BURST_LEAD_S, _burst(world)))
+        for n in range(LAG_WORKERS):
+            body = _bind(worker, world)
+            processes.append(_from(world.lag.start, restarting(world, f"x{n}", body)))
     tasks = [asyncio.create_task(p) for p in processes]
     tasks.append(asyncio.create_task(chaos(world)))
     tasks.append(asyncio.create_task(forger(world)))
+    tasks.append(asyncio.create_task(registry_forger(world)))
     user_ops = asyncio.create_task(users(world))
     await asyncio.sleep(config.fault_s)
     world.platform.faults = FaultRates.quiet()
@@ -145,11 +163,23 @@ async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome
         world.oracle.fail("users", "user operations never got an answer")
     world.oracle.final()
     world.schedules.final()
+    await check_recent_dead_letters(world)
     for task in [*tasks, user_ops]:
         task.cancel()
     await asyncio.gather(*tasks, user_ops, return_exceptions=True)
     return Outcome(seed, world.oracle.violations, world.platform.trace, len(world.submitted),
                    world.now() - vloop.EPOCH)  # fmt: skip
+
+
+async def _from(start: float, process: Awaitable[None]) -> None:
+    """``process``, started at virtual time ``start``."""
+    await asyncio.sleep(start - asyncio.get_running_loop().time())
+    await process
+
+
+async def _burst(world: World) -> None:
+    """``LAG_SUBMITS`` workflows submitted at once, just before the lag window."""
+    await asyncio.gather(*(operation(world, f"burst{n}", "submit") for n in range(LAG_SUBMITS)))
 
 
 def _bind(

@@ -14,6 +14,7 @@ from shared.coordinator import CoordinatorOptions
 from shared.definition.workflow import CompiledWorkflow
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
+from sim.backlog_repairs import Lag
 from sim.invariants import Oracle
 from sim.schedule_book import ScheduleBook
 from sim.storage import Platform
@@ -55,6 +56,7 @@ class World(Protocol):
     submitted: list[str]
     definitions: dict[str, tuple[CompiledWorkflow, bytes]]
     schedules: ScheduleBook
+    lag: Lag
 
     @property
     def config(self) -> RunShape:

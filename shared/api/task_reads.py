@@ -211,11 +211,17 @@ async def live_progress(
         for record in records
         for t in record.tasks
         if t.workflow_id == state.workflow_id
-        and runner.get(t.task) == record.worker_id
+        and row_speaks_for(record.worker_id, runner.get(t.task))
         and t.incarnation in (None, state.incarnation)  # never a purged workflow's attempt
         and t.progress is not None
         and not t.progress.empty
     }
+
+
+def row_speaks_for(row_worker: str, named: str | None) -> bool:
+    """Whether a registry row of ``row_worker`` may speak for a task whose state names ``named``
+    as its worker: only that worker's own row (issue #30, item 5)."""
+    return named is not None and row_worker == named
 
 
 def progress_fields(

@@ -222,8 +222,11 @@ class DeadLetters(Protocol):
         """Store one dead letter; return where it was stored (blob name)."""
         ...
 
-    async def list(self, limit: int = 100) -> list[DeadLetter]:
-        """The most recent dead letters, oldest first within the returned page."""
+    async def list(self, limit: int = 100, *, scan: int | None = None) -> list[DeadLetter]:
+        """The most recent dead letters, oldest first within the returned page, among at most
+        ``scan`` names listed (None: ``shared.limits.DEAD_LETTER_SCAN``), newest day first and
+        newest first within a day (``ResourceNames.deadletter_blob``): a bounded scan that
+        returns the ``limit`` newest, not a sample, whenever ``scan >= limit``."""
         ...
 
 

@@ -139,8 +139,13 @@ def test_health_counts_the_events_nobody_consumed(
     for n in range(3):
         response = http.post("/workflows", content=DIAMOND, params={"id": f"health-{n}"})
         assert response.status_code == 201
+    submitted = _view(views.Health, assert_documented(http.get("/health"), "/health"))
+    # The submits sent the roots' task messages themselves, and no event (issue 32).
+    assert submitted.event_queue.depth == before.event_queue.depth
+    for n in range(3):
+        assert http.post(f"/workflows/health-{n}/cancel").status_code == 202
     after = _view(views.Health, assert_documented(http.get("/health"), "/health"))
-    # No trigger runs in this host: every submit's activate event is still on the queue.
+    # No trigger runs in this host: every cancel's event is still on the queue.
     assert after.event_queue.depth == before.event_queue.depth + 3
     assert after.poison_queue.depth == 0
     assert after.coordinator.lease_held is False

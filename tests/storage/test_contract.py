@@ -193,17 +193,15 @@ async def test_the_recent_dead_letters_cost_only_their_days(
 
 @pytest.mark.azurite
 async def test_the_recent_dead_letters_of_a_busy_day_are_the_newest_not_a_sample(
-    settings: object, monkeypatch: pytest.MonkeyPatch
+    settings: object,
 ) -> None:
     """Before: names were ``{day}/{message id}``, so a day with more letters than the scan
     bound listed a sample in message-id order (issue #30, item 4). Now a day lists newest
     first, and letters named the old way are still listed."""
-    import shared.storage.azure.deadletters as azure_blobs
     from shared.settings import Settings
     from shared.storage.factory import ensure_resources, open_storage
 
     assert isinstance(settings, Settings)
-    monkeypatch.setattr(azure_blobs, "DEAD_LETTER_SCAN", 10)  # a busy day: 30 > the bound
     async with open_storage(settings) as storage:
         assert isinstance(storage, AzureStorage)
         await ensure_resources(storage)
@@ -217,14 +215,27 @@ async def test_the_recent_dead_letters_of_a_busy_day_are_the_newest_not_a_sample
         for i in range(30):  # message ids in time order: a listing by them is oldest first
             await storage.deadletters.put(message_id=f"m{i:02d}", text="{}", reason="r",
                                           received_at=day + i)  # fmt: skip
-        recent = await storage.deadletters.list(limit=3)
+        recent = await storage.deadletters.list(limit=3, scan=10)  # a busy day: 30 > the bound
         assert [d.message_id for d in recent] == ["m27", "m28", "m29"]
-        (only,) = await storage.deadletters.list(limit=1)
+        (only,) = await storage.deadletters.list(limit=1, scan=10)
         assert only.message_id == "m29"
-        monkeypatch.setattr(azure_blobs, "DEAD_LETTER_SCAN", 5000)
         everything = await storage.deadletters.list(limit=100)
         assert "legacy" in [d.message_id for d in everything]
         assert everything[0].message_id == "legacy"  # the oldest first, as always
+
+
+async def test_a_bounded_dead_letter_scan_returns_the_newest(storage: Storage) -> None:
+    # The scan bound is a parameter (the simulation sets it small; issue #30, item 4): a scan
+    # of at least ``limit`` names returns the ``limit`` newest of a day holding more than it.
+    # (Receive times near the storage's own clock: Azure trusts a name's time only near when
+    # storage wrote it, and orders by that write time first, to the second.)
+    start = time.time() - 60
+    for i in (3, 0, 7, 5, 1, 6, 2, 4):  # written in no time order
+        await storage.deadletters.put(message_id=f"m{i}", text="{}", reason="r",
+                                      received_at=start + i)  # fmt: skip
+    recent = await storage.deadletters.list(limit=3, scan=4)
+    assert sorted(d.message_id for d in recent) == ["m5", "m6", "m7"]
+    assert len(await storage.deadletters.list(limit=100, scan=2)) == 2  # the bound holds
 
 
 async def test_dead_letter_names_list_newest_first_within_a_day() -> None:

@@ -12,6 +12,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import ContainerClient
 
+from shared.limits import DEAD_LETTER_SCAN
 from shared.names import ResourceNames
 from shared.storage.azure.blobs import total_size
 from shared.storage.azure.errors import raise_missing
@@ -24,10 +25,6 @@ log = logging.getLogger("dagq.storage")
 MAX_DEAD_LETTER_BYTES = 256 * 1024
 """Most bytes of one dead letter read: an event is at most 64 KiB, its letter (text, reason,
 JSON escapes) well under this; a larger blob is not one dagq wrote, and is skipped unread."""
-
-DEAD_LETTER_SCAN = 5000
-"""Most dead-letter names one listing reads (newest day first): what showing the recent ones
-costs, whatever the container holds."""
 
 
 class AzureDeadLetters:
@@ -54,7 +51,7 @@ class AzureDeadLetters:
         return name
 
     @repeated
-    async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
+    async def list(self, limit: int = 100, *, scan: int | None = None) -> builtins.list[DeadLetter]:
         # Newest day first ({YYYY-MM-DD}/...), stopping once a day completes the page or the scan
         # budget is spent: 50,000 old letters cost nothing to show today's 20. Within a day the
         # names list newest first (``ResourceNames.deadletter_blob``), so a day stops once it
@@ -62,6 +59,7 @@ class AzureDeadLetters:
         # order, were all written before the first newest-first name of their day).
         if limit <= 0:
             return []
+        bound = DEAD_LETTER_SCAN if scan is None else scan
         stamped: builtins.list[tuple[float, float, str]] = []
         try:
             days = [item.name async for item in self.container.walk_blobs(delimiter="/")]
@@ -71,9 +69,9 @@ class AzureDeadLetters:
                                                             include=["metadata"]):  # fmt: skip
                     stamped.append((_written_at(blob), _received_at(blob.metadata), blob.name))
                     newest_first += _truly_named(blob)
-                    if len(stamped) >= DEAD_LETTER_SCAN or newest_first >= limit:
+                    if len(stamped) >= bound or newest_first >= limit:
                         break
-                if len(stamped) >= limit or len(stamped) >= DEAD_LETTER_SCAN:
+                if len(stamped) >= limit or len(stamped) >= bound:
                     break
         except ResourceNotFoundError as error:
             raise_missing(error, self.container.container_name, "dead letters")

@@ -8,7 +8,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from shared.errors import ConflictError, NotFoundError, StaleStateError
-from shared.limits import MAX_JOB_MARKS
+from shared.limits import DEAD_LETTER_SCAN, MAX_JOB_MARKS
 from shared.names import ResourceNames
 from shared.storage.encoding import (
     dead_letter_from_json,
@@ -247,9 +247,25 @@ class MemoryDeadLetters:
         self.container.put(name, body, content_type="application/json")
         return name
 
-    async def list(self, limit: int = 100) -> builtins.list[DeadLetter]:
-        letters = [
-            dead_letter_from_json(name, blob.data) for name, blob in self.container.blobs.items()
-        ]
+    async def list(self, limit: int = 100, *, scan: int | None = None) -> builtins.list[DeadLetter]:
+        # The Azure adapter's bounded scan: newest day first, names in listing order within a
+        # day, a day stopping once it gave ``limit`` newest-first names (the rest of it is older).
+        if limit <= 0:
+            return []
+        bound = DEAD_LETTER_SCAN if scan is None else scan
+        by_day: dict[str, builtins.list[str]] = {}
+        for name in self.container.blobs:
+            by_day.setdefault(name.split("/", 1)[0], []).append(name)
+        listed: builtins.list[str] = []
+        for day in sorted(by_day, reverse=True):
+            newest_first = 0
+            for name in sorted(by_day[day]):
+                listed.append(name)
+                newest_first += ResourceNames.deadletter_newest_first(name)
+                if len(listed) >= bound or newest_first >= limit:
+                    break
+            if len(listed) >= limit or len(listed) >= bound:
+                break
+        letters = [dead_letter_from_json(name, self.container.blobs[name].data) for name in listed]
         letters.sort(key=lambda letter: (letter.received_at, letter.name))
-        return letters[-limit:] if limit > 0 else []
+        return letters[-limit:]
