@@ -33,6 +33,7 @@ from shared.storage.ports import Queue, ReceivedMessage, Storage
 from sim.backlog_repairs import LAG_BUDGET_S, LAG_TIMER_S
 from sim.faults import Crash, Tooth
 from sim.keys import FORGED_CMD, FORGER, VERIFIER
+from sim.schedules import sweep_job
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from sim.world_view import World
@@ -82,7 +83,12 @@ async def functions_host(world: World, actor: Actor, _generation: int) -> None:
     skew = rng.uniform(-world.config.max_skew_s, world.config.max_skew_s)
     options = world.lag.options(world.options)
     coordinator = Coordinator(
-        storage, world.names, options, clock=lambda: world.now() + skew, keep_lease=True
+        storage,
+        world.names,
+        options,
+        clock=lambda: world.now() + skew,
+        keep_lease=True,
+        after_sweeps=sweep_job(world),
     )
     idle = 0.5
     while not world.stopping:

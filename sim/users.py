@@ -22,6 +22,7 @@ from shared.limits import MAX_COUNTER
 from shared.names import new_workflow_id
 from shared.ops.purge import purge_workflow
 from shared.storage.ports import Storage
+from sim import schedules
 from sim.faults import Crash, TransientError
 from sim.keys import SIGNER
 from sim.storage import Actor, view
@@ -32,7 +33,7 @@ Call = Callable[[Storage], Awaitable[Any]]
 
 OPS: dict[str, int] = {
     "submit": 40, "cancel": 14, "retry": 18, "purge": 12, "resubmit": 4, "purge_resubmit": 12
-}  # fmt: skip
+} | schedules.OPS  # fmt: skip
 """Every operation users make, with its weight in the default mix."""
 
 
@@ -56,6 +57,9 @@ async def users(world: World) -> None:
 
 async def operation(world: World, name: str, kind: str) -> None:
     rng = world.rng
+    if kind in schedules.OPS:
+        await schedules.operation(world, name, kind, call)
+        return
     if kind == "submit":
         workflow_id = new_workflow_id(world.now(), _entropy(rng))
         wf, data = compile_random(rng, f"sim-{len(world.submitted)}")

@@ -36,6 +36,8 @@ from sim.faults import FaultRates, Tooth
 from sim.invariants import Oracle
 from sim.keys import SIGNING_KEY
 from sim.readers import check_recent_dead_letters, registry_forger
+from sim.schedule_book import ScheduleBook
+from sim.schedules import seeded
 from sim.storage import Actor, Platform, deterministic_ids, new_storage
 from sim.teeth import planted
 from sim.users import OPS, operation, users
@@ -124,6 +126,10 @@ class World:
         self.submitted: list[str] = []
         self.definitions: dict[str, tuple[CompiledWorkflow, bytes]] = {}
         self.outputs: dict[str, JsonValue] = {}
+        self.schedules = ScheduleBook(
+            self.platform, self.raw, self.oracle, partitions=self.partitions,
+            max_skew_s=config.max_skew_s, submitted=self.submitted, definitions=self.definitions,
+        )  # fmt: skip
 
 
 async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome:
@@ -156,6 +162,7 @@ async def _run(seed: int, config: SimConfig, teeth: frozenset[Tooth]) -> Outcome
     if not user_ops.done():
         world.oracle.fail("users", "user operations never got an answer")
     world.oracle.final()
+    world.schedules.final()
     await check_recent_dead_letters(world)
     for task in [*tasks, user_ops]:
         task.cancel()
@@ -197,6 +204,8 @@ def _settled(world: World) -> bool:
     oracle = world.oracle
     if oracle.unfinished() or any(q.messages for q in world.raw.queues.states.values()):
         return False
+    if world.schedules.missing():
+        return False
     probe = Oracle.__new__(Oracle)
     probe.__dict__.update(oracle.__dict__, violations=[])
     for workflow_id in world.oracle.workflows:
@@ -214,6 +223,7 @@ def simulate(seed: int, config: SimConfig | None = None,
         _quiet("dagq"),  # the trace says what happened
         deterministic_ids(random.Random(seed ^ 0x5EED)),
         planted(teeth),
+        seeded(random.Random(seed ^ 0x5C4ED), teeth),
         _fresh_tolerated(),
     ):
         return vloop.run(_run(seed, config, teeth))

@@ -16,6 +16,7 @@ from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
 from sim.backlog_repairs import Lag
 from sim.invariants import Oracle
+from sim.schedule_book import ScheduleBook
 from sim.storage import Platform
 
 
@@ -54,6 +55,7 @@ class World(Protocol):
     fault_end: float
     submitted: list[str]
     definitions: dict[str, tuple[CompiledWorkflow, bytes]]
+    schedules: ScheduleBook
     lag: Lag
 
     @property

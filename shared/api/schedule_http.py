@@ -152,11 +152,17 @@ async def _resume(req: func.HttpRequest) -> func.HttpResponse:
 
 
 async def _delete(req: func.HttpRequest) -> func.HttpResponse:
-    from shared.api import schedules
+    from shared.api.schedule_sweep import finish_and_delete
+    from shared.signing import signer_of
 
     name = _name(req)
     storage = await CONTEXT.storage()
-    return json_response(await schedules.delete(storage, name))
+    settings = CONTEXT.settings
+    deleted = await finish_and_delete(
+        storage, name, now=time.time(), partitions=settings.partitions,
+        signer=signer_of(settings.signing_key), max_expansion_width=settings.max_expansion_width,
+    )  # fmt: skip
+    return json_response(deleted)
 
 
 create_schedule = _handler(_create)

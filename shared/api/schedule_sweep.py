@@ -15,6 +15,12 @@ latest one noted. A slot whose definition no longer compiles, or whose id holds 
 definition, is noted on the schedule (``schedule show``) and passed over: it never blocks the
 later slots. Any other failure (storage) leaves the slot un-noted, so the next sweep submits it
 again.
+
+A slot's run id is noted in ``ScheduleRecord.starting`` before its submit, and taken out with
+the note of the slot: a submit that failed half-way (its state created, its index row or
+activate event not) is submitted again by the next sweep even if the schedule was paused
+meanwhile or the slot has left the catch-up (simulation seed 125: else nobody completes it, and
+a pending run without its row is seen by no sweep).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
     from shared.states import WorkflowStatus
     from shared.storage.ports import Storage
     from shared.storage.schedules import ScheduleRecord
+    from shared.views import ScheduleDeleted
 
 log = logging.getLogger("dagq.schedules")
 
@@ -61,7 +68,29 @@ async def run_schedules(
                 log.warning("schedule %s: sweep failed: %r", record.name, exc)
                 return 0
 
-    return sum(await asyncio.gather(*(one(r) for r in records if not r.paused)))
+    return sum(await asyncio.gather(*(one(r) for r in records if not r.paused or r.starting)))
+
+
+async def finish_and_delete(
+    storage: Storage,
+    name: str,
+    *,
+    now: float,
+    partitions: int = 1,
+    signer: Signer | None = None,
+    max_expansion_width: int | None = None,
+) -> ScheduleDeleted:
+    """Delete a schedule (``shared.api.schedules.delete``), first submitting again the runs it
+    notes as starting: no sweep would finish them after. A storage failure raises (nothing is
+    deleted: try again)."""
+    from shared.api import schedules
+
+    record = await storage.schedules.get(name)
+    if record is not None and record.starting:
+        starter = _Starter(storage, now, partitions, signer, max_expansion_width)
+        for workflow_id in record.starting:
+            await starter._start(record, workflow_id)
+    return await schedules.delete(storage, name)
 
 
 def _at(slot: float) -> str:
@@ -85,14 +114,18 @@ class _Starter:
 
     async def run(self, record: ScheduleRecord) -> int:
         spec = record.spec
-        slots = due_slots(
+        slots = [] if record.paused else due_slots(
             spec.cron, spec.timezone, after=record.after, now=self.now, limit=spec.catch_up
-        )
-        if not slots:
+        )  # fmt: skip
+        if not slots and not record.starting:
             return 0
         runs = list(record.runs)
         note: str | None = None
         submitted = 0
+        done: list[str] = []
+        for workflow_id in record.starting:  # begun by an earlier sweep, never answered
+            note = await self._start(record, workflow_id) or note
+            done.append(workflow_id)
         for slot in slots:
             workflow_id = run_id(spec.name, slot)
             active = None if spec.concurrency == "allow" else await self._active(record, runs, slot)
@@ -103,17 +136,50 @@ class _Starter:
                     log.info("schedule %s: %s", spec.name, note)
                     continue
                 await self._cancel(previous, workflow_id)
-            try:
-                await self._submit(record, workflow_id)
-            except (DefinitionError, ConflictError) as exc:  # no longer compiles, id taken
-                note = f"slot {_at(slot)} not started: {exc}"[:1000]
-                log.warning("schedule %s: %s", spec.name, note)
+            marked = await self._mark(record, workflow_id)
+            if marked is None:  # paused, deleted or created anew meanwhile: start nothing more
+                break
+            record = marked
+            refused = await self._start(record, workflow_id)
+            done.append(workflow_id)
+            if refused is not None:
+                note = refused
                 continue
             submitted += 1
             if workflow_id not in runs:
                 runs.append(workflow_id)
-        await self._note(record, slots[-1], runs[-KEPT_RUNS:], note)
+        last = slots[-1] if slots else record.last_slot
+        await self._note(record, last, runs[-KEPT_RUNS:], note, done)
         return submitted
+
+    async def _start(self, record: ScheduleRecord, workflow_id: str) -> str | None:
+        """Submit ``workflow_id``; the note of a slot passed over (its definition no longer
+        compiles, or its id holds another definition), or None. A storage failure raises."""
+        try:
+            await self._submit(record, workflow_id)
+        except (DefinitionError, ConflictError) as exc:  # no longer compiles, id taken
+            note = f"{workflow_id} not started: {exc}"[:1000]
+            log.warning("schedule %s: %s", record.name, note)
+            return note
+        return None
+
+    async def _mark(self, record: ScheduleRecord, workflow_id: str) -> ScheduleRecord | None:
+        """Note ``workflow_id`` in ``starting`` before its submit (under the ETag). None if the
+        schedule was paused, deleted or created anew meanwhile."""
+        current: ScheduleRecord | None = record
+        for _ in range(3):
+            if current is None or current.created_at != record.created_at or current.paused:
+                return None
+            if workflow_id in current.starting:
+                return current
+            marked = replace(current, starting=[*current.starting, workflow_id])
+            try:
+                return replace(marked, etag=await self.storage.schedules.update(marked))
+            except StaleStateError:
+                current = await self.storage.schedules.get(record.name)
+            except NotFoundError:
+                return None
+        raise StaleStateError(f"schedule {record.name!r} keeps changing: the next sweep starts it")
 
     async def _active(
         self, record: ScheduleRecord, runs: list[str], slot: float
@@ -156,20 +222,28 @@ class _Starter:
         )  # fmt: skip
 
     async def _note(
-        self, record: ScheduleRecord, slot: float, runs: list[str], note: str | None
+        self,
+        record: ScheduleRecord,
+        slot: float | None,
+        runs: list[str],
+        note: str | None,
+        done: list[str],
     ) -> None:
-        """Record the latest slot handled (under the ETag; a schedule changed meanwhile is read
-        again and the slot noted on it, unless it was deleted or created anew)."""
+        """Record the latest slot handled and take the runs started (``done``) out of
+        ``starting`` (under the ETag; a schedule changed meanwhile is read again and the slot
+        noted on it, unless it was deleted or created anew)."""
         current: ScheduleRecord | None = record
         for _ in range(3):
             if current is None or current.created_at != record.created_at:
                 return
             merged = runs + [r for r in current.runs if r not in runs]
+            last = current.last_slot if slot is None else max(slot, current.last_slot or slot)
             noted = replace(
                 current,
-                last_slot=max(slot, current.last_slot or slot),
+                last_slot=last,
                 runs=sorted(merged)[-KEPT_RUNS:],
                 note=note,
+                starting=[r for r in current.starting if r not in done],
             )
             try:
                 await self.storage.schedules.update(noted)

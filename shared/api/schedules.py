@@ -127,7 +127,9 @@ async def set_paused(storage: Storage, name: str, paused: bool, *, now: float) -
 
 
 async def delete(storage: Storage, name: str) -> ScheduleDeleted:
-    """Delete a schedule (its runs stay). Idempotent."""
+    """Delete a schedule (its runs stay). Idempotent. The API deletes through
+    ``shared.api.schedule_sweep.finish_and_delete``, which first finishes the runs a sweep left
+    half made."""
     from shared.views import ScheduleDeleted
 
     return ScheduleDeleted(name=name, deleted=await storage.schedules.delete(name))

@@ -43,6 +43,7 @@ from shared.codec.metadata import (
     status_from_metadata,
 )
 from shared.codec.state import decode_state
+from shared.definition.schedule import slot_of_run
 from shared.deployment import partition_from_metadata
 from shared.engine.projection import index_row
 from shared.errors import ConflictError, NotFoundError, StaleStateError
@@ -215,6 +216,7 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
         raise ConflictError(
             f"workflow {workflow_id!r} was purged and submitted again while it was read: try again"
         )
+    await _refuse_a_run_still_starting(storage, workflow_id)
     if status not in TERMINAL:
         mark = (await storage.workflows.purge_marks()).get(workflow_id)
         if mark is not None and _other_incarnation(mark, metadata):
@@ -232,6 +234,22 @@ async def purge_workflow(storage: Storage, workflow_id: str) -> PurgedView:
     deleted = await finish_purge(storage, workflow_id, purge_mark(state.created_at, metadata), etag)
     forget_definition(storage, workflow_id)
     return PurgedView(id=workflow_id, status=str(state.status), blobs_deleted=deleted)
+
+
+async def _refuse_a_run_still_starting(storage: Storage, workflow_id: str) -> None:
+    """ConflictError if ``workflow_id`` is a schedule's run whose sweep has not seen its submit
+    through (``ScheduleRecord.starting``): the next sweep submits it again, and would start the
+    slot a second time once it was purged (simulation seed 677). One table read, for ids named
+    as a schedule's runs (``{name}-{UTC slot}``) only."""
+    name = workflow_id.rpartition("-")[0]
+    if slot_of_run(name, workflow_id) is None:
+        return
+    record = await storage.schedules.get(name)
+    if record is not None and workflow_id in record.starting:
+        raise ConflictError(
+            f"workflow {workflow_id!r} is a run of schedule {name!r} whose start its sweep has"
+            " not seen through yet: try again after the next sweep"
+        )
 
 
 async def _purge_without_state(storage: Storage, workflow_id: str) -> PurgedView:

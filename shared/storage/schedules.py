@@ -49,6 +49,11 @@ class ScheduleRecord:
     """Ids of the latest runs started, oldest first (``KEPT_RUNS``)."""
     note: str | None = None
     """What the sweep last could not do (a slot skipped, a submit refused), or None."""
+    starting: builtins.list[str] = field(default_factory=list)
+    """Ids of runs whose submit a sweep began and saw no answer to (noted before the submit):
+    the next sweep submits each again, whether the schedule was paused meanwhile or its slot has
+    left the catch-up, so no run is left half made (a state without its index row or activate
+    event, which no sweep would ever see; simulation seed 125)."""
     etag: str = field(default="", compare=False)
     """The stored version this record was read at (for ``update``)."""
 

@@ -7,9 +7,15 @@ from dataclasses import replace
 import pytest
 
 from shared.api import schedules
-from shared.api.schedule_sweep import run_schedules
+from shared.api.schedule_sweep import finish_and_delete, run_schedules
 from shared.definition.schedule import run_id
-from shared.errors import ConflictError, DefinitionError, NotFoundError, RequestError
+from shared.errors import (
+    ConflictError,
+    DefinitionError,
+    IncompleteSubmitError,
+    NotFoundError,
+    RequestError,
+)
 from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage
 from shared.storage.schedules import ScheduleSpec
@@ -151,8 +157,9 @@ async def test_forbid_sees_a_run_whose_slot_a_killed_sweep_did_not_note() -> Non
 
     storage = memory_storage()
     await schedules.create(storage, spec(concurrency="forbid"), now=T0)
-    # The sweep submits the first slot's run and dies before it notes it on the schedule.
-    await run_schedules(killed(storage, "schedules", "update"), T0 + 60)
+    # The sweep submits the first slot's run and dies before it notes it on the schedule (its
+    # first update, the run id noted as starting, went through).
+    await run_schedules(killed(storage, "schedules", "update", after=1), T0 + 60)
     record = await storage.schedules.get("every")
     assert record is not None
     assert record.runs == []
@@ -162,3 +169,76 @@ async def test_forbid_sees_a_run_whose_slot_a_killed_sweep_did_not_note() -> Non
     assert record is not None
     assert record.note is not None
     assert "skipped" in record.note
+
+
+async def test_a_run_left_half_made_is_finished_by_the_next_sweep_though_paused() -> None:
+    # Simulation seed 125: a sweep's submit created the run's state, then failed before its
+    # index row and activate event; the user paused the schedule before the next sweep, which
+    # skips paused schedules, so nobody submitted the id again: a pending run no sweep sees.
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    assert await run_schedules(killed(storage, "index", "create"), T0 + 60) == 0
+    first = run_id("every", 1_796_000_040.0)
+    await storage.workflows.read_state(first)  # the state was created...
+    assert [r for r in storage.index.rows.values() if r.workflow_id == first] == []  # ...no row
+    await schedules.set_paused(storage, "every", True, now=T0 + 70)
+    await run_schedules(storage, T0 + 80)
+    rows = [r for r in storage.index.rows.values() if r.workflow_id == first]
+    assert [r.status for r in rows] == [WorkflowStatus.PENDING]
+    assert len(await storage.event_queue.receive(32, 30)) == 1  # its activate event
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert record.starting == []
+
+
+async def test_a_run_left_half_made_is_finished_when_its_slot_left_the_catch_up() -> None:
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    await run_schedules(killed(storage, "index", "create"), T0 + 60)
+    first = run_id("every", 1_796_000_040.0)
+    await run_schedules(storage, T0 + 200)  # catch_up 1: the latest slot only is due
+    rows = [r for r in storage.index.rows.values() if r.workflow_id == first]
+    assert [r.status for r in rows] == [WorkflowStatus.PENDING]
+
+
+async def test_a_delete_finishes_a_run_left_half_made_first() -> None:
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    await run_schedules(killed(storage, "index", "create"), T0 + 60)
+    first = run_id("every", 1_796_000_040.0)
+    with pytest.raises(IncompleteSubmitError):  # a storage failure fails the delete
+        await finish_and_delete(killed(storage, "index", "create"), "every", now=T0 + 70)
+    assert await storage.schedules.get("every") is not None
+    assert (await finish_and_delete(storage, "every", now=T0 + 70)).deleted
+    rows = [r for r in storage.index.rows.values() if r.workflow_id == first]
+    assert [r.status for r in rows] == [WorkflowStatus.PENDING]
+
+
+async def test_a_run_its_sweep_has_not_seen_through_is_neither_purged_nor_started_again() -> None:
+    # Simulation seed 677: a sweep's submit created the run and failed before its index row (its
+    # id left in ``starting``); a user cancelled it (the cancel wrote the row) and purged it; the
+    # next sweep submitted the id again and started the slot a second time.
+    from shared.api import service
+    from shared.coordinator import Coordinator
+    from shared.ops.purge import purge_workflow
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    await run_schedules(killed(storage, "index", "create"), T0 + 60)
+    first = run_id("every", 1_796_000_040.0)
+    await service.cancel(storage, first, reason="by hand")
+    await Coordinator(storage, storage.names).run_once()
+    with pytest.raises(ConflictError, match="schedule"):
+        await purge_workflow(storage, first)
+    await run_schedules(storage, T0 + 65)  # the sweep sees the start through
+    await purge_workflow(storage, first)
+    await run_schedules(storage, T0 + 70)
+    with pytest.raises(NotFoundError):
+        await storage.workflows.state_metadata(first)  # the slot was not started again

@@ -93,7 +93,7 @@ async def test_every_slot_starts_exactly_once_with_two_instances_and_killed_swee
     assert await run_schedules(killed(a, "index", "create"), clock()) == 0
     assert await runs_of(a, "every") == expected[:-1]  # no index row: not listed yet
     # ... and killed after the submit, before the slot was noted on the schedule.
-    await run_schedules(killed(a, "schedules", "update"), clock())
+    await run_schedules(killed(a, "schedules", "update"), clock())  # its id noted as starting
     record = await a.schedules.get("every")
     assert record is not None
     assert record.last_slot == T0 - 30 + 4 * 60

@@ -71,6 +71,12 @@ REGRESSION_SEEDS = {
     2169766: "(486f5ee) an any child ran on the upstream of a pass whose state write was lost (the"
     " next pass sent the same attempt on another parent's output): upstream digests;"
     " tests/coordinator/test_other_inputs.py, tests/engine/test_other_inputs.py",
+    125: "(schedules in the mix) a sweep's submit created a slot's run state and failed before its"
+    " index row; the schedule was paused and nobody submitted the id again: a pending run no"
+    " sweep saw; tests/schedules/test_service.py test_a_run_left_half_made_is_finished_*",
+    677: "(schedules) a half-made run, cancelled and purged by a user, was submitted again by the"
+    " next sweep from the schedule's starting list: the slot ran twice;"
+    " tests/schedules/test_service.py test_a_run_its_sweep_has_not_seen_through_*",
 }
 """Seeds that found a bug (with the simulation as it was then), kept as regression runs."""
 

@@ -49,7 +49,10 @@ async def test_update_is_under_the_etag(storage: Storage) -> None:
     await storage.schedules.create(record())
     read = await storage.schedules.get("nightly")
     assert read is not None
-    noted = replace(read, last_slot=2000.0, runs=["nightly-20261205T010000Z"], note="skipped")
+    noted = replace(
+        read, last_slot=2000.0, runs=["nightly-20261205T010000Z"], note="skipped",
+        starting=["nightly-20261205T020000Z"],
+    )  # fmt: skip
     etag = await storage.schedules.update(noted)
     assert etag != read.etag
     got = await storage.schedules.get("nightly")

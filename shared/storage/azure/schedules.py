@@ -57,6 +57,7 @@ def to_entity(record: ScheduleRecord) -> dict[str, Any]:
         "LastSlot": float(record.last_slot) if record.last_slot is not None else -1.0,
         "Runs": json.dumps(record.runs, separators=(",", ":")),
         "Note": record.note or "",
+        "Starting": json.dumps(record.starting, separators=(",", ":")),
         "DefChunks": len(chunks),
     }
     for i, chunk in enumerate(chunks):
@@ -76,6 +77,7 @@ def from_entity(entity: Any) -> ScheduleRecord:
     params = _json(entity, "Params", dict)
     notify = _json(entity, "Notify", list)
     runs = _json(entity, "Runs", list)
+    starting = _json(entity, "Starting", list)  # absent in rows written before it existed
     concurrency = str(entity["Concurrency"])
     if concurrency not in CONCURRENCY:
         raise ValueError(f"Concurrency {concurrency!r}")
@@ -101,6 +103,7 @@ def from_entity(entity: Any) -> ScheduleRecord:
         last_slot=None if last_slot < 0 else last_slot,
         runs=[str(run) for run in runs],
         note=str(entity.get("Note") or "") or None,
+        starting=[str(run) for run in starting],
         etag=str(etag),
     )
 
