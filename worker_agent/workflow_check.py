@@ -52,16 +52,22 @@ class WorkflowSeen:
         - a message of an earlier run than the state's, however delivered: a rerun started
           since, so its run failed or was cancelled (a rerun never sends an attempt number an
           earlier run may have sent: ``engine.attempt_bounds``);
-        - a redelivery of the state's own run once it completed or failed (its worker reported
-          and died before deleting it, or stalled past its visibility).
+        - a message of the state's own run once that run completed or failed, however
+          delivered: a redelivery (its worker reported and died before deleting it, or stalled
+          past its visibility), or the first delivery of a dispatch the state never recorded (a
+          pass sent it and lost its write; the pass that applied the events again completed the
+          task another way, from the result cache: simulation seed 3605178). A run that ended
+          stays ended: what runs again is a rerun, a new run.
 
-        A first delivery of the state's run is never late, and neither is a message of a run
-        ahead of the state's: a rerun is dispatched before the coordinator records it, so the
-        state may say "failed" for a while after. Dropping such a message would keep its claim
-        and wedge the rerun (the simulation found both: seeds 1029 and 1906). A message or state
-        without a run (from before runs were carried) is judged by its delivery alone."""
-        if message.run is not None and self.run is not None and message.run != self.run:
-            return message.run < self.run
+        A message of a run ahead of the state's is never late: a rerun is dispatched before the
+        coordinator records it, so the state may say "failed" for a while after. Dropping such a
+        message would keep its claim and wedge the rerun (the simulation found both: seeds 1029
+        and 1906). A message or state without a run (from before runs were carried) is judged by
+        its delivery alone: a first delivery may be a rerun's."""
+        if message.run is not None and self.run is not None:
+            if message.run != self.run:
+                return message.run < self.run
+            return self.status in FINISHED_STATUSES
         return dequeue_count > 1 and self.status in FINISHED_STATUSES
 
 

@@ -4,11 +4,13 @@ simulation: docs/simulation.md).
 A message comes back after its worker reported and died before deleting it (or after its
 visibility ran out while storage stalled). If the workflow completed or failed meanwhile, running
 the command again is a task running after its workflow ended: the worker drops the message
-instead. A first delivery still runs: a rerun's message may arrive while the state says failed
-for a moment (dispatched before the coordinator's flush), and dropping it would wedge the rerun
-(the simulation found that too, in the first version of this fix). So does a redelivery of such a
-message: it carries its run, and a run ahead of the state's is a rerun not recorded yet (seed 1906
-of ``make sim SEEDS=3000``: dropped as late with its claim kept, it wedged the rerun).
+instead. A rerun's message may arrive while the state says failed for a moment (dispatched
+before the coordinator's flush), and dropping it would wedge the rerun (the simulation found that
+too, in the first version of this fix): it carries its run, and a run ahead of the state's is a
+rerun not recorded yet, run whether first delivered or redelivered (seed 1906 of ``make sim
+SEEDS=3000``: dropped as late with its claim kept, it wedged the rerun). A message of the state's
+own run, once that run ended, is late however it is delivered (seed 3605178); a message without a
+run (from before runs were carried) is judged by its delivery alone.
 """
 
 from __future__ import annotations
@@ -69,6 +71,13 @@ DELIVERIES = [
     # seed 1906: run 2's message, claimed then abandoned, comes back while the state says run 1
     # failed (the pass that sent it had not flushed yet): dropping it wedged the rerun
     pytest.param("failed", True, 1, 2, True, id="redelivered-rerun-not-recorded-yet-runs"),
+    pytest.param("failed", False, 1, 2, True, id="first-delivery-rerun-not-recorded-yet-runs"),
+    # seed 3605178 of a soak: a pass sent t0/1 and lost its write; the pass that applied the
+    # activation again found t0 in the result cache and completed the workflow. The stray
+    # message's first delivery, of the state's own run, ran after the workflow had ended: a run
+    # that ended stays ended (a rerun is a new run), so it is late however it is delivered.
+    pytest.param("completed", False, 2, 2, False, id="first-delivery-same-run-completed"),
+    pytest.param("failed", False, 2, 2, False, id="first-delivery-same-run-failed"),
     # seed 1046 of a trial run: a duplicate of a cancelled run's message ran during the rerun;
     # a message of an earlier run than the state's is late however it is delivered
     pytest.param("running", False, 2, 1, False, id="earlier-run-first-delivery-running"),
