@@ -37,6 +37,7 @@ from sim.schedules import sweep_job
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from sim.world_view import World
+from worker_agent.heartbeat import HOLD_MARGIN_S
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
     WorkflowSeen,
@@ -181,12 +182,9 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
     if message.cmd == FORGED_CMD:
         world.oracle.fail(actor.name, f"a forged task message passed the check: {message.key}")
     wid = message.workflow_id
-    if Tooth.NO_CLAIM not in world.platform.teeth:
-        claim = message.claim_blob()
-        mine = await storage.outputs.create_if_absent(claim, received.id.encode())
-        if not mine and (await storage.outputs.get(claim)).decode() != received.id:
-            await queue.delete(received)  # a duplicate dispatch: someone else runs it
-            return
+    if not await _claimed(world, storage, queue, received, message):
+        return
+    asked = world.now()
     held = await queue.extend(received, TASK_VISIBILITY_S)  # the worker's heartbeat, in effect
     if held is None:  # the checks stalled past the visibility: another worker holds it now
         world.platform.log(actor.name, f"lost the message of {message.key} before running it")
@@ -203,6 +201,9 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return
+    if world.now() >= asked + TASK_VISIBILITY_S - HOLD_MARGIN_S:  # as the worker's Heartbeat.held
+        world.platform.log(actor.name, f"the hold on {message.key} ran out before it started")
+        return  # its checks stalled past the visibility: another worker may hold it (seed 3604306)
     run_key = world.oracle.started(actor.name, wid, message.key, received.id, message.incarnation)
     reported = False
     upstream: dict[str, JsonValue] | None = None
@@ -230,6 +231,20 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         world.oracle.ended(run_key, reported=reported, upstream=upstream)
     if await queue.delete(received):
         world.oracle.deleted(run_key)
+
+
+async def _claimed(world: World, storage: Storage, queue: Queue, received: ReceivedMessage,
+                   message: TaskMessage) -> bool:  # fmt: skip
+    """Whether this message may run its attempt, as the worker's claim decides (a duplicate
+    dispatch is deleted unrun)."""
+    if Tooth.NO_CLAIM in world.platform.teeth:
+        return True
+    claim = message.claim_blob()
+    mine = await storage.outputs.create_if_absent(claim, received.id.encode())
+    if not mine and (await storage.outputs.get(claim)).decode() != received.id:
+        await queue.delete(received)  # a duplicate dispatch: someone else runs it
+        return False
+    return True
 
 
 async def _set_aside(world: World, storage: Storage, queue: Queue, received: ReceivedMessage,

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from shared.errors import DagqError, MessageError, NotFoundError
+from shared.errors import DagqError, MessageError
 from shared.messages import (
     FailureReason,
     TaskEvent,
@@ -37,6 +37,7 @@ from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent import workflow_check
 from worker_agent.cadence import heartbeat_schedule, live_interval
 from worker_agent.cancel_watch import CancelChecks, watch_cancel
+from worker_agent.claim import claim
 from worker_agent.config import WorkerSettings
 from worker_agent.errors import AttemptError, StartError
 from worker_agent.files import (
@@ -154,7 +155,7 @@ class AttemptRunner:
 
     async def _attempt(self, attempt: Attempt) -> None:
         message, received, log = attempt.message, attempt.received, attempt.log
-        if not await self._claim(message, received):
+        if not await claim(self.storage.outputs, message, received):
             log.info("duplicate dispatch of an attempt another message holds: dropping it")
             await self._finish(attempt)
             return
@@ -186,6 +187,10 @@ class AttemptRunner:
             )
             log.error("%s: reporting the attempt failed", error)
             await self._report(attempt, self._failed(attempt, "error", error))
+            return
+        if not attempt.heartbeat.held():  # the checks outlasted the visibility (seed 3604306)
+            log.warning("the message's visibility ran out before the task started: not running it")
+            await attempt.heartbeat.stop()  # another worker may hold it: it is theirs now
             return
         paths = AttemptPaths.create(self.settings.work_dir, message)
         try:
@@ -273,18 +278,6 @@ class AttemptRunner:
         )
         live.start()
         return live
-
-    async def _claim(self, message: TaskMessage, received: ReceivedMessage) -> bool:
-        """True if this message may run the attempt (first claim, or a redelivery of it)."""
-        name = message.claim_blob()
-        outputs = self.storage.outputs
-        if await outputs.create_if_absent(name, received.id.encode()):
-            return True
-        try:
-            owner = await outputs.get(name)
-        except NotFoundError:
-            return True
-        return owner.decode(errors="replace") == received.id
 
     async def _run(self, attempt: Attempt, command: Command) -> RunResult:
         message, log = attempt.message, attempt.log

@@ -25,6 +25,10 @@ from shared.storage.ports import Queue, ReceivedMessage
 
 log = logging.getLogger(__name__)
 
+HOLD_MARGIN_S = 1.0
+"""Of a message's visibility, what ``held`` does not count on (the receive's own latency, before
+the heartbeat existed)."""
+
 
 class Heartbeat:
     """Extends one message's visibility every ``interval_s`` until stopped."""
@@ -55,9 +59,18 @@ class Heartbeat:
         self._task: asyncio.Task[None] | None = None
         self._log = logger or logging.LoggerAdapter(log, {})
         self._expires = time.monotonic() + visibility_s
+        """When the visibility last granted runs out (counted from before the request granting
+        it, so never later than the service's)."""
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name=f"heartbeat {self.message.id}")
+
+    def held(self) -> bool:
+        """Whether the message is surely still this worker's: no extension found its receipt
+        stale, and the visibility last granted has more than ``HOLD_MARGIN_S`` left. Once it ran
+        out, another worker may have received the message (a storage stall can fail every
+        extension meanwhile): a task not started by then must not start."""
+        return not self.lost and time.monotonic() < self._expires - HOLD_MARGIN_S
 
     async def stop(self) -> ReceivedMessage | None:
         """Stop extending; return the message with its latest receipt, or None if it was lost."""
@@ -75,7 +88,8 @@ class Heartbeat:
                 return
             except TimeoutError:
                 pass
-            visibility_s, interval_s = self._schedule(time.monotonic() - self._held_since)
+            asked = time.monotonic()
+            visibility_s, interval_s = self._schedule(asked - self._held_since)
             try:
                 renewed = await self.queue.extend(self.message, visibility_s)
             except Exception as exc:  # transient: try again sooner, while visibility lasts
@@ -92,5 +106,5 @@ class Heartbeat:
                 )
                 return
             self.message = renewed
-            self._expires = time.monotonic() + visibility_s
+            self._expires = asked + visibility_s
             wait = interval_s

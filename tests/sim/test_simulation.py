@@ -68,6 +68,12 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    3605178: "(a soak, main merged with issue 32) a pass sent t0/1 and lost its write; the pass"
+    " applying the activation again completed t0 from the result cache, and the stray message's"
+    " first delivery ran after the workflow had ended; tests/worker/test_finished_workflow.py",
+    3604306: "(the same soak) a worker's check stalled past the message's visibility while its"
+    " heartbeat failed; another worker ran, reported and deleted the attempt, then the first ran"
+    " it again; test_finished_workflow.py::test_a_message_whose_visibility_ran_out_*",
     2169766: "(486f5ee) an any child ran on the upstream of a pass whose state write was lost (the"
     " next pass sent the same attempt on another parent's output): upstream digests;"
     " tests/coordinator/test_other_inputs.py, tests/engine/test_other_inputs.py",

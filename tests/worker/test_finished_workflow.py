@@ -15,6 +15,7 @@ run (from before runs were carried) is judged by its delivery alone.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from shared.messages import TaskMessage, encode
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from tests.worker.agents import run_until_drained
+from worker_agent.agent import Agent
 from worker_agent.config import WorkerSettings
 
 pytestmark = [pytest.mark.subprocess]
@@ -130,4 +132,50 @@ async def test_a_redelivery_whose_workflow_finishes_while_it_is_claimed_is_not_r
     await queue.extend(first, 0)
     await run_until_drained(worker_settings(), storage, ResourceNames("fin"), queue)
     assert not marker.exists()
+    assert await storage.event_queue.approximate_count() == 0
+
+
+async def test_a_message_whose_visibility_ran_out_during_the_checks_is_not_run(
+    worker_settings: Callable[..., WorkerSettings],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Simulation seed 3604306 (a soak): a worker's check of the workflow stalled past the
+    message's visibility while storage failed its heartbeat too; another worker received the
+    message, ran it, reported and deleted it, and then the first worker's check came back and it
+    ran the attempt again. A task not started when its message's visibility ran out is not this
+    worker's to start any more."""
+    storage = memory_storage("fin")
+    await storage.workflows.create_state("wf1", b"{}", {"status": "running", "run": "1"})
+    queue = storage.queues.get(ResourceNames("fin").task_queue("cpu"))
+    marker = tmp_path / "ran"
+    message = TaskMessage(
+        workflow_id="wf1", task="t", attempt=1, queue="cpu", cmd=f"touch {marker}", run=1
+    )
+    await queue.send(encode(message))
+    head, extend = storage.workflows.state_metadata, queue.extend
+    taken: list[object] = []
+
+    async def failing(*_: object) -> None:
+        raise OSError("storage is not answering")
+
+    async def stalled_head(workflow_id: str) -> dict[str, str]:
+        queue.extend = failing  # type: ignore[method-assign,assignment]
+        await asyncio.sleep(2.5)  # past the 2 s visibility: the message is visible again
+        taken.extend(await queue.receive(1, 60))  # and another worker holds it now
+        queue.extend = extend  # type: ignore[method-assign]
+        return await head(workflow_id)
+
+    storage.workflows.state_metadata = stalled_head  # type: ignore[method-assign]
+    agent = Agent(worker_settings(visibility_s=2, heartbeat_s=0.5), storage, ResourceNames("fin"))
+    run = asyncio.create_task(agent.run())
+    for _ in range(400):  # until the worker decided (or ran it: the marker)
+        if marker.exists() or "visibility ran out" in caplog.text:
+            break
+        await asyncio.sleep(0.025)
+    agent.shutdown("test over", 0)
+    await asyncio.wait_for(run, timeout=10)
+    assert len(taken) == 1
+    assert not marker.exists()
+    assert "visibility ran out before the task started" in caplog.text
     assert await storage.event_queue.approximate_count() == 0
