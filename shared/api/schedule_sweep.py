@@ -124,8 +124,11 @@ class _Starter:
         submitted = 0
         done: list[str] = []
         for workflow_id in record.starting:  # begun by an earlier sweep, never answered
-            note = await self._start(record, workflow_id) or note
+            refused = await self._start(record, workflow_id)
+            note = refused or note
             done.append(workflow_id)
+            if refused is None and workflow_id not in runs:  # the later slots' previous run
+                runs.append(workflow_id)  # (simulation seed 3709840: forbid ran two at once)
         for slot in slots:
             workflow_id = run_id(spec.name, slot)
             active = None if spec.concurrency == "allow" else await self._active(record, runs, slot)

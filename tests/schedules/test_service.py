@@ -242,3 +242,36 @@ async def test_a_run_its_sweep_has_not_seen_through_is_neither_purged_nor_starte
     await run_schedules(storage, T0 + 70)
     with pytest.raises(NotFoundError):
         await storage.workflows.state_metadata(first)  # the slot was not started again
+
+
+@pytest.mark.parametrize("concurrency", ["forbid", "replace"])
+async def test_a_run_finished_from_starting_is_the_previous_run_of_the_later_slots(
+    concurrency: str,
+) -> None:
+    # Simulation seed 3709840 (a soak): a sweep was killed after the run of slot 1 was created
+    # (listed in `starting`, not yet among the runs noted). The next sweep finished it from
+    # `starting` and skipped slot 2 under forbid (slot 1's run was the slot before); the sweep
+    # after looked for slot 2's run (none) and the latest run noted (not slot 1's: finishing it
+    # from `starting` did not note it), found nothing active, and started slot 3 while slot 1's
+    # run was still pending: two runs at once under forbid (and no cancel under replace).
+    from tests.schedules.killed import killed
+
+    storage = memory_storage()
+    await schedules.create(storage, spec(concurrency=concurrency), now=T0)
+    await run_schedules(killed(storage, "index", "create"), T0 + 60)
+    first = run_id("every", 1_796_000_040.0)
+    await run_schedules(storage, T0 + 120)  # finishes slot 1's run; slot 2 against it
+    third = run_id("every", 1_796_000_160.0)
+    await run_schedules(storage, T0 + 180)
+    record = await storage.schedules.get("every")
+    assert record is not None
+    assert first in record.runs
+    if concurrency == "forbid":
+        with pytest.raises(NotFoundError):
+            await storage.workflows.read_state(third)
+        assert record.note is not None
+        assert f"{first} was still pending" in record.note
+    else:
+        (row,) = [r for r in storage.index.rows.values() if r.workflow_id == first]
+        assert row.cancel_requested  # slot 2 replaced it
+        await storage.workflows.read_state(third)

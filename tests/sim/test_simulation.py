@@ -68,6 +68,10 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    3709840: "(a soak, schedules in the mix) a run finished from the schedule's `starting` list"
+    " was not noted among its runs, so the slot after the next found no previous run active and"
+    " started while it was: two runs at once under forbid; tests/schedules/test_service.py"
+    " test_a_run_finished_from_starting_is_the_previous_run_of_the_later_slots",
     3605178: "(a soak, main merged with issue 32) a pass sent t0/1 and lost its write; the pass"
     " applying the activation again completed t0 from the result cache, and the stray message's"
     " first delivery ran after the workflow had ended; tests/worker/test_finished_workflow.py",
