@@ -146,8 +146,8 @@ class TaskMessage(SignedMessage):
     """The workflow's parameters as text (None: it declares none): the worker sets each as
     ``DAGQ_PARAM_<NAME>`` in the task's environment."""
     upstream_digest: UpstreamDigest | None = None
-    """``upstream_digest`` of the upstream, for a policy other than ``all`` (None: ``all``, or an
-    older coordinator); echoed in the reports: a re-send may have carried other inputs."""
+    """``upstream_digest`` of the upstream, for a task with parents (None: a root, or an older
+    coordinator); echoed in the reports: a re-send may have carried other inputs."""
 
     def report_fields(self) -> ReportFields:
         """The fields every event reporting this attempt copies from it."""

@@ -28,7 +28,7 @@ version 5 or older state's flags mean the flat ``{id}/{task}/{attempt}/`` (such 
 that layout for life: it is written again as version 5); version 7 is version 6 with the count of
 the coordinator's writes (meta ``w``: with the run, the version of the index row projected from
 the state; a version 5 state keeps no count); version 8 is version 7 with the upstream digests of
-attempts in flight (meta ``ups``: task -> digest, under a policy other than ``all``). A state is
+attempts in flight (meta ``ups``: task -> digest, for tasks with parents). A state is
 written with the lowest version that holds it: one without any of these is version 1, byte for
 byte as before. Every version stays readable. A blob with an unknown (newer) version, a bad
 magic or corrupt content raises CodecError."""

@@ -63,7 +63,7 @@ class PassStats:
     """Result cache entries written for cached tasks that completed."""
     other_inputs: int = 0
     """Reports not taken because the attempt ran on other inputs than the state recorded for it
-    (a re-sent dispatch under a policy other than ``all``): the task ran again."""
+    (a re-sent dispatch carried another upstream): the task ran again."""
     flushes: int = 0
     flush_conflicts: int = 0
     """State writes that lost the ETag compare-and-swap (each is re-read and re-applied)."""

@@ -15,11 +15,12 @@ _CANCELLING = (WorkflowStatus.CANCELLING, WorkflowStatus.CANCELLED)
 
 
 def records_upstream(wf: CompiledWorkflow, state: RuntimeState, task: int) -> bool:
-    """Whether ``task``'s attempts carry an upstream digest the state records: a policy other
-    than ``all`` (its upstream depends on which parents had finished when it was sent), in a
-    state with blobs per incarnation (older states are written by the rules they had)."""
-    tdef = wf.tasks[task]
-    return tdef.dep_policy != "all" and bool(tdef.parents) and state.incarnation_blobs
+    """Whether ``task``'s attempts carry an upstream digest the state records: any task with
+    parents, in a state with blobs per incarnation (older states are written by the rules they
+    had). Two sends of one attempt can carry different upstreams: under a policy other than
+    ``all`` which parents had finished decides it, and under any policy a parent may have run
+    again since (its report refused for other inputs: simulation seed 3708833)."""
+    return bool(wf.tasks[task].parents) and state.incarnation_blobs
 
 
 def dispatchable_attempts(wf: CompiledWorkflow, state: RuntimeState, task: int) -> int:

@@ -31,7 +31,7 @@ class Dispatch:
     incarnation_blobs: bool = False
     """The attempt's blobs are named under the incarnation (the state's ``incarnation_blobs``)."""
     upstream_digest: str | None = None
-    """``shared.messages.upstream_digest(upstream)`` for a policy other than ``all`` (the state
+    """``shared.messages.upstream_digest(upstream)`` for a task with parents (the state
     records it: a report of this attempt that ran on other inputs is not taken as its)."""
 
     @property

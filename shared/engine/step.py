@@ -158,10 +158,9 @@ class Step:
         self.out.append(self.dispatch_command(task, attempt, delay_s))
 
     def dispatch_command(self, task: int, attempt: int, delay_s: float = 0.0) -> Dispatch:
-        """The Dispatch of ``attempt`` of ``task``, with its parents' outputs (O(parents)). Under
-        a policy other than ``all`` the state records the upstream's digest for the attempt
-        (``RuntimeState.upstream_digests``): which parents had finished decides the upstream, so
-        another pass's send of the same attempt may have carried others."""
+        """The Dispatch of ``attempt`` of ``task``, with its parents' outputs (O(parents)). The
+        state records the upstream's digest for the attempt (``RuntimeState.upstream_digests``,
+        ``records_upstream``): another pass's send of the same attempt may have carried others."""
         st, tdef = self.st, self.wf.tasks[task]
         upstream: dict[str, OutputRef] | None = None
         outputs = st.outputs
@@ -185,8 +184,7 @@ class Step:
 
     def note_upstream(self, task: int, upstream: dict[str, OutputRef] | None) -> str | None:
         """Record (and return) the digest of ``upstream`` as what ``task``'s current attempt runs
-        on, under a policy other than ``all`` (None: nothing to record, the upstream of ``all``
-        is every parent's, whoever sends it; or a state from before blobs per incarnation)."""
+        on (None: nothing to record, a root, or a state from before blobs per incarnation)."""
         if not records_upstream(self.wf, self.st, task):
             return None
         digest = self.st.upstream_digests[task] = upstream_digest(upstream)

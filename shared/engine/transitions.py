@@ -217,8 +217,9 @@ def _ran_on_other_inputs(
     st: RuntimeState, task: int, event: TaskCompletedEvent | TaskFailedEvent
 ) -> bool:
     """Whether the attempt ran on other inputs than the state recorded for it: two sends of one
-    attempt (a pass whose flush was lost, then another) can carry different upstreams under a
-    policy other than ``all``, and the claim keeps whichever came first. Unknown (an older
+    attempt (a pass whose flush was lost, then another) can carry different upstreams (which
+    parents had finished, or a parent run again since), and the claim keeps whichever came first.
+    Unknown (an older
     worker or state: no digest) is taken as the same, as before digests."""
     theirs, ours = event.upstream_digest, st.upstream_digests.get(task)
     return theirs is not None and ours is not None and theirs != ours

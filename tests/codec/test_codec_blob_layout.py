@@ -56,7 +56,7 @@ def test_a_new_workflow_names_its_blobs_per_incarnation() -> None:
     )  # fmt: skip
     apply(wf, st, event, 1003.0)
     data = encode_state(st)
-    assert data[3] == 6
+    assert data[3] == 8  # t1 in flight: its upstream digest (meta "ups") needs version 8
     assert b"log.txt" not in zlib.decompress(data[4:])  # a flag, not a name
     back = decode_state(data, wf)
     assert (back.incarnation, back.blob_incarnation, back.log_blob) == (9, 9, {0: log})

@@ -1,7 +1,8 @@
 """The engine's side of upstream digests (tests/coordinator/test_other_inputs.py drives the
 simulation's seed 2169766 through a coordinator): two sends of one attempt, by a pass whose state
-write was lost and by the next one, carry different upstreams under a policy other than ``all``;
-a report of the other copy is not taken as the state's attempt."""
+write was lost and by the next one, carry different upstreams (under a policy other than ``all``
+which parents had finished decides it; under any policy a parent may have run again since); a
+report of the other copy is not taken as the state's attempt."""
 
 from __future__ import annotations
 
@@ -151,13 +152,51 @@ def test_an_adopted_attempt_is_checked_against_the_upstream_the_state_would_send
     assert st.status is WorkflowStatus.RUNNING
 
 
-def test_policy_all_records_nothing() -> None:
-    wf = _wf("all")
+def test_a_child_under_all_of_a_parent_run_again_for_other_inputs_is_checked_too() -> None:
+    """Simulation seed 3708833 (a soak): t2 (``any`` of t0, t1) ran on a lost pass's inputs; a
+    pass that had taken that report (from its cached state) sent t3 (``all`` of t2) attempt 1 on
+    t2's first output and lost its write; the stored state refused t2's report (other inputs), ran
+    t2 again and sent t3 attempt 1 on the second output; the worker kept the first copy. Under
+    ``all`` no digest was carried, so t3's report was taken: it had run on an output the state
+    does not hold. A parent's output can change after a send under any policy, so every task with
+    parents carries one."""
+    wf = CompiledWorkflow.of("ups", [
+        TaskDef(name="t0", cmd="true", queue="cpu"),
+        TaskDef(name="t1", cmd="true", queue="cpu"),
+        TaskDef(name="t2", cmd="true", queue="cpu", parents=(0, 1), dep_policy="any"),
+        TaskDef(name="t3", cmd="true", queue="cpu", parents=(2,)),
+    ])  # fmt: skip
+
+    def t2_done(attempt: int, digest: str | None) -> TaskCompletedEvent:
+        return TaskCompletedEvent(
+            workflow_id=WF, task="t2", attempt=attempt, incarnation=INC, started_at=10.0,
+            finished_at=11.0, output=OutputRef(inline={"run": attempt}, size=9),
+            upstream_digest=digest,
+        )  # fmt: skip
+
+    def sent(commands: list[Command], name: str) -> Dispatch:
+        (dispatch,) = [c for c in commands if isinstance(c, Dispatch) and c.name == name]
+        return dispatch
+
     st = new_state(wf, WF, 1.0, incarnation=INC)
     apply(wf, st, ActivateEvent(workflow_id=WF), 2.0)
-    apply(wf, st, _done("t0"), 3.0)
-    assert _t3(apply(wf, st, _done("t2"), 4.0)).upstream_digest is None
-    assert not st.upstream_digests
+    flushed = encode_state(st)
+    cached = decode_state(flushed, wf)  # the lost passes' view
+    t2_lost = sent(apply(wf, cached, _done("t1"), 3.0), "t2")
+    t3_lost = sent(apply(wf, cached, t2_done(1, t2_lost.upstream_digest), 4.0), "t3")
+    st = decode_state(flushed, wf)  # the stored state's passes
+    t2_kept = sent(apply(wf, st, _done("t0"), 5.0), "t2")
+    assert t2_kept.upstream_digest != t2_lost.upstream_digest
+    again = sent(apply(wf, st, t2_done(1, t2_lost.upstream_digest), 6.0), "t2")
+    assert again.attempt == 2  # t2 ran on other inputs: run again
+    t3_kept = sent(apply(wf, st, t2_done(2, again.upstream_digest), 7.0), "t3")
+    assert (t3_lost.attempt, t3_kept.attempt) == (1, 1)
+    assert t3_lost.upstream != t3_kept.upstream
+    assert None is not t3_lost.upstream_digest != t3_kept.upstream_digest
+    report = _done("t3", upstream_digest=t3_lost.upstream_digest)
+    assert OtherInputs(3, 1) in apply(wf, st, report, 8.0)
+    assert st.state_of(3) is TaskState.QUEUED  # on t2's second output, as the state records
+    assert 3 not in st.outputs
 
 
 def test_a_fresh_attempt_sent_by_a_lost_pass_is_adopted_not_dead_lettered() -> None:

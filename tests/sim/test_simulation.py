@@ -68,6 +68,10 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    3708833: "(a soak) a child under `all` had been sent on its parent's first output by a pass"
+    " that lost its write; the parent's report was refused for other inputs and it ran again; the"
+    " child's copy carried no upstream digest (`all` had none) and its report was taken;"
+    " tests/engine/test_other_inputs.py test_a_child_under_all_of_a_parent_run_again_*",
     3709840: "(a soak, schedules in the mix) a run finished from the schedule's `starting` list"
     " was not noted among its runs, so the slot after the next found no previous run active and"
     " started while it was: two runs at once under forbid; tests/schedules/test_service.py"
