@@ -32,7 +32,7 @@ from shared.messages import TaskCompletedEvent, TaskFailedEvent, decode_event
 from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
 from sim.invariants import Oracle
-from sim.storage import Actor, Hook, Platform
+from sim.storage import Actor, Platform, chain_hook
 
 LAG_CHANCE = 0.5
 """How often a run has a lag window (``Lag``)."""
@@ -111,10 +111,10 @@ class BacklogRepairs:
 
     def __post_init__(self) -> None:
         p = self.platform
-        _chain(p.before, PEEK, self._peek_issued)
-        _chain(p.after, PEEK, self._peeked)
-        _chain(p.lost, PEEK, self._peek_issued)
-        _chain(p.effect, "workflows.write_state", self._writing)
+        chain_hook(p.before, PEEK, self._peek_issued)
+        chain_hook(p.after, PEEK, self._peeked)
+        chain_hook(p.lost, PEEK, self._peek_issued)
+        chain_hook(p.effect, "workflows.write_state", self._writing)
 
     def _peek_issued(self, actor: Actor, _label: str, _a: tuple[Any, ...], _r: Any) -> None:
         self.peeks[actor.name] = None
@@ -165,17 +165,3 @@ class BacklogRepairs:
                     f" {inserted - was / 1000:.1f} s after it was sent (visible at the sweep's"
                     f" peek, {written - peek.at:.1f} s before): the backlog was not counted",
                 )
-
-
-def _chain(table: dict[str, Hook], op: str, hook: Hook) -> None:
-    """Add ``hook`` to ``table[op]``, after any hook already there."""
-    before = table.get(op)
-    if before is None:
-        table[op] = hook
-        return
-
-    def both(actor: Actor, label: str, a: tuple[Any, ...], result: Any) -> None:
-        before(actor, label, a, result)
-        hook(actor, label, a, result)
-
-    table[op] = both

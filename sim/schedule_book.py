@@ -15,7 +15,7 @@ from shared.names import ResourceNames
 from shared.storage.memory import MemoryStorage
 from shared.storage.schedules import ScheduleRecord, ScheduleSpec
 from sim.invariants import Oracle
-from sim.storage import Actor, Hook, Platform
+from sim.storage import Actor, Platform, chain_hook
 
 
 @dataclass
@@ -76,12 +76,12 @@ class ScheduleBook:
         self.lives: dict[str, Life] = {}
         self.runs: dict[str, RunSeen] = {}
         self._existed: dict[str, bool] = {}
-        _chain(platform.effect, "workflows.create_state", self._about_to_create)
-        _chain(platform.after, "workflows.create_state", self._created)
-        _chain(platform.after, "workflows.write_state", self._wrote)
-        _chain(platform.after, "schedules.create", self._schedule_created)
-        _chain(platform.after, "schedules.update", self._schedule_updated)
-        _chain(platform.after, "schedules.delete", self._schedule_deleted)
+        chain_hook(platform.effect, "workflows.create_state", self._about_to_create)
+        chain_hook(platform.after, "workflows.create_state", self._created)
+        chain_hook(platform.after, "workflows.write_state", self._wrote)
+        chain_hook(platform.after, "schedules.create", self._schedule_created)
+        chain_hook(platform.after, "schedules.update", self._schedule_updated)
+        chain_hook(platform.after, "schedules.delete", self._schedule_deleted)
 
     def register(self, spec: ScheduleSpec, slots: list[float]) -> None:
         """A schedule a user is about to create (its runs' workflow, for the oracle)."""
@@ -220,17 +220,3 @@ class ScheduleBook:
 
     def _fail(self, actor: Actor, what: str) -> None:
         self.oracle.fail(actor.name, what)
-
-
-def _chain(table: dict[str, Hook], op: str, hook: Hook) -> None:
-    """Add ``hook`` to ``table``'s hook of ``op`` (run after the one already there)."""
-    first = table.get(op)
-    if first is None:
-        table[op] = hook
-        return
-
-    def both(actor: Actor, label: str, a: tuple[Any, ...], r: Any) -> None:
-        first(actor, label, a, r)
-        hook(actor, label, a, r)
-
-    table[op] = both

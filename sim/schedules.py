@@ -49,6 +49,7 @@ from shared.storage.schedules import CONCURRENCY, ScheduleRecord, ScheduleSpec
 from sim import loop as vloop
 from sim.faults import Tooth
 from sim.keys import SIGNER
+from sim.teeth import Patch, patching
 from sim.workload import definition
 
 if TYPE_CHECKING:
@@ -125,12 +126,12 @@ async def operation(world: World, name: str, kind: str, call: Call) -> None:
 def seeded(rng: random.Random, teeth: frozenset[Tooth]) -> Iterator[None]:
     """For one run: the schedules' ETags and the sweep's incarnations from ``rng`` (the app draws
     incarnations from ``secrets``), and the schedule teeth planted."""
-    saved: list[tuple[Any, str, Any]] = []
+    with patching() as patch:
+        _seed(rng, teeth, patch)
+        yield
 
-    def patch(owner: Any, name: str, value: Any) -> None:
-        saved.append((owner, name, owner.__dict__[name]))
-        setattr(owner, name, value)
 
+def _seed(rng: random.Random, teeth: frozenset[Tooth], patch: Patch) -> None:
     patch(memory_schedules, "_etags", itertools.count(1))
     patch(service, "new_incarnation", lambda: 1 + rng.randrange(MAX_COUNTER))
     if Tooth.SCHEDULE_IGNORE_PAUSE in teeth:
@@ -140,8 +141,3 @@ def seeded(rng: random.Random, teeth: frozenset[Tooth]) -> Iterator[None]:
             return [replace(r, paused=False) for r in await listing(self)]
 
         patch(MemorySchedules, "list", unpaused)
-    try:
-        yield
-    finally:
-        for owner, name, value in reversed(saved):
-            setattr(owner, name, value)

@@ -35,6 +35,21 @@ Hook = Callable[["Actor", str, tuple[Any, ...], Any], None]
 """An oracle hook: (actor, call label, arguments, result) -> None (it records violations)."""
 
 
+def chain_hook(table: dict[str, Hook], op: str, hook: Hook) -> None:
+    """Add ``hook`` to ``table``'s hook of ``op``, run after the one already there (the
+    invariant books each watch the same storage calls)."""
+    first = table.get(op)
+    if first is None:
+        table[op] = hook
+        return
+
+    def both(actor: Actor, label: str, a: tuple[Any, ...], r: Any) -> None:
+        first(actor, label, a, r)
+        hook(actor, label, a, r)
+
+    table[op] = both
+
+
 @dataclass(eq=False)
 class Actor:
     """One simulated process: its name, whether it died, the leases it believes it acquired."""

@@ -19,16 +19,35 @@ from shared.names import ResourceNames
 from shared.signing import Verifier
 from sim.faults import Tooth
 
+Patch = Callable[[Any, str, Any], None]
+"""``patch(owner, name, value)``: set ``owner.name`` to ``value`` for the run."""
+
 
 @contextlib.contextmanager
-def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
-    """Apply the code patches of ``teeth`` (storage and worker teeth act elsewhere)."""
+def patching() -> Iterator[Patch]:
+    """A ``patch`` whose every change is undone on leaving, the last first."""
     saved: list[tuple[Any, str, Any]] = []
 
     def patch(owner: Any, name: str, value: Any) -> None:
         saved.append((owner, name, owner.__dict__[name]))
         setattr(owner, name, value)
 
+    try:
+        yield patch
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+
+
+@contextlib.contextmanager
+def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
+    """Apply the code patches of ``teeth`` (storage and worker teeth act elsewhere)."""
+    with patching() as patch:
+        _plant(teeth, patch)
+        yield
+
+
+def _plant(teeth: frozenset[Tooth], patch: Patch) -> None:
     if Tooth.ACK_BEFORE_FLUSH in teeth:
         update = WorkflowUpdater.update
 
@@ -68,11 +87,6 @@ def planted(teeth: frozenset[Tooth]) -> Iterator[None]:
                     bases.pop(task, None)
 
         patch(Step, "fail", generous)
-    try:
-        yield
-    finally:
-        for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
 
 
 def _forward_deadletter_blob(received_at: float, message_id: str) -> str:
