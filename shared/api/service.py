@@ -189,10 +189,14 @@ async def submit(
             storage, wf, workflow_id, now, partition, incarnation,
             names if created else None, signer,  # a repeated submit (not created) activates
         )  # fmt: skip
-        if created != (state.incarnation == incarnation):
-            # The definition is another incarnation's (found, or the state is): make it this
+        if created != (state.incarnation == incarnation) or (
+            not created and await _definition_is_not_the_states(storage, workflow_id, state)
+        ):
+            # The definition is another incarnation's (found, or the state is; or a repeat finds
+            # the one its first try could not make its own: simulation seed 3402): make it this
             # state's, so that a purge of the other one (If-Match on its ETag) leaves it, or
-            # writes it again if that purge deleted it already. Same content: checked above.
+            # writes it again if that purge deleted it already, and a purge of this one deletes
+            # it. Same content: checked above.
             await storage.workflows.write_definition(workflow_id, data, state.incarnation)
         if state.incarnation == incarnation:  # created now: nothing can have purged it yet
             await storage.index.create(_index_row(wf, state, partition))
@@ -204,6 +208,20 @@ async def submit(
     except Exception as exc:
         raise IncompleteSubmitError(workflow_id, exc) from exc
     return Submission(workflow_id=workflow_id, status=state.status, created=created)
+
+
+async def _definition_is_not_the_states(
+    storage: Storage, workflow_id: str, state: RuntimeState
+) -> bool:
+    """Whether a repeated submit found the definition written for another incarnation than its
+    workflow's state (one HEAD, on the repeat path only; a definition gone meanwhile is not)."""
+    if state.incarnation is None:
+        return False
+    try:
+        written_for, _ = await storage.workflows.definition_properties(workflow_id)
+    except NotFoundError:
+        return False
+    return written_for is not None and written_for != state.incarnation
 
 
 def with_params(wf: CompiledWorkflow, params: Mapping[str, str]) -> CompiledWorkflow:

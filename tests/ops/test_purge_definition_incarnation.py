@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shared.api import service
 from shared.codec.definition import encode_definition
+from shared.errors import IncompleteSubmitError, NotFoundError
 from shared.names import ResourceNames
 from shared.ops.purge import purge_many, purge_workflow
 from shared.states import WorkflowStatus
@@ -120,3 +123,33 @@ async def test_a_definition_written_before_incarnations_is_read_and_purged() -> 
     assert name not in container.blobs
     report = await purge_many(storage, now=clock.now + 10 * DAY, older_than_s=DAY)
     assert report.resumed == []
+
+
+async def test_a_repeated_submit_makes_the_definition_its_states_when_its_first_try_could_not() -> (
+    None
+):
+    """Seed 3402 of ``make sim SEEDS=10000``: a submit's try found the definition an earlier try
+    had written (and died before its state), created its state, and got a 503 writing the
+    definition as its own; the user's repeat found the state and left the definition another
+    incarnation's. A purge of the workflow then spared that definition (not the purged
+    incarnation's), and the purge tried again was refused: the id held a definition with no
+    state. The workflow was purged while its purge said it was not."""
+    storage = memory_storage("inc")
+    clock = FakeClock()
+    await storage.workflows.create_definition("wf-d", encode_definition(diamond()), 1)  # try 1
+    write_definition = storage.workflows.write_definition
+
+    async def unavailable(*_: Any, **__: Any) -> None:
+        raise ConnectionError("503 Server Busy")
+
+    storage.workflows.write_definition = unavailable  # type: ignore[method-assign]
+    with pytest.raises(IncompleteSubmitError):  # try 2: its state, not the definition's rewrite
+        await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-d", incarnation=2)
+    storage.workflows.write_definition = write_definition  # type: ignore[method-assign]
+    await service.submit(storage, diamond(), now=clock.now, workflow_id="wf-d", incarnation=3)
+    assert (await storage.workflows.definition_properties("wf-d"))[0] == 2  # the state's
+    await run_to_end(storage, "wf-d", clock)
+    assert (await purge_workflow(storage, "wf-d")).status == "completed"
+    with pytest.raises(NotFoundError):
+        await storage.workflows.read_definition("wf-d")
+    assert await storage.workflows.purge_marks() == {}

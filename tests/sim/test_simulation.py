@@ -68,6 +68,10 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    3402: "(make sim SEEDS=10000) a submit's repeat left the definition of an earlier try's"
+    " incarnation beside the state (its first try's rewrite got a 503); the purge spared it and,"
+    " tried again, was refused; tests/ops/test_purge_definition_incarnation.py"
+    " test_a_repeated_submit_makes_the_definition_its_states_when_its_first_try_could_not",
     3708833: "(a soak) a child under `all` had been sent on its parent's first output by a pass"
     " that lost its write; the parent's report was refused for other inputs and it ran again; the"
     " child's copy carried no upstream digest (`all` had none) and its report was taken;"
