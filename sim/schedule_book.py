@@ -162,8 +162,14 @@ class ScheduleBook:
     def _schedule_created(self, _actor: Actor, _label: str, a: tuple[Any, ...], r: Any) -> None:
         record: ScheduleRecord = a[0]
         life = self.lives.get(record.name)
-        if life is not None and r and not life.created:
+        if life is None or not r:
+            return
+        if not life.created or life.deleted_at is not None:
+            # a first creation, or the name created again after a delete (a user's create whose
+            # reply was lost, tried again: seed 2574 of `make sim SEEDS=10000`): a new life, whose
+            # slots start after its own creation
             life.created, life.not_before = True, record.not_before
+            life.deleted_at, life.paused_at, life.closed = None, None, []
 
     def _schedule_updated(self, actor: Actor, _label: str, a: tuple[Any, ...], _r: Any) -> None:
         record: ScheduleRecord = a[0]

@@ -68,6 +68,9 @@ REGRESSION_SEEDS = {
     " tests/coordinator/test_terminal_rows.py",
     1153: "(0bca51f) a report held for a rerun that never arrived was dead-lettered: the CI seed"
     " 1038 bug, fixed by b823e42 (0bca51f with it passes); tests/engine/test_retry_cancel_rerun.py",
+    2574: "(make sim SEEDS=10000; the simulation's own bug) a user's schedule create whose reply"
+    " was lost, tried again after another user's delete, created the schedule anew; the book"
+    " still held it deleted and took the new life's run for a run after the delete",
     3402: "(make sim SEEDS=10000) a submit's repeat left the definition of an earlier try's"
     " incarnation beside the state (its first try's rewrite got a 503); the purge spared it and,"
     " tried again, was refused; tests/ops/test_purge_definition_incarnation.py"
