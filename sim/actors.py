@@ -37,7 +37,7 @@ from sim.schedules import sweep_job
 from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from sim.world_view import World
-from worker_agent.heartbeat import HOLD_MARGIN_S
+from worker_agent.heartbeat import hold_margin_s
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
     WorkflowSeen,
@@ -201,7 +201,8 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         await events.send(encode(_failed(actor, message, "cancelled", world.now())))
         await queue.delete(received)
         return
-    if world.now() >= asked + TASK_VISIBILITY_S - HOLD_MARGIN_S:  # as the worker's Heartbeat.held
+    held_until = asked + TASK_VISIBILITY_S - hold_margin_s(TASK_VISIBILITY_S)
+    if world.now() >= held_until:  # as the worker's Heartbeat.held
         world.platform.log(actor.name, f"the hold on {message.key} ran out before it started")
         return  # its checks stalled past the visibility: another worker may hold it (seed 3604306)
     run_key = world.oracle.started(actor.name, wid, message.key, received.id, message.incarnation)

@@ -27,7 +27,12 @@ log = logging.getLogger(__name__)
 
 HOLD_MARGIN_S = 1.0
 """Of a message's visibility, what ``held`` does not count on (the receive's own latency, before
-the heartbeat existed)."""
+the heartbeat existed): this, or a quarter of a shorter grant (``hold_margin_s``)."""
+
+
+def hold_margin_s(visibility_s: float) -> float:
+    """The part of a ``visibility_s`` grant a hold does not count on."""
+    return min(HOLD_MARGIN_S, visibility_s / 4)
 
 
 class Heartbeat:
@@ -58,7 +63,7 @@ class Heartbeat:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._log = logger or logging.LoggerAdapter(log, {})
-        self._expires = time.monotonic() + visibility_s
+        self._expires = time.monotonic() + visibility_s - hold_margin_s(visibility_s)
         """When the visibility last granted runs out (counted from before the request granting
         it, so never later than the service's)."""
 
@@ -67,10 +72,10 @@ class Heartbeat:
 
     def held(self) -> bool:
         """Whether the message is surely still this worker's: no extension found its receipt
-        stale, and the visibility last granted has more than ``HOLD_MARGIN_S`` left. Once it ran
-        out, another worker may have received the message (a storage stall can fail every
+        stale, and the visibility last granted has more than ``hold_margin_s`` of it left. Once
+        it ran out, another worker may have received the message (a storage stall can fail every
         extension meanwhile): a task not started by then must not start."""
-        return not self.lost and time.monotonic() < self._expires - HOLD_MARGIN_S
+        return not self.lost and time.monotonic() < self._expires
 
     async def stop(self) -> ReceivedMessage | None:
         """Stop extending; return the message with its latest receipt, or None if it was lost."""
@@ -106,5 +111,5 @@ class Heartbeat:
                 )
                 return
             self.message = renewed
-            self._expires = asked + visibility_s
+            self._expires = asked + visibility_s - hold_margin_s(visibility_s)
             wait = interval_s

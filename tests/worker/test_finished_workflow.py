@@ -27,6 +27,7 @@ from shared.storage.memory import memory_storage
 from tests.worker.agents import run_until_drained
 from worker_agent.agent import Agent
 from worker_agent.config import WorkerSettings
+from worker_agent.heartbeat import Heartbeat
 
 pytestmark = [pytest.mark.subprocess]
 
@@ -179,3 +180,14 @@ async def test_a_message_whose_visibility_ran_out_during_the_checks_is_not_run(
     assert not marker.exists()
     assert "visibility ran out before the task started" in caplog.text
     assert await storage.event_queue.approximate_count() == 0
+
+
+async def test_a_fresh_hold_counts_even_with_the_shortest_visibility() -> None:
+    """``--visibility-s 1`` is allowed: the margin ``held`` keeps must not eat the whole grant
+    (a margin of 1 s would hold no message at all, and no task would ever start)."""
+    storage = memory_storage("fin")
+    queue = storage.queues.get(ResourceNames("fin").task_queue("cpu"))
+    await queue.send("{}")
+    (message,) = await queue.receive(1, 1)
+    heartbeat = Heartbeat(queue, message, visibility_s=1, interval_s=0.3)
+    assert heartbeat.held()
