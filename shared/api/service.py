@@ -199,7 +199,10 @@ async def submit(
             # it. Same content: checked above.
             await storage.workflows.write_definition(workflow_id, data, state.incarnation)
         if state.incarnation == incarnation:  # created now: nothing can have purged it yet
-            await storage.index.create(_index_row(wf, state, partition))
+            from shared.api.index_rows import create_row
+
+            # in one batch with the rows of this process's concurrent submits (issue 32)
+            await create_row(storage.index, _index_row(wf, state, partition))
         else:  # a repeated submit found the workflow: it may be purged by now
             await _repair_row(storage, wf, state, partition)
         if state.status is WorkflowStatus.PENDING:

@@ -1,5 +1,5 @@
 """Formats the memory and Azure adapters share: dead-letter JSON, purge markers, a definition
-blob's metadata and listing continuation tokens."""
+blob's metadata, listing continuation tokens and the checks of an index batch."""
 
 from __future__ import annotations
 
@@ -10,12 +10,23 @@ import math
 
 from shared.errors import InvalidContinuationError
 from shared.json_values import parse_untrusted
-from shared.limits import MAX_TIMESTAMP_S
+from shared.limits import INDEX_BATCH, MAX_TIMESTAMP_S
 from shared.names import index_row_key
-from shared.storage.ports import DeadLetter, PurgeMark
+from shared.storage.ports import DeadLetter, IndexRow, PurgeMark
 
 MAX_PAGE = 1000
 """Most index rows one ``Index.list`` page returns (a table query returns at most 1,000)."""
+
+
+def batch_keys(rows: list[IndexRow]) -> list[str]:
+    """The row keys of an ``Index.create_many`` batch; ValueError for more rows than one
+    transaction holds (``INDEX_BATCH``) or two rows of one key (the service refuses both)."""
+    keys = [index_row_key(row.workflow_id, row.created_at) for row in rows]
+    if len(keys) > INDEX_BATCH:
+        raise ValueError(f"{len(keys)} index rows: a batch holds at most {INDEX_BATCH}")
+    if len(set(keys)) != len(keys):
+        raise ValueError("two index rows of one workflow in a batch")
+    return keys
 
 
 def dead_letter_json(message_id: str, text: str, reason: str, received_at: float) -> bytes:

@@ -69,7 +69,8 @@ _KIND = {
     "is_held": "lease", "send": "queue.send", "receive": "queue.receive",
     "delete": "queue.delete", "extend": "queue.extend",
     "approximate_count": "queue.approximate_count", "ensure": "queue.ensure",
-    "create": "table.point", "project": "table.point", "project_many": "table.point",
+    "create": "table.point", "create_many": "table.point", "project": "table.point",
+    "project_many": "table.point",
     "request_cancel": "table.point",
     "clear_cancel": "table.point", "list": "table.query", "active": "table.query",
 }  # fmt: skip

@@ -158,6 +158,9 @@ REPEATED: dict[str, str] = {
     "queues.list_names": "a read",
     # -- index --
     "index.create": "insert; a repeat's 409 leaves the row (the first try's)",
+    "index.create_many": "an all-or-nothing batch of inserts; a repeat whose first try landed "
+    "finds its rows (ConflictError, nothing written): the caller creates them one by one, each "
+    "leaving the row it finds",
     "index.project": "a repeat reads the row's version again: a first try that landed left "
     "it as new as the projection, so nothing more is written",
     "index.project_many": "the same conditional merges again (all-or-nothing batches)",

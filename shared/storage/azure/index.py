@@ -18,11 +18,11 @@ import json
 import logging
 from typing import Any
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
-from shared.errors import ConfigError, NotFoundError
+from shared.errors import ConfigError, ConflictError, NotFoundError
 from shared.json_values import parse_untrusted
 from shared.limits import MAX_INDEX_ERROR_CHARS
 from shared.names import INDEX_PARTITION, index_row_key
@@ -31,6 +31,7 @@ from shared.storage.azure.projections import VersionedProjections
 from shared.storage.azure.retry import repeated
 from shared.storage.encoding import (
     MAX_PAGE,
+    batch_keys,
     created_before_key,
     decode_continuation,
     encode_continuation,
@@ -146,7 +147,7 @@ def parsed(entity: dict[str, Any]) -> IndexRow | None:
         return None
 
 
-def _missing_table(error: ResourceNotFoundError, table: str) -> ConfigError | None:
+def _missing_table(error: HttpResponseError, table: str) -> ConfigError | None:
     if getattr(error, "error_code", None) == "TableNotFound":
         return ConfigError(
             f"index table {table!r} does not exist: deploy the infrastructure for this prefix, "
@@ -173,6 +174,27 @@ class AzureIndex:
         except ResourceExistsError:
             pass  # a retried submit: the first row stays (Azurite sends no error code here)
         except ResourceNotFoundError as error:
+            raise _missing_table(error, self.table.table_name) or error from error
+
+    @repeated
+    async def create_many(self, rows: builtins.list[IndexRow]) -> None:
+        # One transaction of inserts (every row is in the one index partition): a row that
+        # exists fails it whole, with the 409 of that insert (TableTransactionError).
+        keys = batch_keys(rows)
+        if not rows:
+            return
+        operations: builtins.list[Any] = [
+            ("create", to_entity(row, with_cancel=True)) for row in rows
+        ]
+        try:
+            await self.table.submit_transaction(operations)
+        except HttpResponseError as error:  # TableTransactionError: one operation's answer
+            if isinstance(error, ResourceExistsError) or error.status_code == 409:
+                index = getattr(error, "index", 0)
+                key = keys[index] if 0 <= index < len(keys) else keys[0]
+                raise ConflictError(
+                    f"index row {key} exists already: no row of the batch written"
+                ) from error
             raise _missing_table(error, self.table.table_name) or error from error
 
     @repeated

@@ -7,12 +7,13 @@ from __future__ import annotations
 import builtins
 from dataclasses import replace
 
-from shared.errors import NotFoundError
+from shared.errors import ConflictError, NotFoundError
 from shared.limits import MAX_INDEX_ERROR_CHARS
 from shared.names import index_row_key
 from shared.states import WorkflowStatus
 from shared.storage.encoding import (
     MAX_PAGE,
+    batch_keys,
     created_before_key,
     decode_continuation,
     encode_continuation,
@@ -37,6 +38,14 @@ class MemoryIndex:
 
     async def create(self, row: IndexRow) -> None:
         self.rows.setdefault(index_row_key(row.workflow_id, row.created_at), _copy_row(row))
+
+    async def create_many(self, rows: builtins.list[IndexRow]) -> None:
+        keys = batch_keys(rows)
+        found = [key for key in keys if key in self.rows]
+        if found:  # all or nothing, as a batch transaction
+            raise ConflictError(f"index row {found[0]} exists already: no row of the batch written")
+        for key, row in zip(keys, rows, strict=True):
+            self.rows[key] = _copy_row(row)
 
     async def project(self, row: IndexRow) -> None:
         key = index_row_key(row.workflow_id, row.created_at)

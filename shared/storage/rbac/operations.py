@@ -179,6 +179,7 @@ OPERATIONS: dict[Port, dict[str, tuple[RestOperation, ...]]] = {
     },
     "index": {
         "create": (INSERT_ENTITY,),
+        "create_many": (INSERT_ENTITY,),  # Entity Group Transaction of inserts
         "project": (QUERY_ENTITIES, MERGE_ENTITY),
         "project_many": (QUERY_ENTITIES, MERGE_ENTITY),
         "request_cancel": (MERGE_ENTITY,),
