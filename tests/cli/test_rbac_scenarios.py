@@ -140,6 +140,31 @@ async def crashed_submit(stack: Stack, workflow_id: str, text: str) -> None:
         await storage.workflows.create_definition(workflow_id, compile_definition(text)[1])
 
 
+BURST = "name: burst\ndefault_queue: cpu\ntasks:\n  - {name: one, kwargs: {cmd: 'true'}}\n"
+
+
+def burst(stack: Stack, usage_file: Path) -> None:
+    """Submits arriving together, as the app's concurrent invocations do: their index rows are
+    inserted together, in one batch transaction (``index.create_many``, issue 32). A burst whose
+    submits happened not to overlap is sent again (a few at most)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def post(_: int) -> int:
+        request = urllib.request.Request(
+            stack.url + "/workflows", data=BURST.encode(), method="POST",
+            headers={"Content-Type": "application/yaml"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return int(answer.status)
+
+    for _ in range(5):
+        with ThreadPoolExecutor(12) as pool:
+            assert set(pool.map(post, range(12))) == {201}
+        if any(use.call == "index.create_many" for use in read_uses(usage_file)):
+            return
+    raise AssertionError("no burst of concurrent submits had its rows batched")
+
+
 def get(stack: Stack, path: str) -> bytes:
     try:
         with urllib.request.urlopen(stack.url + path, timeout=30) as answer:
@@ -157,6 +182,7 @@ def test_every_path_stays_within_the_deployments_roles(
     second = submit(dagq, stack, PIPELINE, "--wait", "--timeout", "120")
     shown = json.loads(ok(dagq("status", second, "--json"), stack))
     assert shown["tasks"]["train"].get("cached_from"), shown["tasks"]["train"]
+    burst(stack, usage_file)  # concurrent submits: their rows in one batch transaction
 
     # Cancel a running task; retry a failed workflow.
     slow = submit(dagq, stack, SLOW)
