@@ -78,6 +78,10 @@ MAX_PARAMS = 100
 MAX_PARAM_CHARS = 4096
 """Longest value of one workflow parameter, in characters."""
 
+MAX_CARRIED_DEFINITION_BYTES = 8 * 1024
+"""Largest definition blob a state blob carries (version 9): every flush of the state writes it
+again, so a larger one stays in its blob only (read once per process, then cached)."""
+
 MAX_PARAMS_BYTES = 8 * 1024
 """Most characters of all parameter names and values together: every task message carries them
 (``DAGQ_PARAM_<NAME>``), within ``MESSAGE_BUDGET_BYTES``."""

@@ -28,14 +28,24 @@ version 5 or older state's flags mean the flat ``{id}/{task}/{attempt}/`` (such 
 that layout for life: it is written again as version 5); version 7 is version 6 with the count of
 the coordinator's writes (meta ``w``: with the run, the version of the index row projected from
 the state; a version 5 state keeps no count); version 8 is version 7 with the upstream digests of
-attempts in flight (meta ``ups``: task -> digest, for tasks with parents). A state is
+attempts in flight (meta ``ups``: task -> digest, for tasks with parents); version 9 is version 8
+with a tenth section, ``definition``: the workflow's definition blob bytes, carried when the
+submit found them small (``MAX_CARRIED_DEFINITION_BYTES``), so that a reader of the state needs
+no read of the definition blob (``carried_definition``; issue 32). A state is
 written with the lowest version that holds it: one without any of these is version 1, byte for
 byte as before. Every version stays readable. A blob with an unknown (newer) version, a bad
 magic or corrupt content raises CodecError."""
 
 from __future__ import annotations
 
-__all__ = ["STATE_MAGIC", "STATE_VERSION", "decode_state", "encode_state", "state_metadata"]
+__all__ = [
+    "STATE_MAGIC",
+    "STATE_VERSION",
+    "carried_definition",
+    "decode_state",
+    "encode_state",
+    "state_metadata",
+]
 
 import json
 import struct
@@ -60,11 +70,13 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 8
+STATE_VERSION = 9
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
 attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``), version 5 the
 incarnation (meta ``inc``), version 6 attempt blobs named per incarnation, version 7 the count of
-writes (meta ``w``), version 8 upstream digests (``ups``); a state without any is version 1."""
+writes (meta ``w``), version 8 upstream digests (``ups``), version 9 the carried definition (a
+tenth section); a state without any is version 1."""
+_CARRIES_DEFINITION = 9
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -111,6 +123,8 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
     if state.incarnation_blobs:
+        if state.definition is not None:
+            return _CARRIES_DEFINITION
         return 8 if state.upstream_digests else 7 if state.writes else 6
     if state.incarnation is not None:
         return 5
@@ -206,10 +220,12 @@ def encode_state(state: RuntimeState) -> bytes:
             state.cancel_requested_at or 0.0,
         )
     ]
+    version = _version(state, dynamic=bool(dynamic))
+    if version >= _CARRIES_DEFINITION and state.definition is not None:
+        sections.append(state.definition)
     for section in sections:
         body.append(_LEN.pack(len(section)))
         body.append(section)
-    version = _version(state, dynamic=bool(dynamic))
     return frame(STATE_MAGIC, version, b"".join(body))
 
 
@@ -287,6 +303,19 @@ def _count(value: object) -> int:
     return value
 
 
+def carried_definition(data: bytes) -> bytes | None:
+    """The definition blob bytes a state blob carries (version 9), or None: an older state, or
+    a definition too large to carry (read its blob). Raises CodecError for a corrupt blob."""
+    at = len(STATE_MAGIC)
+    if len(data) <= at or data[:at] != STATE_MAGIC or data[at] != _CARRIES_DEFINITION:
+        return None  # decode_state tells what is wrong with a bad blob
+    body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
+    try:
+        return sections(body, _HEADER.size, 10)[9]
+    except struct.error as exc:
+        raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
+
+
 def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
     """Read a state blob written by ``encode_state`` for workflow ``wf``. Raises CodecError."""
     body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
@@ -311,8 +340,8 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
         body, 0
     )
-    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = sections(
-        body, _HEADER.size, 9
+    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags, *carried = (
+        sections(body, _HEADER.size, 10 if version >= _CARRIES_DEFINITION else 9)
     )
     meta = json.loads(meta_raw)
     if not isinstance(meta, dict):
@@ -330,6 +359,7 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     st.incarnation = _incarnation(meta.get("inc"))
     st.incarnation_blobs = version >= 6
     st.writes = _count(meta.get("w", 0)) if version >= 7 else 0
+    st.definition = carried[0] if carried else None
     if st.incarnation_blobs and st.incarnation is None:
         raise CodecError("state blob is corrupt: blobs per incarnation without an incarnation")
     _dynamic_from_json(dynamic, st)

@@ -175,7 +175,7 @@ def test_state_metadata_tells_workers_the_status() -> None:
     ("mutate", "message"),
     [
         (lambda d: b"XYZ" + d[3:], "bad magic"),
-        (lambda d: d[:3] + bytes([9]) + d[4:], "version 9, newer"),
+        (lambda d: d[:3] + bytes([10]) + d[4:], "version 10, newer"),
         (lambda d: d[:-5], "corrupt"),
         (lambda d: d[:4] + zlib.compress(zlib.decompress(d[4:])[:-3]), "corrupt"),
         (lambda d: d[:4] + zlib.compress(b"\xff" * 40), "corrupt"),
