@@ -58,13 +58,32 @@ from shared.caching.entry import CachedFrom
 from shared.codec.columns import pack, refs, rel, unpack, unrel
 from shared.codec.framing import frame, open_blob, sections
 from shared.codec.metadata import CODEC_KEY, CREATED_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
+from shared.codec.state_meta import (
+    attempts_to_json as _attempts_to_json,
+)
+from shared.codec.state_meta import (
+    count as _count,
+)
+from shared.codec.state_meta import (
+    dynamic_from_json as _dynamic_from_json,
+)
+from shared.codec.state_meta import (
+    dynamic_to_json as _dynamic_to_json,
+)
+from shared.codec.state_meta import (
+    incarnation as _incarnation,
+)
+from shared.codec.state_meta import (
+    task_keys as _task_keys,
+)
+from shared.codec.state_meta import (
+    versions_to_json as _versions_to_json,
+)
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt
 from shared.engine.expansion import expanded
-from shared.engine.item_list import ItemList
 from shared.engine.state import COMPLETED, READY, TASK_STATES, RuntimeState, to_ms
 from shared.errors import CodecError
-from shared.limits import MAX_COUNTER
 from shared.messages import OutputRef
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
@@ -227,80 +246,6 @@ def encode_state(state: RuntimeState) -> bytes:
         body.append(_LEN.pack(len(section)))
         body.append(section)
     return frame(STATE_MAGIC, version, b"".join(body))
-
-
-def _versions_to_json(state: RuntimeState) -> dict[str, Any]:
-    """Meta ``inc`` (the incarnation, version 5) and ``w`` (the writes, version 7)."""
-    meta: dict[str, Any] = {}
-    if state.incarnation is not None:
-        meta["inc"] = state.incarnation
-    if state.incarnation_blobs and state.writes:
-        meta["w"] = state.writes
-    return meta
-
-
-def _attempts_to_json(state: RuntimeState) -> dict[str, Any]:
-    """Meta of attempts beyond the current ones: earlier attempts (``hist``, version 3) and
-    results reused from the cache (``cached``, version 4); empty when there are none."""
-    meta: dict[str, Any] = {}
-    if state.history:
-        meta["hist"] = {
-            str(t): [past.to_json() for past in kept] for t, kept in sorted(state.history.items())
-        }
-    if state.cached:
-        meta["cached"] = {
-            str(t): origin.model_dump(mode="json") for t, origin in sorted(state.cached.items())
-        }
-    return meta
-
-
-def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
-    """The captured lists and the expansions (version 2), or None when there are none."""
-    if not state.lists and not state.expansions:
-        return None
-    lists: dict[str, list[Any]] = {}
-    for task, captured in sorted(state.lists.items()):
-        entry: list[Any] = [captured.attempt, list(captured.items)]
-        if captured.error is not None:
-            entry.append(captured.error)
-        lists[str(task)] = entry
-    return {"x": [list(e) for e in state.expansions], "l": lists}
-
-
-def _dynamic_from_json(raw: Any, st: RuntimeState) -> None:
-    """Restore the captured lists and the expansions into ``st``."""
-    if raw is None:
-        return
-    for key, entry in raw["l"].items():
-        attempt, items, *error = entry
-        st.lists[int(key)] = ItemList(int(attempt), tuple(items), str(error[0]) if error else None)
-    st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
-    if any(group not in st.lists or count < 0 for group, count in st.expansions):
-        raise CodecError("state blob is corrupt: an expansion without its list")
-
-
-def _incarnation(raw: Any) -> int | None:
-    if raw is None:
-        return None
-    if type(raw) is not int or not 1 <= raw <= MAX_COUNTER:
-        raise CodecError(f"state blob is corrupt: incarnation {str(raw)[:40]!r}")
-    return raw
-
-
-def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
-    out: dict[int, Any] = {}
-    for key, value in mapping.items():
-        task = int(key)
-        if not 0 <= task < n:
-            raise CodecError(f"state blob is corrupt: {field} names task number {task} of {n}")
-        out[task] = value
-    return out
-
-
-def _count(value: object) -> int:
-    if type(value) is not int or not 0 <= value <= MAX_COUNTER:
-        raise CodecError(f"state blob is corrupt: write count {str(value)[:40]!r}")
-    return value
 
 
 def carried_definition(data: bytes) -> bytes | None:
