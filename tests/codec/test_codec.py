@@ -306,9 +306,7 @@ def test_definition_codec_errors() -> None:
 @pytest.mark.parametrize("carry", [False, True])
 @settings(max_examples=150, deadline=None)
 @given(data=hs.data())
-def test_any_corruption_is_a_codec_error_or_a_valid_state(
-    data: hs.DataObject, carry: bool
-) -> None:
+def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject, carry: bool) -> None:
     """Decoding never fails with anything but CodecError, whatever the bytes (blobs are input)."""
     wf = workflow(
         task("a"), task("b", 0), task("c", retries=1), task("d"), task("e"), max_parallelism=3
