@@ -1,7 +1,9 @@
 """Reading a workflow from storage: its compiled definition (cached once per process) and the
 workflow as it runs (definition, ``foreach_from`` expansions and current state).
 
-The API, the coordinator and the operations share the definition cache (in a Functions process they
+A state blob of codec version 9 carries a small definition (``state_definition`` takes it from
+there: no read of the definition blob). The API, the coordinator and the operations share the
+definition cache (in a Functions process they
 serve the same
 workflows). Definition blobs never change, so a cached definition is never stale; the cache is
 kept per definition store (weakly: ``Storage.workflows``, which every partition view of a
@@ -59,11 +61,6 @@ async def cached_definition(storage: Storage, workflow_id: str) -> CompiledWorkf
         wf = decode_definition(await storage.workflows.read_definition(workflow_id))
         cache.put(workflow_id, wf)
     return wf
-
-
-def known_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow | None:
-    """The compiled definition of ``workflow_id`` if this process has it cached, else None."""
-    return _cache(storage).get(workflow_id)
 
 
 async def state_definition(storage: Storage, workflow_id: str, state: bytes) -> CompiledWorkflow:
