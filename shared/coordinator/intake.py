@@ -46,6 +46,7 @@ class Receiver:
             if isinstance(batch, BaseException):
                 log.warning("receive from %s failed: %r", queue.name, batch)
                 continue
+            stats.messages_received += len(batch)
             for message in batch:
                 envelopes += Envelope.received(message, queue)
         stats.events_received += len(envelopes)

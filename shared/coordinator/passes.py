@@ -175,6 +175,7 @@ class PassRunner:
         updater.acks.new_pass()
         queue = updater.storage.event_queue
         first = list(trigger)
+        stats.messages_received += 1 if trigger else 0
         waiting = {id(env) for env in trigger}  # the trigger's events not handled yet
         stats.events_received += len(first)
         deep = opts.batch_size * opts.receives_per_cycle
