@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -32,11 +33,13 @@ def completion(workflow_id: str, task: str = "a", attempt: int = 1) -> str:
     )
 
 
-async def two_started(storage: Storage, names: ResourceNames, now: float) -> Coordinator:
+async def two_started(
+    storage: Storage, names: ResourceNames, clock: Callable[[], float] = time.time
+) -> Coordinator:
     """wf1 and wf2 (diamonds) submitted and their roots dispatched."""
     for wid in ("wf1", "wf2"):
-        await submit(storage, diamond(), wid, now)
-    coordinator = Coordinator(storage, names, OPTIONS, clock=time.time)
+        await submit(storage, diamond(), wid, clock())
+    coordinator = Coordinator(storage, names, OPTIONS, clock=clock)
     while (await coordinator.run_once()).stats.events_received:
         pass
     return coordinator
@@ -45,7 +48,7 @@ async def two_started(storage: Storage, names: ResourceNames, now: float) -> Coo
 async def test_a_batch_is_applied_event_by_event_and_a_bad_event_is_dead_lettered_alone(
     storage: Storage, prefix: str
 ) -> None:
-    coordinator = await two_started(storage, ResourceNames(prefix), time.time())
+    coordinator = await two_started(storage, ResourceNames(prefix))
     bad = json.dumps(
         {"kind": "completed", "workflow_id": "wf1", "task": "b", "attempt": 2**32},
         separators=(",", ":"),
@@ -68,11 +71,7 @@ async def test_a_batch_is_applied_event_by_event_and_a_bad_event_is_dead_lettere
 async def test_a_batch_stays_until_every_event_is_handled_and_nothing_is_applied_twice(
     memory_storage: MemoryStorage, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    names = ResourceNames("mem")
-    for wid in ("wf1", "wf2"):
-        await submit(memory_storage, diamond(), wid, clock())
-    coordinator = Coordinator(memory_storage, names, OPTIONS, clock=clock)
-    await coordinator.run_once()
+    coordinator = await two_started(memory_storage, ResourceNames("mem"), clock)
     real = codec.encode_state
     failing = {"wf2"}
 
@@ -100,10 +99,7 @@ async def test_a_trigger_batch_is_applied_whole_or_handed_back_whole(
     memory_storage: MemoryStorage, clock: FakeClock
 ) -> None:
     names = ResourceNames("mem")
-    for wid in ("wf1", "wf2"):
-        await submit(memory_storage, diamond(), wid, clock())
-    coordinator = Coordinator(memory_storage, names, OPTIONS, clock=clock)
-    await coordinator.run_once()
+    await two_started(memory_storage, names, clock)
     text = batch_text([completion("wf1"), completion("wf2")])
     other = Coordinator(memory_storage, names, OPTIONS, clock=clock, hold_lease=True)
     holder = Coordinator(memory_storage, names, OPTIONS, clock=clock, hold_lease=True)
