@@ -7,11 +7,11 @@ Encoding, one convention for every queue: compact UTF-8 JSON sent as plain text 
 has ``"messageEncoding": "none"``). Every message dagq writes stays below ``MESSAGE_BUDGET_BYTES``
 whatever the workflow: outputs and fan-in lists that would not fit travel as blob references.
 
-Messages are untrusted input: every field is bounded where it is decoded (``shared.messages.fields``:
-ids and names by the rules of ``shared.names``, attempts and runs within the state's 32-bit
-columns, finite timestamps in a sane range, lengths of free text), and a blob name an event carries
-must be the conventional one for its workflow, task and attempt — so nothing a message says can
-reach past the outputs container or overflow the state codec.
+Messages are untrusted input: every field is bounded where it is decoded (``fields``: ids and
+names by the rules of ``shared.names``, attempts and runs within the state's 32-bit columns,
+finite timestamps in a sane range, lengths of free text), and a blob name an event carries must be
+the conventional one for its workflow, task and attempt — so nothing a message says can reach past
+the outputs container or overflow the state codec.
 
 The shapes live in ``tasks`` (the task message, output references), ``events`` (the events and the
 notification message) and ``wrappers`` (an event batch, a redelivery); ``base`` is their common

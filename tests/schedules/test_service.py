@@ -275,3 +275,19 @@ async def test_a_run_finished_from_starting_is_the_previous_run_of_the_later_slo
         (row,) = [r for r in storage.index.rows.values() if r.workflow_id == first]
         assert row.cancel_requested  # slot 2 replaced it
         await storage.workflows.read_state(third)
+
+
+async def test_a_scheduled_run_s_plain_roots_are_sent_by_its_submit() -> None:
+    # Before: the sweep's submits went through activation (an activate event and its pass).
+    from shared.messages import decode_task_message
+    from shared.names import ResourceNames
+
+    storage = memory_storage()
+    names = ResourceNames("mem")
+    await schedules.create(storage, spec(), now=T0)
+    assert await run_schedules(storage, T0 + 60, names=names) == 1
+    [run] = (await storage.schedules.get("every")).runs  # type: ignore[union-attr]
+    assert (await storage.workflows.state_metadata(run))["status"] == WorkflowStatus.RUNNING
+    assert storage.event_queue.peek_texts() == []  # no activate event
+    sent = storage.queues.get(names.task_queue("default")).peek_texts()
+    assert [decode_task_message(t).key for t in sent] == [f"{run}/a/1"]
