@@ -5,11 +5,16 @@ twice."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shared import codec
 from shared.coordinator import Coordinator
@@ -18,9 +23,9 @@ from shared.messages import TaskCompletedEvent, encode
 from shared.messages.wrappers import batch_text, events_of, wrap_redelivery
 from shared.names import ResourceNames
 from shared.states import TaskState
-from shared.storage.memory import MemoryStorage
+from shared.storage.memory import MemoryStorage, memory_storage
 from shared.storage.ports import Storage
-from tests.coordinator.helpers import FakeClock, diamond, fast_options, load, submit
+from tests.coordinator.helpers import FakeClock, diamond, fan, fast_options, load, submit
 
 OPTIONS = fast_options()
 
@@ -134,3 +139,41 @@ def test_a_batch_within_the_budget_or_refused() -> None:
         batch_text([one + " " * 20_000] * 3)  # JSON with trailing blanks: just its size
     with pytest.raises(MessageError, match="2 to 32 events"):
         batch_text([one] * 33)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cuts=st.lists(st.integers(min_value=0, max_value=12), max_size=6),
+    repeated=st.lists(st.integers(min_value=0, max_value=11), max_size=3),
+    seed=st.randoms(use_true_random=False),
+)
+def test_however_reports_are_batched_the_workflow_ends_the_same(
+    cuts: list[int], repeated: list[int], seed: Any
+) -> None:
+    """Any grouping of a fan-out's reports into messages (in any order, with duplicates) ends in
+    the state the same reports reach one by one: all completed, nothing dead-lettered, nothing
+    left on the queue."""
+
+    async def run() -> None:
+        clock = FakeClock()
+        storage = memory_storage("mem", clock)
+        wf = fan(10)
+        await submit(storage, wf, "wf1", clock())
+        coordinator = Coordinator(storage, ResourceNames("mem"), OPTIONS, clock=clock)
+        await coordinator.run_once()
+        await storage.event_queue.send(completion("wf1", "root"))
+        await coordinator.run_once()
+        leaves = [completion("wf1", f"leaf{i:05d}") for i in range(10)]
+        reports = leaves + [leaves[i % 10] for i in repeated] + [completion("wf1", "root")]
+        seed.shuffle(reports)
+        bounds = sorted({0, len(reports), *(min(c, len(reports)) for c in cuts)})
+        for start, end in itertools.pairwise(bounds):
+            await storage.event_queue.send(batch_text(reports[start:end]))
+        await coordinator.run_once()
+        state = await load(storage, wf, "wf1")
+        assert all(state.task(i).state is TaskState.COMPLETED for i in range(11))
+        assert state.task(11).state is TaskState.QUEUED  # the sink, dispatched once
+        assert await storage.deadletters.list() == []
+        assert storage.event_queue.peek_texts() == []
+
+    asyncio.run(run())
