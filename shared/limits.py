@@ -128,6 +128,11 @@ MESSAGE_BUDGET_BYTES = 48 * 1024
 """What dagq allows itself per message (Azure's hard limit is 64 KiB; XML escaping of JSON quotes by
 the SDK and headroom for future fields take the rest)."""
 
+MAX_BATCH_BYTES = 24 * 1024
+"""Largest event batch (bytes): half the message budget, so a batch the coordinator hands back to
+the queue inside a redelivery (``shared.messages.wrappers``, its quotes escaped: at most twice
+its size) still fits Azure's 64 KiB. A single event keeps the whole budget."""
+
 MAX_BATCH_EVENTS = 32
 """Most task events one event message carries (``shared.messages.wrappers.EventBatch``): the
 coordinator deletes a batch only once every event in it is handled, so a batch is kept small

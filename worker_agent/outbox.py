@@ -6,7 +6,7 @@ coordinator one delete and a share of a receive) per event. Here an event waits 
 in flight on its lane (one lane per partition: a batch goes to one event queue), never for a
 timer: a lone event is sent at once, and the slower the queue answers, the more events each send
 carries (measured: ``bench/bench_concurrent.py``, docs/capacity.md). A batch holds at most
-``MAX_BATCH_EVENTS`` events and stays within the message budget; ``post`` returns once its own
+``MAX_BATCH_EVENTS`` events and ``MAX_BATCH_BYTES``; ``post`` returns once its own
 event is sent, or raises its send's error.
 """
 
@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from shared.limits import MAX_BATCH_EVENTS, MESSAGE_BUDGET_BYTES
+from shared.limits import MAX_BATCH_BYTES, MAX_BATCH_EVENTS
 from shared.messages.wrappers import batch_overhead, batch_text
 
 Send = Callable[[int, str, int], Awaitable[None]]
@@ -85,7 +85,7 @@ def _take(
     for text, _ in pending:
         grown = size + len(text.encode())
         if count and (
-            count == MAX_BATCH_EVENTS or grown + batch_overhead(count + 1) > MESSAGE_BUDGET_BYTES
+            count == MAX_BATCH_EVENTS or grown + batch_overhead(count + 1) > MAX_BATCH_BYTES
         ):
             break
         size = grown

@@ -1,6 +1,7 @@
 """The two shapes that carry events on the event queue (the events themselves are in ``events``):
 
-- ``EventBatch``: several task events of one partition in one message. A worker's reports that
+- ``EventBatch``: several task events of one partition in one message (at most
+  ``MAX_BATCH_EVENTS`` and ``MAX_BATCH_BYTES``). A worker's reports that
   become ready while its last send is in flight travel together (``worker_agent.outbox``): one
   send, one receive share and one delete for the lot instead of one each. The coordinator splits
   the message into its events and deletes it only once every event in it is handled.
@@ -21,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.errors import MessageError
-from shared.limits import MAX_BATCH_EVENTS, MAX_COUNTER, MAX_MESSAGE_BYTES, MESSAGE_BUDGET_BYTES
+from shared.limits import MAX_BATCH_BYTES, MAX_BATCH_EVENTS, MAX_COUNTER, MAX_MESSAGE_BYTES
 from shared.messages.events import Event, decode_event
 from shared.messages.fields import explain
 
@@ -42,14 +43,14 @@ _BATCH_START = '{"kind":"batch",'
 
 def batch_text(events: Sequence[str]) -> str:
     """The message carrying ``events`` (texts from ``shared.messages.encode``): a single event is
-    sent as it is; MessageError if they are more than ``MAX_BATCH_EVENTS`` or over the budget."""
+    sent as it is; MessageError beyond ``MAX_BATCH_EVENTS`` events or ``MAX_BATCH_BYTES``."""
     if len(events) == 1:
         return events[0]
     if not 2 <= len(events) <= MAX_BATCH_EVENTS:
         raise MessageError(f"a batch holds 2 to {MAX_BATCH_EVENTS} events, not {len(events)}")
     text = _BATCH_START + '"events":[' + ",".join(events) + "]}"
-    if (size := len(text.encode())) > MESSAGE_BUDGET_BYTES:
-        raise MessageError(f"an event batch of {size} bytes is over the {MESSAGE_BUDGET_BYTES}")
+    if (size := len(text.encode())) > MAX_BATCH_BYTES:
+        raise MessageError(f"an event batch of {size} bytes is over the {MAX_BATCH_BYTES}")
     return text
 
 

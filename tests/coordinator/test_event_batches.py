@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from shared import codec
 from shared.coordinator import Coordinator
 from shared.errors import MessageError
+from shared.limits import MAX_BATCH_BYTES, MAX_MESSAGE_BYTES
 from shared.messages import TaskCompletedEvent, encode
 from shared.messages.wrappers import batch_text, events_of, wrap_redelivery
 from shared.names import ResourceNames
@@ -132,11 +133,19 @@ def test_a_message_that_says_batch_and_is_not_one_is_refused_with_its_reason() -
             events_of(text)
 
 
+def test_a_batch_at_its_limit_handed_back_in_a_redelivery_still_fits_a_queue_message() -> None:
+    # A hostile worst case: events whose text is mostly characters JSON escapes.
+    event = completion("wf1")[:-1] + ',"x":"' + '\\"' * 1000 + '"}'
+    events = [event] * (MAX_BATCH_BYTES // (len(event) + 1))
+    text = batch_text(events)
+    assert len(wrap_redelivery(text, 4).encode()) <= MAX_MESSAGE_BYTES
+
+
 def test_a_batch_within_the_budget_or_refused() -> None:
     one = completion("wf1")
     assert batch_text([one]) == one  # a lone event travels as itself
     with pytest.raises(MessageError, match="over the"):
-        batch_text([one + " " * 20_000] * 3)  # JSON with trailing blanks: just its size
+        batch_text([one + " " * 13_000] * 2)  # JSON with trailing blanks: just its size
     with pytest.raises(MessageError, match="2 to 32 events"):
         batch_text([one] * 33)
 

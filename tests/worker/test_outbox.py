@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.errors import MessageError
-from shared.limits import MAX_BATCH_EVENTS, MESSAGE_BUDGET_BYTES
+from shared.limits import MAX_BATCH_BYTES, MAX_BATCH_EVENTS
 from shared.messages import TaskCompletedEvent, encode
 from shared.messages.wrappers import events_of
 from worker_agent.outbox import EventOutbox
@@ -113,7 +113,7 @@ def test_every_event_is_sent_once_in_order_within_the_limits(sizes: list[int]) -
     queues = asyncio.run(run())
     assert queues.events(0) == [f"wf{i}" for i in range(len(sizes))]
     for _, text in queues.sent:
-        assert len(text.encode()) <= MESSAGE_BUDGET_BYTES or len(events_of(text)) == 1
+        assert len(text.encode()) <= MAX_BATCH_BYTES or len(events_of(text)) == 1
         assert len(events_of(text)) <= MAX_BATCH_EVENTS
 
 
