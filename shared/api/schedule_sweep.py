@@ -47,6 +47,9 @@ log = logging.getLogger("dagq.schedules")
 SCHEDULE_CONCURRENCY = 4
 """Schedules handled at once by one sweep."""
 
+DELETE_TRIES = 5
+"""Reads of a schedule a delete makes while sweeps keep changing it."""
+
 
 async def run_schedules(
     storage: Storage,
@@ -85,16 +88,24 @@ async def finish_and_delete(
     names: ResourceNames | None = None,
 ) -> ScheduleDeleted:
     """Delete a schedule (``shared.api.schedules.delete``), first submitting again the runs it
-    notes as starting: no sweep would finish them after. A storage failure raises (nothing is
-    deleted: try again)."""
+    notes as starting: no sweep would finish them after. The delete holds only if the schedule
+    is still as read (its ETag): a sweep that noted a new start meanwhile makes it read again
+    and finish that one too. A storage failure raises (nothing is deleted: try again);
+    ConflictError if the schedule kept changing."""
     from shared.api import schedules
 
-    record = await storage.schedules.get(name)
-    if record is not None and record.starting:
-        starter = _Starter(storage, now, partitions, signer, max_expansion_width, names)
+    starter = _Starter(storage, now, partitions, signer, max_expansion_width, names)
+    for _ in range(DELETE_TRIES):
+        record = await storage.schedules.get(name)
+        if record is None:
+            return await schedules.delete(storage, name)
         for workflow_id in record.starting:
             await starter._start(record, workflow_id)
-    return await schedules.delete(storage, name)
+        try:
+            return await schedules.delete(storage, name, etag=record.etag)
+        except StaleStateError:  # changed since the read: read it again
+            continue
+    raise ConflictError(f"schedule {name!r} kept changing while it was deleted; try again")
 
 
 def _at(slot: float) -> str:

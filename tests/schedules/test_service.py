@@ -18,7 +18,7 @@ from shared.errors import (
 )
 from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage
-from shared.storage.schedules import ScheduleSpec
+from shared.storage.schedules import ScheduleRecord, ScheduleSpec
 
 DEFINITION = "name: n\ntasks:\n  - name: a\n    kwargs:\n      cmd: echo a\n"
 T0 = 1_796_000_000.0  # 2026-11-29 00:53:20 UTC
@@ -218,6 +218,29 @@ async def test_a_delete_finishes_a_run_left_half_made_first() -> None:
     assert (await finish_and_delete(storage, "every", now=T0 + 70)).deleted
     rows = [r for r in storage.index.rows.values() if r.workflow_id == first]
     assert [r.status for r in rows] == [WorkflowStatus.PENDING]
+
+
+async def test_a_start_a_sweep_notes_while_a_delete_runs_is_finished_by_the_delete() -> None:
+    # Before: the delete read the schedule, a sweep noted a new start and died before its submit,
+    # and the delete removed the schedule anyway: a half-made run nobody would finish.
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    late = run_id("every", 1_796_000_040.0)
+    real_get = storage.schedules.get
+    reads = 0
+
+    async def get(name: str) -> ScheduleRecord | None:
+        nonlocal reads
+        record = await real_get(name)
+        reads += 1
+        if reads == 1 and record is not None:  # the sweep's note lands after the delete's read
+            await storage.schedules.update(replace(record, starting=[late]))
+        return record
+
+    storage.schedules.get = get  # type: ignore[method-assign]
+    assert (await finish_and_delete(storage, "every", now=T0 + 70)).deleted
+    assert await real_get("every") is None
+    assert (await storage.workflows.state_metadata(late))["status"] == WorkflowStatus.PENDING
 
 
 async def test_a_run_its_sweep_has_not_seen_through_is_neither_purged_nor_started_again() -> None:
