@@ -59,25 +59,13 @@ from shared.codec.columns import pack, refs, rel, unpack, unrel
 from shared.codec.framing import frame, open_blob, sections
 from shared.codec.metadata import CODEC_KEY, CREATED_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
 from shared.codec.state_meta import (
-    attempts_to_json as _attempts_to_json,
-)
-from shared.codec.state_meta import (
-    count as _count,
-)
-from shared.codec.state_meta import (
-    dynamic_from_json as _dynamic_from_json,
-)
-from shared.codec.state_meta import (
-    dynamic_to_json as _dynamic_to_json,
-)
-from shared.codec.state_meta import (
-    incarnation as _incarnation,
-)
-from shared.codec.state_meta import (
-    task_keys as _task_keys,
-)
-from shared.codec.state_meta import (
-    versions_to_json as _versions_to_json,
+    attempts_to_json,
+    dynamic_from_json,
+    dynamic_to_json,
+    read_count,
+    read_incarnation,
+    task_keys,
+    versions_to_json,
 )
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt
@@ -180,7 +168,7 @@ def encode_state(state: RuntimeState) -> bytes:
         for t, code in enumerate(state.exit_code)
         if code != (0 if codes[t] == COMPLETED else None)
     }
-    meta: dict[str, Any] = {"id": state.workflow_id} | _versions_to_json(state)
+    meta: dict[str, Any] = {"id": state.workflow_id} | versions_to_json(state)
     if state.error is not None:
         meta["error"] = state.error
     sparse: dict[str, dict[int, Any]] = {
@@ -202,10 +190,10 @@ def encode_state(state: RuntimeState) -> bytes:
         meta["exits"] = odd_exits
     if worker_table:
         meta["workers"] = list(worker_table)
-    dynamic = _dynamic_to_json(state)
+    dynamic = dynamic_to_json(state)
     if dynamic:
         meta["dyn"] = dynamic
-    meta.update(_attempts_to_json(state))
+    meta.update(attempts_to_json(state))
 
     base = [created] * n
     queued_refs = refs(state.queued_ms, base)
@@ -301,13 +289,13 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
         raise CodecError("state blob is corrupt: bad task state codes")
     st = RuntimeState(str(meta["id"]), n, created_at)
-    st.incarnation = _incarnation(meta.get("inc"))
+    st.incarnation = read_incarnation(meta.get("inc"))
     st.incarnation_blobs = version >= 6
-    st.writes = _count(meta.get("w", 0)) if version >= 7 else 0
+    st.writes = read_count(meta.get("w", 0)) if version >= 7 else 0
     st.definition = carried[0] if carried else None
     if st.incarnation_blobs and st.incarnation is None:
         raise CodecError("state blob is corrupt: blobs per incarnation without an incarnation")
-    _dynamic_from_json(dynamic, st)
+    dynamic_from_json(dynamic, st)
     wf = expanded(wf, st)
     st.status = _STATUSES[status]
     st.run = run
@@ -326,34 +314,34 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     st.finished_ms = unrel(unpack("Q", finished, n), refs(st.started_ms, queued_refs))
 
     st.exit_code = [0 if c == COMPLETED else None for c in codes]
-    for task, code in _task_keys(meta.get("exits", {}), n, "exits").items():
+    for task, code in task_keys(meta.get("exits", {}), n, "exits").items():
         st.exit_code[task] = None if code is None else int(code)
-    st.errors = {t: str(v) for t, v in _task_keys(meta.get("errors", {}), n, "errors").items()}
+    st.errors = {t: str(v) for t, v in task_keys(meta.get("errors", {}), n, "errors").items()}
     if len(log_flags) != n:
         raise CodecError("state blob is corrupt: bad log flags")
     st.names = tuple(wf.index)
-    logs = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
+    logs = {t: str(v) for t, v in task_keys(meta.get("logs", {}), n, "logs").items()}
     wid, task_names, attempts, inc = st.workflow_id, st.names, st.attempt, st.blob_incarnation
     st.log_blob = {
         t: _log_blob(wid, task_names[t], attempts[t], inc) for t, f in enumerate(log_flags) if f
     }
     st.log_blob.update(logs)
-    st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
-    st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
-    st.upstream_digests = {t: str(v) for t, v in _task_keys(meta.get("ups", {}), n, "ups").items()}
+    st.base_attempt = {t: int(v) for t, v in task_keys(meta.get("base", {}), n, "base").items()}
+    st.sent_ms = {t: int(v) for t, v in task_keys(meta.get("sent", {}), n, "sent").items()}
+    st.upstream_digests = {t: str(v) for t, v in task_keys(meta.get("ups", {}), n, "ups").items()}
     st.outputs = {
         t: OutputRef.model_validate(v)
-        for t, v in _task_keys(meta.get("outputs", {}), n, "outputs").items()
+        for t, v in task_keys(meta.get("outputs", {}), n, "outputs").items()
     }
     st.cached = {
         t: CachedFrom.model_validate(v)
-        for t, v in _task_keys(meta.get("cached", {}), n, "cached").items()
+        for t, v in task_keys(meta.get("cached", {}), n, "cached").items()
     }
     names = [str(w) for w in meta.get("workers", [])]
     st.workers = {t: names[w - 1] for t, w in enumerate(unpack("I", worker_col, n)) if w}
     st.history = {
         t: [PastAttempt.from_json(e) for e in v]
-        for t, v in _task_keys(meta.get("hist", {}), n, "hist").items()
+        for t, v in task_keys(meta.get("hist", {}), n, "hist").items()
     }
     st.n_history = sum(len(v) for v in st.history.values())
     ready_tasks = unpack("I", ready, len(ready) // 4)

@@ -62,7 +62,7 @@ def dynamic_from_json(raw: Any, st: RuntimeState) -> None:
         raise CodecError("state blob is corrupt: an expansion without its list")
 
 
-def incarnation(raw: Any) -> int | None:
+def read_incarnation(raw: Any) -> int | None:
     if raw is None:
         return None
     if type(raw) is not int or not 1 <= raw <= MAX_COUNTER:
@@ -80,7 +80,7 @@ def task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
     return out
 
 
-def count(value: object) -> int:
+def read_count(value: object) -> int:
     if type(value) is not int or not 0 <= value <= MAX_COUNTER:
         raise CodecError(f"state blob is corrupt: write count {str(value)[:40]!r}")
     return value
