@@ -12,14 +12,19 @@ completed), tasks_per_s, submit_s, the storage requests per task the model count
 (requests_per_task) and their breakdown by operation (requests_breakdown: ``port.method`` or
 ``events|tasks.method`` for the event and task queues, requests per task each, largest first).
 
+events_per_message: how many events each event message carried (the workers' reports ready
+together go as one message: ``worker_agent.outbox``).
+
 requests_per_task_real adds what real workers cost beside the synthetic ones (which claim, run
 nothing and report a completion), for a ``--task-s`` (60) second task on a worker of one slot with
 the worker's default settings, each figure per task (real_breakdown): the state check before the
-run, the started event (its send, the coordinator's delete, and its share of event receives and
-state writes at this run's measured rate per event), the message's visibility heartbeats, the
-cancel checks, the live log (its creation, its appends of a task that writes steadily, and the
-final append), and the registry beats made while the task runs (its progress rides them). Each
-count comes from the worker's own cadence functions (``worker_agent/cadence.py``) and settings.
+run, the report sent alone (a one-slot worker's report has no company: the synthetic run's
+batching taken back), the started event (its send, the coordinator's delete, and its share of
+event receives and state writes at this run's measured rate per event), the message's
+visibility heartbeats, the cancel checks, the live log (its creation, its appends of a task that
+writes steadily, and the final append), and the registry beats made while the task runs (its
+progress rides them). Each count comes from the worker's own cadence functions
+(``worker_agent/cadence.py``) and settings.
 Usage: python bench/bench_concurrent.py [--workflows 10000] [--task-s 60]
 """
 
@@ -119,7 +124,9 @@ async def main(workflows: int, width: int, partitions: int, task_s: float) -> No
     print(
         f"concurrent_10k_workflows_s={elapsed:.1f} workflows={workflows} tasks={total_tasks} "
         f"tasks_per_s={rate:.0f} submit_s={submit_s:.1f} requests_per_task={requests:.2f} "
-        f"partitions={partitions} max_runs_per_attempt={duplicates} requests_breakdown="
+        f"partitions={partitions} max_runs_per_attempt={duplicates} "
+        f"events_per_message={1 / max(model.stats.calls['events.send'] / total_tasks, 1e-9):.2f} "
+        "requests_breakdown="
         + ",".join(f"{label}:{per_task:.2f}" for label, per_task in breakdown)
         + f" requests_per_task_real={real_total:.2f} real_task_s={task_s:g} real_breakdown="
         + ",".join(f"{label}:{per_task:.2f}" for label, per_task in real)
@@ -145,17 +152,18 @@ def real_worker_extras(measured: dict[str, float], task_s: float) -> list[tuple[
     from worker_agent.config import WorkerSettings
 
     worker = WorkerSettings(queues=["q"])
-    events = measured.get("events.send", 1.0)  # events applied per task in this run
+    # Each task reports one event here; the synthetic workers' events went in batches of
+    # 1 / events.send. A one-slot worker's report of a 60 s task travels alone.
+    messages = measured.get("events.send", 1.0)
     started = 1.0 if task_s >= worker.started_after_s else 0.0
     return [
         ("worker.state_check", 1.0),  # the HEAD after the claim, before the run
+        ("report.events.send_alone", 1.0 - messages),
+        ("report.events.delete_alone", 1.0 - measured.get("events.delete", 1.0)),
         ("started.events.send", started),
         ("started.events.delete", started),
-        ("started.events.receive", started * measured.get("events.receive", 0.0) / events),
-        (
-            "started.workflows.write_state",
-            started * measured.get("workflows.write_state", 0.0) / events,
-        ),
+        ("started.events.receive", started * measured.get("events.receive", 0.0) / messages),
+        ("started.workflows.write_state", started * measured.get("workflows.write_state", 0.0)),
         ("tasks.extend", ticks_within(lambda a: heartbeat_schedule(worker, a)[1], task_s)),
         ("worker.cancel_checks", ticks_within(lambda a: cancel_check_interval(worker, a), task_s)),
         # the live ticks (the first creates the blob) and the final append of the rest

@@ -78,6 +78,10 @@ MAX_PARAMS = 100
 MAX_PARAM_CHARS = 4096
 """Longest value of one workflow parameter, in characters."""
 
+MAX_CARRIED_DEFINITION_BYTES = 8 * 1024
+"""Largest definition blob a state blob carries (version 9): every flush of the state writes it
+again, so a larger one stays in its blob only (read once per process, then cached)."""
+
 MAX_PARAMS_BYTES = 8 * 1024
 """Most characters of all parameter names and values together: every task message carries them
 (``DAGQ_PARAM_<NAME>``), within ``MESSAGE_BUDGET_BYTES``."""
@@ -118,7 +122,7 @@ MAX_LIST_BYTES = 16 * 1024 * 1024
 """Largest output (JSON bytes) the coordinator reads to find a list stored as a blob."""
 
 
-# -- Queue messages (checked at decode: shared.messages, shared.message_fields) --------------------
+# -- Queue messages (checked at decode: shared.messages and its fields) ---------------------------
 
 MAX_MESSAGE_BYTES = 64 * 1024
 """Azure's limit for one queue message: anything longer did not come from a queue (or a sender of
@@ -127,6 +131,16 @@ ours) and is rejected before it is parsed."""
 MESSAGE_BUDGET_BYTES = 48 * 1024
 """What dagq allows itself per message (Azure's hard limit is 64 KiB; XML escaping of JSON quotes by
 the SDK and headroom for future fields take the rest)."""
+
+MAX_BATCH_BYTES = 24 * 1024
+"""Largest event batch (bytes): half the message budget, so a batch the coordinator hands back to
+the queue inside a redelivery (``shared.messages.wrappers``, its quotes escaped: at most twice
+its size) still fits Azure's 64 KiB. A single event keeps the whole budget."""
+
+MAX_BATCH_EVENTS = 32
+"""Most task events one event message carries (``shared.messages.wrappers.EventBatch``): the
+coordinator deletes a batch only once every event in it is handled, so a batch is kept small
+enough that one slow or failing event holds back few others."""
 
 MAX_VISIBILITY_S = 7 * 24 * 3600
 """Azure's longest visibility timeout (and initial delay) of a queue message."""

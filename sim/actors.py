@@ -38,6 +38,7 @@ from sim.storage import Actor, view
 from sim.workload import QUEUES, fails
 from sim.world_view import World
 from worker_agent.heartbeat import hold_margin_s
+from worker_agent.outbox import EventOutbox
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
     WorkflowSeen,
@@ -53,6 +54,12 @@ HOST_VISIBILITY_S = 120
 """How long the host keeps a trigger message it received invisible (Functions: up to 10 min,
 renewed while the function runs; shorter here so a dead host's message returns sooner)."""
 TASK_VISIBILITY_S = 30
+WORKER_SLOTS = 3
+SEND_TRIES = 4
+STALLED_SEND = 0.2
+"""How often a worker's event send stalls for seconds first (the reports its other slots make
+meanwhile gather behind it, and go as one batch)."""
+"""Task slots per worker process (their reports share the process's outbox)."""
 HEARTBEAT_S = 10.0
 
 
@@ -145,8 +152,38 @@ async def _trigger(coordinator: Coordinator, storage: Storage) -> bool:
 
 
 async def worker(world: World, actor: Actor, _generation: int) -> None:
-    """A task worker: poll the task queues, claim, run (with heartbeats), report, delete."""
+    """A task worker of ``WORKER_SLOTS`` slots: each polls the task queues, claims, runs (with
+    heartbeats), reports, deletes; their reports share one outbox, as the worker agent's do (events
+    ready together go as one message: ``worker_agent.outbox``)."""
     storage = view(world.platform, world.raw, actor)
+
+    async def send(partition: int, text: str, _events: int) -> None:
+        queue = storage.for_partition(partition).event_queue
+        if world.rng.random() < STALLED_SEND:  # a connection stalls: the slots' reports gather
+            await asyncio.sleep(world.rng.uniform(2.0, 15.0))
+        for tries in range(1, SEND_TRIES + 1):  # as the worker's Reporter, within a bound
+            try:
+                await queue.send(text)
+                return
+            except Exception as exc:  # a lost reply too: the copy sent is a duplicate, harmless
+                if tries == SEND_TRIES:
+                    raise
+                world.platform.log(actor.name, f"event send failed ({exc!r}); trying again")
+                await asyncio.sleep(world.rng.uniform(0.5, 3.0))
+
+    outbox = EventOutbox(send)
+    slots = [asyncio.create_task(_slot(world, actor, storage, outbox)) for _ in range(WORKER_SLOTS)]
+    try:  # a death in one slot is the whole process's
+        done, _ = await asyncio.wait(slots, return_when=asyncio.FIRST_EXCEPTION)
+        for slot in done:
+            slot.result()
+    finally:
+        for slot in slots:
+            slot.cancel()
+        await asyncio.wait(slots)
+
+
+async def _slot(world: World, actor: Actor, storage: Storage, outbox: EventOutbox) -> None:
     queues = [storage.queues.get(world.names.task_queue(q)) for q in QUEUES]
     idle = 0.5
     while not world.stopping:
@@ -160,7 +197,7 @@ async def worker(world: World, actor: Actor, _generation: int) -> None:
             for message in messages:
                 got += 1
                 try:
-                    await _attempt(world, actor, storage, queue, message)
+                    await _attempt(world, actor, storage, queue, message, outbox)
                 except Crash:
                     raise
                 except Exception as exc:  # storage trouble: the message comes back on its own
@@ -170,7 +207,7 @@ async def worker(world: World, actor: Actor, _generation: int) -> None:
 
 
 async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
-                   received: ReceivedMessage) -> None:  # fmt: skip
+                   received: ReceivedMessage, outbox: EventOutbox) -> None:  # fmt: skip
     message = decode_task_message(received.text)
     try:
         VERIFIER.check(message)  # as the worker does, before the claim
@@ -196,9 +233,9 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
     if seen.late(message, received.dequeue_count):
         await queue.delete(received)  # its run has ended: never run after the end (as the worker)
         return
-    events = storage.for_partition(_report_partition(world, message)).event_queue
+    partition = _report_partition(world, message)
     if seen.status in CANCELLED_STATUSES:
-        await events.send(encode(_failed(actor, message, "cancelled", world.now())))
+        await outbox.post(encode(_failed(actor, message, "cancelled", world.now())), partition)
         await queue.delete(received)
         return
     held_until = asked + TASK_VISIBILITY_S - hold_margin_s(TASK_VISIBILITY_S)
@@ -212,9 +249,10 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
         started_at = world.now()
         upstream = await _upstream(storage, message)
         if world.rng.random() < 0.3:
-            await events.send(encode(TaskStartedEvent(
-                **message.report_fields(), worker=actor.name, started_at=started_at)))  # fmt: skip
-        received_now = await _run(world, actor, storage, queue, received, message)
+            await outbox.post(encode(TaskStartedEvent(
+                **message.report_fields(), worker=actor.name, started_at=started_at)),
+                partition)  # fmt: skip
+        received_now = await _run(world, actor, storage, queue, received, message, outbox)
         if received_now is None:
             return
         received = received_now
@@ -227,7 +265,7 @@ async def _attempt(world: World, actor: Actor, storage: Storage, queue: Queue,
                 **message.report_fields(), worker=actor.name, started_at=started_at,
                 finished_at=world.now(), output=OutputRef(inline=value, size=size))  # fmt: skip
         reported = True  # from here the report may reach the queue (a lost reply still does)
-        await events.send(encode(event))
+        await outbox.post(encode(event), partition)
     finally:
         world.oracle.ended(run_key, reported=reported, upstream=upstream)
     if await queue.delete(received):
@@ -273,7 +311,7 @@ def _report_partition(world: World, message: TaskMessage) -> int:
 
 async def _run(
     world: World, actor: Actor, storage: Storage, queue: Queue, received: ReceivedMessage,
-    message: TaskMessage,
+    message: TaskMessage, outbox: EventOutbox,
 ) -> ReceivedMessage | None:  # fmt: skip
     """'Run' the command with heartbeats; None if the run ended without a report (eviction,
     cancel noticed). A death raises Crash."""
@@ -303,8 +341,8 @@ async def _run(
                 return None
             received = renewed
             if await workflow_cancelled(storage, message):
-                events = storage.for_partition(message.partition).event_queue
-                await events.send(encode(_failed(actor, message, "cancelled", world.now())))
+                cancelled = _failed(actor, message, "cancelled", world.now())
+                await outbox.post(encode(cancelled), message.partition)
                 await queue.delete(received)
                 return None
     return received

@@ -80,7 +80,9 @@ def sweep_job(world: World) -> Callable[[Storage, float], Awaitable[int]]:
     app's ``shared.api.triggers.start_scheduled_runs``."""
 
     async def job(storage: Storage, now: float) -> int:
-        return await run_schedules(storage, now, partitions=world.partitions, signer=SIGNER)
+        return await run_schedules(
+            storage, now, partitions=world.partitions, signer=SIGNER, names=world.names
+        )
 
     return job
 
@@ -97,7 +99,7 @@ async def operation(world: World, name: str, kind: str, call: Call) -> None:
         if kind == "schedule_delete":
             await call(world, name, lambda s: finish_and_delete(
                 s, target, now=world.now() + rng.uniform(-1, 1), partitions=world.partitions,
-                signer=SIGNER))  # fmt: skip
+                signer=SIGNER, names=world.names))  # fmt: skip
             return
         paused = kind == "schedule_pause"
         await call(world, name, lambda s: api_schedules.set_paused(

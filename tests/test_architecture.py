@@ -167,7 +167,16 @@ def test_every_module_of_shared_is_on_a_floor() -> None:
     )
     kernel = {name.strip() for name in layers[-1].split(":")}
     assert kernel == modules, "the bottom floor (the kernel) is shared's top-level modules"
-    core = {"definition", "engine", "codec", "views", "caching", "cost", "signing"} | kernel
+    core = {
+        "definition",
+        "engine",
+        "codec",
+        "views",
+        "caching",
+        "cost",
+        "signing",
+        "messages",
+    } | kernel
     assert set(CONTRACTS["pure-core"]["source_modules"]) == {f"shared.{m}" for m in core}, (
         f"pure-core's source_modules in {where} are the core packages and the kernel"
     )

@@ -36,7 +36,7 @@ from shared.signing import verifier_of
 from shared.storage.ports import Queue, ReceivedMessage, Storage
 from worker_agent import workflow_check
 from worker_agent.cadence import heartbeat_schedule, live_interval
-from worker_agent.cancel_watch import CancelChecks, watch_cancel
+from worker_agent.cancel_watch import watch_cancel
 from worker_agent.claim import claim
 from worker_agent.config import WorkerSettings
 from worker_agent.errors import AttemptError, StartError
@@ -55,12 +55,12 @@ from worker_agent.outcome import Outcome, failed_event
 from worker_agent.reporting import Reporter, retry_transient
 from worker_agent.runner import Command, RunResult, StopRequest, run_command
 from worker_agent.started import StartedAnnouncer
+from worker_agent.state_heads import StateHeads
 from worker_agent.task_env import task_environment
 from worker_agent.task_user import TaskUser
 from worker_agent.telemetry import TaskLogger
 from worker_agent.workflow_check import (
     CANCELLED_STATUSES,
-    workflow_of,
 )
 
 ERROR_RETRY_S = 5
@@ -97,8 +97,8 @@ class AttemptRunner:
     """Where a running attempt's progress goes (the registry presence); None: nowhere."""
     on_live_error: ErrorSink | None = None
     """Told of each failed read of a running attempt's progress (the registry presence)."""
-    cancel_checks: CancelChecks | None = None
-    """The cancel answers this worker's running tasks share (cancel_watch.py)."""
+    heads: StateHeads | None = None
+    """The HEADs of state blobs this worker's tasks share (state_heads.py)."""
 
     async def process(
         self,
@@ -155,13 +155,16 @@ class AttemptRunner:
 
     async def _attempt(self, attempt: Attempt) -> None:
         message, received, log = attempt.message, attempt.received, attempt.log
+        if self.heads is None:  # one per worker: its tasks of a workflow share answers
+            self.heads = StateHeads(self.storage)
         if not await claim(self.storage.outputs, message, received):
             log.info("duplicate dispatch of an attempt another message holds: dropping it")
             await self._finish(attempt)
             return
-        # One HEAD, after the claim and right before running (a check before the claim could
-        # be stale by the time the task starts: the simulation found one, seed 2306).
-        seen = await workflow_of(self.storage, message)
+        # A HEAD sent after the claim, right before running (one from before the claim could be
+        # stale by the time the task starts: simulation seed 2306); shared with the worker's
+        # tasks of the workflow whose claims were done by then.
+        seen = await self.heads.seen(message, sent_after=self.heads.clock())
         if seen.missing and (wait := workflow_check.state_wait_s(received, time.time())):
             await self._release(attempt, after_s=wait)  # no state yet: its roots go out first
             return
@@ -304,10 +307,9 @@ class AttemptRunner:
         return result
 
     async def _watch_cancel(self, attempt: Attempt) -> None:
-        if self.cancel_checks is None:  # one per worker: its tasks of a workflow share answers
-            self.cancel_checks = CancelChecks(self.storage)
         message, stop, log = attempt.message, attempt.stop, attempt.log
-        await watch_cancel(self.cancel_checks, self.settings, message, stop, log)
+        assert self.heads is not None  # made before the claim
+        await watch_cancel(self.heads, self.settings, message, stop, log)
 
     def _failed(self, attempt: Attempt, reason: FailureReason, error: str) -> TaskFailedEvent:
         """The event of an attempt that failed before its command ran (no result, no exit)."""

@@ -27,8 +27,8 @@ from pydantic import JsonValue, ValidationError
 
 from shared.errors import MessageError, NotFoundError
 from shared.json_values import parse_untrusted
-from shared.message_fields import parent_output_blob
 from shared.messages import OutputRef, TaskMessage, upstream_digest
+from shared.messages.fields import parent_output_blob
 from shared.names import ResourceNames
 from shared.storage.ports import OutputBlobs
 from worker_agent.errors import AttemptError

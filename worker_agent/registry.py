@@ -62,8 +62,12 @@ class Presence:
         vm_size: str = "",
         gpu_count: int = 0,
         clock: Callable[[], float] = time.time,
+        retry_s: float = 1.0,
     ) -> None:
         self.registry = registry
+        self.retry_s = retry_s
+        """After a failed beat the next comes this soon, doubling up to ``interval_s``: a worker
+        whose first beat failed is not missing from ``dagq workers`` for a whole interval."""
         self.worker_id = worker_id
         self.queues = list(queues)
         self.slots = slots
@@ -165,6 +169,7 @@ class Presence:
         """Note the queues, then beat every ``interval_s`` (sooner when a task's progress
         changed, but not within ``progress_s`` of the previous beat) until cancelled."""
         noted = False
+        failures = 0
         while True:
             self._changed.clear()
             try:
@@ -175,8 +180,12 @@ class Presence:
                 await self.registry.beat(self.record())
                 await self._note_machine()
                 await TOLERATED.publish(self.registry, f"worker {self.worker_id}")
-            except Exception as exc:  # advisory: the next beat tries again
+                failures = 0
+            except Exception as exc:  # advisory: tried again soon, backing off to the interval
                 TOLERATED.count(Kind.REGISTRY_BEAT, exc)
+                failures += 1
+                await asyncio.sleep(min(self.interval_s, self.retry_s * 2 ** (failures - 1)))
+                continue
             await self._next_beat()
 
     async def _next_beat(self) -> None:

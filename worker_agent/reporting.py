@@ -17,6 +17,7 @@ from typing import TypeVar
 from shared.errors import DagqError
 from shared.messages import TaskEvent, encode
 from shared.storage.ports import OutputBlobs, Queue
+from worker_agent.outbox import EventOutbox
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,12 +57,19 @@ class Reporter:
     """Sends one worker's events to the event queues and its files to the outputs container.
 
     ``event_queue`` maps a partition number (from the task message) to that partition's event
-    queue, where the workflow's coordinator listens.
+    queue, where the workflow's coordinator listens. Events to one queue that are ready together
+    travel as one message (``worker_agent.outbox``).
     """
 
     def __init__(self, event_queue: Callable[[int], Queue], outputs: OutputBlobs) -> None:
         self.event_queue = event_queue
         self.outputs = outputs
+        self.outbox = EventOutbox(self._send)
+
+    async def _send(self, partition: int, text: str, events: int) -> None:
+        queue = self.event_queue(partition)
+        what = "an event" if events == 1 else f"{events} events"
+        await retry_transient(f"posting {what}", lambda: queue.send(text))
 
     async def post(
         self,
@@ -72,12 +80,11 @@ class Reporter:
     ) -> None:
         """Send ``event`` to ``partition``'s event queue, retrying until the queue accepts it."""
         text = encode(event)
-        queue = self.event_queue(partition)
-        await retry_transient(
-            f"posting the {event.kind} event",
-            lambda: queue.send(text),
-            logger=logger,
-        )
+        try:
+            await self.outbox.post(text, partition)
+        except DagqError as exc:
+            (logger or log).error("could not post the %s event: %s", event.kind, exc)
+            raise
 
     async def upload(
         self,

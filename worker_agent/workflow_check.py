@@ -71,11 +71,9 @@ class WorkflowSeen:
         return dequeue_count > 1 and self.status in FINISHED_STATUSES
 
 
-async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:
-    """What the state blob's metadata says about ``message``'s workflow (one HEAD)."""
-    try:
-        metadata = await storage.workflows.state_metadata(message.workflow_id)
-    except NotFoundError:
+def seen_in(message: TaskMessage, metadata: Mapping[str, str] | None) -> WorkflowSeen:
+    """What a state blob's metadata (None: no state blob) says about ``message``'s workflow."""
+    if metadata is None:
         return WorkflowSeen(WorkflowStatus.CANCELLED, None, "", missing=True)
     return WorkflowSeen(
         status_from_metadata(metadata),
@@ -84,16 +82,30 @@ async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:
     )
 
 
-async def workflow_cancelled(storage: Storage, message: TaskMessage) -> bool:
-    """Whether the task's workflow is cancelling/cancelled, or gone (its state blob deleted, or
-    purged and submitted again: another incarnation)."""
-    try:
-        metadata = await storage.workflows.state_metadata(message.workflow_id)
-    except NotFoundError:
-        return True
-    if other_incarnation(message, metadata):
+def cancelled_by(message: TaskMessage, metadata: Mapping[str, str] | None) -> bool:
+    """Whether the task's workflow is cancelling/cancelled, or gone (no state blob: deleted; or
+    purged and submitted again: another incarnation), by its state blob's metadata."""
+    if metadata is None or other_incarnation(message, metadata):
         return True
     return status_from_metadata(metadata) in CANCELLED_STATUSES
+
+
+async def _metadata(storage: Storage, workflow_id: str) -> Mapping[str, str] | None:
+    try:
+        return await storage.workflows.state_metadata(workflow_id)
+    except NotFoundError:
+        return None
+
+
+async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:
+    """What the state blob's metadata says about ``message``'s workflow (one HEAD of its own;
+    the worker shares its HEADs: ``worker_agent.state_heads``)."""
+    return seen_in(message, await _metadata(storage, message.workflow_id))
+
+
+async def workflow_cancelled(storage: Storage, message: TaskMessage) -> bool:
+    """``cancelled_by`` with one HEAD of its own."""
+    return cancelled_by(message, await _metadata(storage, message.workflow_id))
 
 
 def other_incarnation(message: TaskMessage, metadata: Mapping[str, str]) -> str:

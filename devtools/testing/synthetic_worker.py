@@ -45,6 +45,7 @@ from shared.messages import (
 )
 from shared.names import ResourceNames
 from shared.storage.ports import Queue, ReceivedMessage, Storage
+from worker_agent.outbox import EventOutbox
 
 log = logging.getLogger("dagq.synthetic_worker")
 
@@ -112,6 +113,16 @@ class SyntheticWorker:
     """Called with the attempt key right after each completed/failed event is sent (bench)."""
     _partitions: dict[tuple[str, str, int], int] = field(default_factory=dict, repr=False)
     """Attempt -> the partition its task message named (where its events go)."""
+    batch_reports: bool = True
+    """Send the events that are ready together as one message, as the real worker does
+    (``worker_agent.outbox``); False: one message per event (tests that script messages)."""
+    outbox: EventOutbox = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.outbox = EventOutbox(self._send_text)
+
+    async def _send_text(self, partition: int, text: str, _events: int) -> None:
+        await self.storage.for_partition(partition).event_queue.send(text)
 
     def behavior(self, task: str) -> Behavior:
         for pattern, behavior in self.script.items():
@@ -246,7 +257,10 @@ class SyntheticWorker:
     async def _send(self, event: TaskStartedEvent | TaskCompletedEvent | TaskFailedEvent) -> None:
         # The event goes to the partition the task message named, as the real worker's does.
         partition = self._partitions.get((event.workflow_id, event.task, event.attempt), 0)
-        await self.storage.for_partition(partition).event_queue.send(encode(event))
+        if self.batch_reports:
+            await self.outbox.post(encode(event), partition)
+        else:
+            await self._send_text(partition, encode(event), 1)
 
     async def _state_wait(self, message: TaskMessage, received: ReceivedMessage) -> int:
         """As the real worker: how long to hand back a young message whose workflow's state blob

@@ -47,6 +47,7 @@ def activated(
     incarnation: int,
     partition: int,
     signer: Signer | None,
+    definition: bytes | None = None,
 ) -> tuple[RuntimeState, list[tuple[str, str]]] | None:
     """The new workflow's state activated at ``now`` (running, its roots queued at attempt 1 of
     run 1) and the roots' task messages as ``(definition queue, text)``; None when the
@@ -57,7 +58,7 @@ def activated(
 
     if not plain_roots(wf):
         return None
-    state = engine.new_state(wf, workflow_id, now, incarnation)
+    state = engine.new_state(wf, workflow_id, now, incarnation, definition)
     commands = engine.apply(wf, state, ActivateEvent(workflow_id=workflow_id), now)
     roots = sum(not t.parents for t in wf.tasks)
     dispatches = [c for c in commands if isinstance(c, Dispatch) and not c.delay_s]

@@ -161,6 +161,7 @@ async def _delete(req: func.HttpRequest) -> func.HttpResponse:
     deleted = await finish_and_delete(
         storage, name, now=time.time(), partitions=settings.partitions,
         signer=signer_of(settings.signing_key), max_expansion_width=settings.max_expansion_width,
+        names=settings.names,
     )  # fmt: skip
     return json_response(deleted)
 

@@ -17,10 +17,10 @@ later slots. Any other failure (storage) leaves the slot un-noted, so the next s
 again.
 
 A slot's run id is noted in ``ScheduleRecord.starting`` before its submit, and taken out with
-the note of the slot: a submit that failed half-way (its state created, its index row or
-activate event not) is submitted again by the next sweep even if the schedule was paused
-meanwhile or the slot has left the catch-up (simulation seed 125: else nobody completes it, and
-a pending run without its row is seen by no sweep).
+the note of the slot: a submit that failed half-way (its roots sent or its state created, its
+index row or activate event not) is submitted again by the next sweep even if the schedule was
+paused meanwhile or the slot has left the catch-up (simulation seed 125: else nobody completes
+it, and a pending run without its row is seen by no sweep).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from shared.definition.schedule import KEPT_RUNS, due_slots, run_id
 from shared.errors import ConflictError, DefinitionError, NotFoundError, StaleStateError
 
 if TYPE_CHECKING:
+    from shared.names import ResourceNames
     from shared.signing import Signer
     from shared.states import WorkflowStatus
     from shared.storage.ports import Storage
@@ -46,6 +47,9 @@ log = logging.getLogger("dagq.schedules")
 SCHEDULE_CONCURRENCY = 4
 """Schedules handled at once by one sweep."""
 
+DELETE_TRIES = 5
+"""Reads of a schedule a delete makes while sweeps keep changing it."""
+
 
 async def run_schedules(
     storage: Storage,
@@ -54,11 +58,13 @@ async def run_schedules(
     partitions: int = 1,
     signer: Signer | None = None,
     max_expansion_width: int | None = None,
+    names: ResourceNames | None = None,
 ) -> int:
-    """Start every due slot of every schedule; return how many runs were submitted."""
+    """Start every due slot of every schedule; return how many runs were submitted. With the
+    deployment's ``names``, a run's plain roots are dispatched by its submit (as the API's)."""
     records = await storage.schedules.list()
     gate = asyncio.Semaphore(SCHEDULE_CONCURRENCY)
-    starter = _Starter(storage, now, partitions, signer, max_expansion_width)
+    starter = _Starter(storage, now, partitions, signer, max_expansion_width, names)
 
     async def one(record: ScheduleRecord) -> int:
         async with gate:
@@ -79,18 +85,27 @@ async def finish_and_delete(
     partitions: int = 1,
     signer: Signer | None = None,
     max_expansion_width: int | None = None,
+    names: ResourceNames | None = None,
 ) -> ScheduleDeleted:
     """Delete a schedule (``shared.api.schedules.delete``), first submitting again the runs it
-    notes as starting: no sweep would finish them after. A storage failure raises (nothing is
-    deleted: try again)."""
+    notes as starting: no sweep would finish them after. The delete holds only if the schedule
+    is still as read (its ETag): a sweep that noted a new start meanwhile makes it read again
+    and finish that one too. A storage failure raises (nothing is deleted: try again);
+    ConflictError if the schedule kept changing."""
     from shared.api import schedules
 
-    record = await storage.schedules.get(name)
-    if record is not None and record.starting:
-        starter = _Starter(storage, now, partitions, signer, max_expansion_width)
+    starter = _Starter(storage, now, partitions, signer, max_expansion_width, names)
+    for _ in range(DELETE_TRIES):
+        record = await storage.schedules.get(name)
+        if record is None:
+            return await schedules.delete(storage, name)
         for workflow_id in record.starting:
             await starter._start(record, workflow_id)
-    return await schedules.delete(storage, name)
+        try:
+            return await schedules.delete(storage, name, etag=record.etag)
+        except StaleStateError:  # changed since the read: read it again
+            continue
+    raise ConflictError(f"schedule {name!r} kept changing while it was deleted; try again")
 
 
 def _at(slot: float) -> str:
@@ -105,12 +120,14 @@ class _Starter:
         partitions: int,
         signer: Signer | None,
         max_expansion_width: int | None,
+        names: ResourceNames | None,
     ) -> None:
         self.storage = storage
         self.now = now
         self.partitions = partitions
         self.signer = signer
         self.width = max_expansion_width
+        self.names = names
 
     async def run(self, record: ScheduleRecord) -> int:
         spec = record.spec
@@ -221,7 +238,7 @@ class _Starter:
         )
         await service.submit(
             self.storage, wf, now=self.now, workflow_id=workflow_id, encoded=encoded,
-            partitions=self.partitions, signer=self.signer,
+            partitions=self.partitions, signer=self.signer, names=self.names,
         )  # fmt: skip
 
     async def _note(

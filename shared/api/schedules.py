@@ -126,13 +126,13 @@ async def set_paused(storage: Storage, name: str, paused: bool, *, now: float) -
     raise ConflictError(f"schedule {name!r} keeps changing: try again")
 
 
-async def delete(storage: Storage, name: str) -> ScheduleDeleted:
-    """Delete a schedule (its runs stay). Idempotent. The API deletes through
-    ``shared.api.schedule_sweep.finish_and_delete``, which first finishes the runs a sweep left
-    half made."""
+async def delete(storage: Storage, name: str, etag: str | None = None) -> ScheduleDeleted:
+    """Delete a schedule (its runs stay; with ``etag``, only as it was read: StaleStateError).
+    Idempotent. The API deletes through ``shared.api.schedule_sweep.finish_and_delete``, which
+    first finishes the runs a sweep left half made."""
     from shared.views import ScheduleDeleted
 
-    return ScheduleDeleted(name=name, deleted=await storage.schedules.delete(name))
+    return ScheduleDeleted(name=name, deleted=await storage.schedules.delete(name, etag))
 
 
 async def _status(storage: Storage, workflow_id: str) -> WorkflowStatus | None:

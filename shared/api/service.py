@@ -188,6 +188,7 @@ async def submit(
         state, partition = await _create_state(
             storage, wf, workflow_id, now, partition, incarnation,
             names if created else None, signer,  # a repeated submit (not created) activates
+            data,  # carried by the state when small (version 9): the coordinator reads no blob
         )  # fmt: skip
         if created != (state.incarnation == incarnation) or (
             not created and await _definition_is_not_the_states(storage, workflow_id, state)
@@ -256,6 +257,7 @@ async def _create_state(
     incarnation: int,
     names: ResourceNames | None = None,
     signer: Signer | None = None,
+    definition: bytes | None = None,
 ) -> tuple[RuntimeState, int]:
     """Create the initial state blob in ``partition``, or return the existing one and the
     partition it recorded (a repeated submit, perhaps after the partition count changed). With
@@ -267,10 +269,10 @@ async def _create_state(
     state = None
     if names is not None:
         state = await _dispatch_roots(
-            storage, names, wf, workflow_id, now, partition, incarnation, signer
+            storage, names, wf, workflow_id, now, partition, incarnation, signer, definition
         )
     if state is None:
-        state = new_state(wf, workflow_id, now, incarnation)
+        state = new_state(wf, workflow_id, now, incarnation, definition)
     metadata = state_metadata(state) | partition_metadata(partition)
     try:
         await storage.workflows.create_state(workflow_id, encode_state(state), metadata)
@@ -289,12 +291,13 @@ async def _dispatch_roots(
     partition: int,
     incarnation: int,
     signer: Signer | None,
+    definition: bytes | None,
 ) -> RuntimeState | None:
     """Send the roots' task messages of a workflow being created and return its state activated
     with them queued; None (nothing sent) when the coordinator must activate it."""
     from shared.api.root_dispatch import activated, send_roots
 
-    prepared = activated(wf, workflow_id, now, incarnation, partition, signer)
+    prepared = activated(wf, workflow_id, now, incarnation, partition, signer, definition)
     if prepared is None:
         return None
     state, messages = prepared

@@ -57,7 +57,7 @@ async def start_scheduled_runs(storage: Storage, now: float) -> int:
     settings = CONTEXT.settings
     return await run_schedules(
         storage, now, partitions=settings.partitions, signer=signer_of(settings.signing_key),
-        max_expansion_width=settings.max_expansion_width,
+        max_expansion_width=settings.max_expansion_width, names=settings.names,
     )  # fmt: skip
 
 

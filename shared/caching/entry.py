@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.errors import CodecError
 from shared.limits import MAX_TIMESTAMP_S
-from shared.message_fields import Attempt, TaskName, Timestamp, WorkflowId
 from shared.messages import OutputRef
+from shared.messages.fields import Attempt, TaskName, Timestamp, WorkflowId
 
 MAX_ENTRY_HEADER_BYTES = 256 * 1024
 """Longest header line read (inline outputs are far smaller): a bigger blob is not an entry."""

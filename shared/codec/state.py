@@ -28,14 +28,24 @@ version 5 or older state's flags mean the flat ``{id}/{task}/{attempt}/`` (such 
 that layout for life: it is written again as version 5); version 7 is version 6 with the count of
 the coordinator's writes (meta ``w``: with the run, the version of the index row projected from
 the state; a version 5 state keeps no count); version 8 is version 7 with the upstream digests of
-attempts in flight (meta ``ups``: task -> digest, for tasks with parents). A state is
+attempts in flight (meta ``ups``: task -> digest, for tasks with parents); version 9 is version 8
+with a tenth section, ``definition``: the workflow's definition blob bytes, carried when the
+submit found them small (``MAX_CARRIED_DEFINITION_BYTES``), so that a reader of the state needs
+no read of the definition blob (``carried_definition``; issue 32). A state is
 written with the lowest version that holds it: one without any of these is version 1, byte for
 byte as before. Every version stays readable. A blob with an unknown (newer) version, a bad
 magic or corrupt content raises CodecError."""
 
 from __future__ import annotations
 
-__all__ = ["STATE_MAGIC", "STATE_VERSION", "decode_state", "encode_state", "state_metadata"]
+__all__ = [
+    "STATE_MAGIC",
+    "STATE_VERSION",
+    "carried_definition",
+    "decode_state",
+    "encode_state",
+    "state_metadata",
+]
 
 import json
 import struct
@@ -48,23 +58,32 @@ from shared.caching.entry import CachedFrom
 from shared.codec.columns import pack, refs, rel, unpack, unrel
 from shared.codec.framing import frame, open_blob, sections
 from shared.codec.metadata import CODEC_KEY, CREATED_KEY, INCARNATION_KEY, RUN_KEY, STATUS_KEY
+from shared.codec.state_meta import (
+    attempts_to_json,
+    dynamic_from_json,
+    dynamic_to_json,
+    read_count,
+    read_incarnation,
+    task_keys,
+    versions_to_json,
+)
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.attempt_history import PastAttempt
 from shared.engine.expansion import expanded
-from shared.engine.item_list import ItemList
 from shared.engine.state import COMPLETED, READY, TASK_STATES, RuntimeState, to_ms
 from shared.errors import CodecError
-from shared.limits import MAX_COUNTER
 from shared.messages import OutputRef
 from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 
 STATE_MAGIC = b"DQS"
-STATE_VERSION = 8
+STATE_VERSION = 9
 """Newest state format read. Version 2 adds dynamic expansions (meta ``dyn``), version 3 earlier
 attempts (meta ``hist``), version 4 results reused from the cache (meta ``cached``), version 5 the
 incarnation (meta ``inc``), version 6 attempt blobs named per incarnation, version 7 the count of
-writes (meta ``w``), version 8 upstream digests (``ups``); a state without any is version 1."""
+writes (meta ``w``), version 8 upstream digests (``ups``), version 9 the carried definition (a
+tenth section); a state without any is version 1."""
+_CARRIES_DEFINITION = 9
 
 _STATUSES: tuple[WorkflowStatus, ...] = tuple(WorkflowStatus)
 _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
@@ -111,6 +130,8 @@ def state_metadata(state: RuntimeState) -> dict[str, str]:
 def _version(state: RuntimeState, *, dynamic: bool) -> int:
     """The lowest state format that holds ``state``."""
     if state.incarnation_blobs:
+        if state.definition is not None:
+            return _CARRIES_DEFINITION
         return 8 if state.upstream_digests else 7 if state.writes else 6
     if state.incarnation is not None:
         return 5
@@ -147,7 +168,7 @@ def encode_state(state: RuntimeState) -> bytes:
         for t, code in enumerate(state.exit_code)
         if code != (0 if codes[t] == COMPLETED else None)
     }
-    meta: dict[str, Any] = {"id": state.workflow_id} | _versions_to_json(state)
+    meta: dict[str, Any] = {"id": state.workflow_id} | versions_to_json(state)
     if state.error is not None:
         meta["error"] = state.error
     sparse: dict[str, dict[int, Any]] = {
@@ -169,10 +190,10 @@ def encode_state(state: RuntimeState) -> bytes:
         meta["exits"] = odd_exits
     if worker_table:
         meta["workers"] = list(worker_table)
-    dynamic = _dynamic_to_json(state)
+    dynamic = dynamic_to_json(state)
     if dynamic:
         meta["dyn"] = dynamic
-    meta.update(_attempts_to_json(state))
+    meta.update(attempts_to_json(state))
 
     base = [created] * n
     queued_refs = refs(state.queued_ms, base)
@@ -206,85 +227,26 @@ def encode_state(state: RuntimeState) -> bytes:
             state.cancel_requested_at or 0.0,
         )
     ]
+    version = _version(state, dynamic=bool(dynamic))
+    if version >= _CARRIES_DEFINITION and state.definition is not None:
+        sections.append(state.definition)
     for section in sections:
         body.append(_LEN.pack(len(section)))
         body.append(section)
-    version = _version(state, dynamic=bool(dynamic))
     return frame(STATE_MAGIC, version, b"".join(body))
 
 
-def _versions_to_json(state: RuntimeState) -> dict[str, Any]:
-    """Meta ``inc`` (the incarnation, version 5) and ``w`` (the writes, version 7)."""
-    meta: dict[str, Any] = {}
-    if state.incarnation is not None:
-        meta["inc"] = state.incarnation
-    if state.incarnation_blobs and state.writes:
-        meta["w"] = state.writes
-    return meta
-
-
-def _attempts_to_json(state: RuntimeState) -> dict[str, Any]:
-    """Meta of attempts beyond the current ones: earlier attempts (``hist``, version 3) and
-    results reused from the cache (``cached``, version 4); empty when there are none."""
-    meta: dict[str, Any] = {}
-    if state.history:
-        meta["hist"] = {
-            str(t): [past.to_json() for past in kept] for t, kept in sorted(state.history.items())
-        }
-    if state.cached:
-        meta["cached"] = {
-            str(t): origin.model_dump(mode="json") for t, origin in sorted(state.cached.items())
-        }
-    return meta
-
-
-def _dynamic_to_json(state: RuntimeState) -> dict[str, Any] | None:
-    """The captured lists and the expansions (version 2), or None when there are none."""
-    if not state.lists and not state.expansions:
-        return None
-    lists: dict[str, list[Any]] = {}
-    for task, captured in sorted(state.lists.items()):
-        entry: list[Any] = [captured.attempt, list(captured.items)]
-        if captured.error is not None:
-            entry.append(captured.error)
-        lists[str(task)] = entry
-    return {"x": [list(e) for e in state.expansions], "l": lists}
-
-
-def _dynamic_from_json(raw: Any, st: RuntimeState) -> None:
-    """Restore the captured lists and the expansions into ``st``."""
-    if raw is None:
-        return
-    for key, entry in raw["l"].items():
-        attempt, items, *error = entry
-        st.lists[int(key)] = ItemList(int(attempt), tuple(items), str(error[0]) if error else None)
-    st.expansions = [(int(group), int(count)) for group, count in raw["x"]]
-    if any(group not in st.lists or count < 0 for group, count in st.expansions):
-        raise CodecError("state blob is corrupt: an expansion without its list")
-
-
-def _incarnation(raw: Any) -> int | None:
-    if raw is None:
-        return None
-    if type(raw) is not int or not 1 <= raw <= MAX_COUNTER:
-        raise CodecError(f"state blob is corrupt: incarnation {str(raw)[:40]!r}")
-    return raw
-
-
-def _task_keys(mapping: dict[str, Any], n: int, field: str) -> dict[int, Any]:
-    out: dict[int, Any] = {}
-    for key, value in mapping.items():
-        task = int(key)
-        if not 0 <= task < n:
-            raise CodecError(f"state blob is corrupt: {field} names task number {task} of {n}")
-        out[task] = value
-    return out
-
-
-def _count(value: object) -> int:
-    if type(value) is not int or not 0 <= value <= MAX_COUNTER:
-        raise CodecError(f"state blob is corrupt: write count {str(value)[:40]!r}")
-    return value
+def carried_definition(data: bytes) -> bytes | None:
+    """The definition blob bytes a state blob carries (version 9), or None: an older state, or
+    a definition too large to carry (read its blob). Raises CodecError for a corrupt blob."""
+    at = len(STATE_MAGIC)
+    if len(data) <= at or data[:at] != STATE_MAGIC or data[at] != _CARRIES_DEFINITION:
+        return None  # decode_state tells what is wrong with a bad blob
+    body = open_blob(data, STATE_MAGIC, STATE_VERSION, "state")
+    try:
+        return sections(body, _HEADER.size, 10)[9]
+    except struct.error as exc:
+        raise CodecError(f"state blob is corrupt: {type(exc).__name__}: {exc}") from None
 
 
 def decode_state(data: bytes, wf: CompiledWorkflow) -> RuntimeState:
@@ -311,8 +273,8 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     n, status, flags, run, created_at, updated_at, finished_at, cancel_at = _HEADER.unpack_from(
         body, 0
     )
-    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags = sections(
-        body, _HEADER.size, 9
+    meta_raw, codes, attempt, queued, started, finished, worker_col, ready, log_flags, *carried = (
+        sections(body, _HEADER.size, 10 if version >= _CARRIES_DEFINITION else 9)
     )
     meta = json.loads(meta_raw)
     if not isinstance(meta, dict):
@@ -327,12 +289,13 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     if len(codes) != n or (n and max(codes) >= len(TASK_STATES)):
         raise CodecError("state blob is corrupt: bad task state codes")
     st = RuntimeState(str(meta["id"]), n, created_at)
-    st.incarnation = _incarnation(meta.get("inc"))
+    st.incarnation = read_incarnation(meta.get("inc"))
     st.incarnation_blobs = version >= 6
-    st.writes = _count(meta.get("w", 0)) if version >= 7 else 0
+    st.writes = read_count(meta.get("w", 0)) if version >= 7 else 0
+    st.definition = carried[0] if carried else None
     if st.incarnation_blobs and st.incarnation is None:
         raise CodecError("state blob is corrupt: blobs per incarnation without an incarnation")
-    _dynamic_from_json(dynamic, st)
+    dynamic_from_json(dynamic, st)
     wf = expanded(wf, st)
     st.status = _STATUSES[status]
     st.run = run
@@ -351,34 +314,34 @@ def _decode_state_body(body: bytes, wf: CompiledWorkflow, version: int) -> Runti
     st.finished_ms = unrel(unpack("Q", finished, n), refs(st.started_ms, queued_refs))
 
     st.exit_code = [0 if c == COMPLETED else None for c in codes]
-    for task, code in _task_keys(meta.get("exits", {}), n, "exits").items():
+    for task, code in task_keys(meta.get("exits", {}), n, "exits").items():
         st.exit_code[task] = None if code is None else int(code)
-    st.errors = {t: str(v) for t, v in _task_keys(meta.get("errors", {}), n, "errors").items()}
+    st.errors = {t: str(v) for t, v in task_keys(meta.get("errors", {}), n, "errors").items()}
     if len(log_flags) != n:
         raise CodecError("state blob is corrupt: bad log flags")
     st.names = tuple(wf.index)
-    logs = {t: str(v) for t, v in _task_keys(meta.get("logs", {}), n, "logs").items()}
+    logs = {t: str(v) for t, v in task_keys(meta.get("logs", {}), n, "logs").items()}
     wid, task_names, attempts, inc = st.workflow_id, st.names, st.attempt, st.blob_incarnation
     st.log_blob = {
         t: _log_blob(wid, task_names[t], attempts[t], inc) for t, f in enumerate(log_flags) if f
     }
     st.log_blob.update(logs)
-    st.base_attempt = {t: int(v) for t, v in _task_keys(meta.get("base", {}), n, "base").items()}
-    st.sent_ms = {t: int(v) for t, v in _task_keys(meta.get("sent", {}), n, "sent").items()}
-    st.upstream_digests = {t: str(v) for t, v in _task_keys(meta.get("ups", {}), n, "ups").items()}
+    st.base_attempt = {t: int(v) for t, v in task_keys(meta.get("base", {}), n, "base").items()}
+    st.sent_ms = {t: int(v) for t, v in task_keys(meta.get("sent", {}), n, "sent").items()}
+    st.upstream_digests = {t: str(v) for t, v in task_keys(meta.get("ups", {}), n, "ups").items()}
     st.outputs = {
         t: OutputRef.model_validate(v)
-        for t, v in _task_keys(meta.get("outputs", {}), n, "outputs").items()
+        for t, v in task_keys(meta.get("outputs", {}), n, "outputs").items()
     }
     st.cached = {
         t: CachedFrom.model_validate(v)
-        for t, v in _task_keys(meta.get("cached", {}), n, "cached").items()
+        for t, v in task_keys(meta.get("cached", {}), n, "cached").items()
     }
     names = [str(w) for w in meta.get("workers", [])]
     st.workers = {t: names[w - 1] for t, w in enumerate(unpack("I", worker_col, n)) if w}
     st.history = {
         t: [PastAttempt.from_json(e) for e in v]
-        for t, v in _task_keys(meta.get("hist", {}), n, "hist").items()
+        for t, v in task_keys(meta.get("hist", {}), n, "hist").items()
     }
     st.n_history = sum(len(v) for v in st.history.values())
     ready_tasks = unpack("I", ready, len(ready) // 4)

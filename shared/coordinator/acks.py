@@ -2,8 +2,8 @@
 what becomes of an event that was not simply applied (orphaned, failed, set aside).
 
 An event is deleted only once it is fully handled (applied and flushed, found orphaned, or stored
-as a dead letter with its reason). A failed delete is harmless: the event is redelivered and
-re-applying it changes nothing.
+as a dead letter with its reason), and a batch of events only once all of them are. A failed delete
+is harmless: the event is redelivered and re-applying it changes nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from shared.coordinator.envelope import Envelope
+from shared.coordinator.envelope import Envelope, deletable
 from shared.coordinator.options import CoordinatorOptions
 from shared.coordinator.stats import PassStats
 from shared.errors import ApplyError
@@ -37,7 +37,8 @@ class Acknowledger:
         self._slots = asyncio.Semaphore(self._options.delete_concurrency)
 
     async def ack(self, envelopes: list[Envelope]) -> None:
-        """Delete every received envelope (a trigger or sweep envelope has nothing to delete)."""
+        """Delete the message of every handled envelope (a batch's once all its events are
+        handled; a trigger or sweep envelope has nothing to delete)."""
         slots = self._slots
 
         async def delete(env: Envelope) -> None:
@@ -49,7 +50,7 @@ class Acknowledger:
                 except Exception as exc:  # redelivered later; re-applying it is a no-op
                     log.warning("could not delete event %s: %r", env.message_id, exc)
 
-        await asyncio.gather(*(delete(env) for env in envelopes if env.message is not None))
+        await asyncio.gather(*(delete(env) for env in deletable(envelopes)))
 
     async def dead_letter(
         self, items: list[tuple[Envelope, str]], stats: PassStats

@@ -29,7 +29,7 @@ from shared.coordinator.state_cache import WorkflowCache
 from shared.coordinator.stats import LeaseState, PassStats
 from shared.coordinator.update import WorkflowUpdater
 from shared.errors import LeaseError
-from shared.messages import wrap_redelivery
+from shared.messages.wrappers import wrap_redelivery
 from shared.names import ResourceNames
 from shared.settings import Settings
 from shared.signing import signer_of
@@ -103,14 +103,14 @@ class Coordinator:
         """One pass: drain the event queue until it is empty or ``budget_s`` is used, then (with
         ``sweep``) run the sweeps. Returns without touching anything if another coordinator holds
         the lease (``result.leader`` is False); never raises for a bad event."""
-        return self._kept(await self._passes.run(budget_s, sweep=sweep, trigger=None))
+        return self._kept(await self._passes.run(budget_s, sweep=sweep, trigger=()))
 
     async def run_sweeps(self, budget_s: float | None = None) -> PassResult:
         """The timer trigger's entry: a drain (backstop for the queue trigger) plus every sweep.
         With ``keep_lease`` a lease taken only for the sweeps is given back at once: the timer
         alone does not make an instance the partition's holder."""
         held_before = self.leadership.held
-        result = await self._passes.run(budget_s, sweep=True, trigger=None)
+        result = await self._passes.run(budget_s, sweep=True, trigger=())
         if self._keeper is not None and not held_before:
             async with self._passes.lock:
                 await self.leadership.release()
@@ -142,22 +142,25 @@ class Coordinator:
             await self._hand_back(trigger, result)
         return result
 
-    async def _hand_back(self, trigger: Envelope, result: PassResult) -> None:
+    async def _hand_back(self, trigger: list[Envelope], result: PassResult) -> None:
         """Re-send a trigger event this instance could not apply, with its delivery count (so an
         event that keeps failing still reaches its dead-letter bound); a delivery spent without
         the lease is not the event's doing and does not count."""
         held = result.stats.lease is LeaseState.HELD
-        deliveries = trigger.dequeue_count if held else trigger.dequeue_count - 1
+        first = trigger[0]  # every event of the message has its delivery count and text
+        deliveries = first.dequeue_count if held else first.dequeue_count - 1
         # A premature event waits for its rerun's retry event, which may be invisible for up to a
         # visibility timeout; anything else is retried soon.
-        delay = self.options.event_visibility_s if trigger.deferred else None
+        # A batch goes back whole: its events handled here change nothing when applied again.
+        delay = self.options.event_visibility_s if any(e.deferred for e in trigger) else None
+        text = first.message_text
         await self.storage.event_queue.send(
-            wrap_redelivery(trigger.text, deliveries) if deliveries > 0 else trigger.text,
+            wrap_redelivery(text, deliveries) if deliveries > 0 else text,
             delay_s=delay or self.options.requeue_delay_s,
         )
         result.trigger_requeued = True
 
-    async def _trigger_pass(self, trigger: Envelope, budget_s: float | None) -> PassResult:
+    async def _trigger_pass(self, trigger: list[Envelope], budget_s: float | None) -> PassResult:
         """A pass with the trigger event; with ``keep_lease``, wait for a lease held elsewhere up
         to ``lease_wait_s`` first, and keep the lease afterwards."""
         keeper = self._keeper
@@ -167,7 +170,7 @@ class Coordinator:
             try:
                 result = await self._passes.run(budget_s, sweep=sweep, trigger=trigger)
             except Exception as exc:  # e.g. the lease blob unreachable: hand the event back
-                log.warning("pass for trigger message %s failed: %r", trigger.message_id, exc)
+                log.warning("pass for trigger message %s failed: %r", trigger[0].message_id, exc)
                 return PassResult(PassStats(lease=LeaseState.LOST), trigger_applied=False)
             if result.stats.lease is not LeaseState.NOT_LEADER or time.monotonic() >= deadline:
                 break
@@ -205,7 +208,7 @@ class Coordinator:
             while not stop.is_set():
                 sweep = time.monotonic() >= next_sweep
                 try:
-                    result = await self._passes.run(None, sweep=sweep, trigger=None)
+                    result = await self._passes.run(None, sweep=sweep, trigger=())
                 except Exception:  # transient storage trouble: keep the process alive
                     log.exception("coordinator pass failed; retrying shortly")
                     await _sleep_until(stop, idle_max_s)

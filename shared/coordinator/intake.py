@@ -46,7 +46,9 @@ class Receiver:
             if isinstance(batch, BaseException):
                 log.warning("receive from %s failed: %r", queue.name, batch)
                 continue
-            envelopes += [Envelope.received(message, queue) for message in batch]
+            stats.messages_received += len(batch)
+            for message in batch:
+                envelopes += Envelope.received(message, queue)
         stats.events_received += len(envelopes)
         return envelopes
 
@@ -60,6 +62,9 @@ def sort_out(
     groups: dict[str, list[Envelope]] = {}
     dead: list[tuple[Envelope, str]] = []
     for env in envelopes:
+        if env.malformed is not None:
+            dead.append((env, env.malformed))
+            continue
         if env.event is None:
             try:
                 event = decode_event(env.text)

@@ -18,8 +18,8 @@ from shared.coordinator.envelope import Envelope
 from shared.definition.workflow import CompiledWorkflow
 from shared.errors import MessageError, NotFoundError, SizeMismatchError
 from shared.json_values import parse_untrusted
-from shared.message_fields import parent_output_blob
 from shared.messages import TaskCompletedEvent
+from shared.messages.fields import parent_output_blob
 from shared.storage.ports import OutputBlobs
 
 log = logging.getLogger("dagq.coordinator")

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from shared.coordinator.dispatch import SentKey
@@ -73,9 +73,10 @@ class PassRunner:
         return time.monotonic() - self.last_sweep >= self.updater.options.sweep_overdue_s
 
     async def run(
-        self, budget_s: float | None, *, sweep: bool, trigger: Envelope | None
+        self, budget_s: float | None, *, sweep: bool, trigger: Sequence[Envelope] = ()
     ) -> PassResult:
-        """One pass (``trigger``: an event handed over by the Functions host, applied first)."""
+        """One pass (``trigger``: the events of a message handed over by the Functions host,
+        applied first)."""
         leadership = self.updater.leadership
         async with self.lock:
             started = time.monotonic()
@@ -116,7 +117,7 @@ class PassRunner:
         budget_s: float | None,
         sweep: bool,
         result: PassResult,
-        trigger: Envelope | None,
+        trigger: Sequence[Envelope],
     ) -> None:
         opts = self.updater.options
         ok = self.updater.leadership.ok
@@ -153,7 +154,9 @@ class PassRunner:
         elif not self.hold_lease:
             await leadership.release()
 
-    async def _drain(self, deadline: float, result: PassResult, trigger: Envelope | None) -> None:
+    async def _drain(
+        self, deadline: float, result: PassResult, trigger: Sequence[Envelope]
+    ) -> None:
         """Receive -> update -> ack, cycle after cycle, until the queue is empty or the deadline
         has passed (the cycle in hand is always finished).
 
@@ -171,7 +174,9 @@ class PassRunner:
         acks: list[asyncio.Task[None]] = []
         updater.acks.new_pass()
         queue = updater.storage.event_queue
-        first = [trigger] if trigger else []
+        first = list(trigger)
+        stats.messages_received += 1 if trigger else 0
+        waiting = {id(env) for env in trigger}  # the trigger's events not handled yet
         stats.events_received += len(first)
         deep = opts.batch_size * opts.receives_per_cycle
         ahead: deque[asyncio.Task[list[Envelope]]] = deque(
@@ -195,13 +200,14 @@ class PassRunner:
                     continue
                 done = await take_in(envelopes, updater, stats, sent)
                 await updater.projector.flush(stats, due_only=True)  # the cycle's rows, batched
-                if trigger is not None and result.trigger_applied is None:
-                    result.trigger_applied = any(env is trigger for env in done)
+                if trigger and result.trigger_applied is None:
+                    waiting -= {id(env) for env in done}
+                    result.trigger_applied = not waiting
                 acks.append(asyncio.create_task(updater.acks.ack(done)))
         finally:
             for receiving in ahead:  # only after a failure: the events come back on their own
                 with contextlib.suppress(Exception):
                     await receiving
             await asyncio.gather(*acks, return_exceptions=True)
-            if trigger is not None and result.trigger_applied is None:
+            if trigger and result.trigger_applied is None:
                 result.trigger_applied = False

@@ -37,8 +37,9 @@ STATE_BYTES_FIXED = 4096
 
 def state_weight(cached: CachedState) -> int:
     """An estimate of what ``cached`` holds in memory, in bytes: its encoding plus its decoding."""
-    tasks = len(cached.state.codes)
-    return len(cached.data) + STATE_BYTES_FIXED + STATE_BYTES_PER_TASK * tasks
+    tasks, carried = len(cached.state.codes), cached.state.definition
+    decoded = STATE_BYTES_FIXED + STATE_BYTES_PER_TASK * tasks + len(carried or b"")
+    return len(cached.data) + decoded
 
 
 class WorkflowCache:

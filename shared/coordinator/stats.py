@@ -23,10 +23,13 @@ class LeaseState(StrEnum):
 
 @dataclass
 class PassStats:
-    """Counters of one pass. ``events_*`` count event messages (trigger message included)."""
+    """Counters of one pass. ``events_*`` count events (a batch's one by one; the trigger
+    message's included)."""
 
     lease: LeaseState = LeaseState.HELD
     partition: int = 0
+    messages_received: int = 0
+    """Event queue messages received: an event batch is one message of several events."""
     events_received: int = 0
     events_applied: int = 0
     """Events applied and flushed (or found to change nothing), then acknowledged."""

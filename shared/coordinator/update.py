@@ -47,7 +47,7 @@ from shared.errors import (
     WrongPartitionError,
 )
 from shared.messages import ActivateEvent, CancelEvent, RetryEvent
-from shared.readback.workflow_reads import cached_definition, forget_definition
+from shared.readback.workflow_reads import forget_definition, state_definition
 from shared.storage.ports import IndexRow, Storage, StoredState
 
 log = logging.getLogger("dagq.coordinator")
@@ -355,13 +355,13 @@ class WorkflowUpdater:
     async def _load(self, workflow_id: str) -> tuple[CompiledWorkflow, CachedState]:
         cached = self.cache.take_state(workflow_id)
         if cached is not None:
-            return await cached_definition(self.storage, workflow_id), cached
-        # Neither read needs the other's answer: one round trip for both, not two in a row (a
-        # missing one is an orphan either way; the definition is immutable).
-        wf, stored = await asyncio.gather(
-            cached_definition(self.storage, workflow_id),
-            self.storage.workflows.read_state(workflow_id),
-        )
+            wf = await state_definition(self.storage, workflow_id, cached.data)
+            return wf, cached
+        # A state carries a small definition (version 9, issue 32): read it first, and the
+        # definition blob only when the state does not carry it and this process has not cached
+        # it (a large definition, or a state written before: one more round trip, once).
+        stored = await self.storage.workflows.read_state(workflow_id)
+        wf = await state_definition(self.storage, workflow_id, stored.data)
         return wf, self._decoded(workflow_id, wf, stored)
 
     async def _state(self, workflow_id: str, wf: CompiledWorkflow) -> CachedState:

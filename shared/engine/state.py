@@ -102,6 +102,7 @@ class RuntimeState:
         "cancel_requested_at",
         "codes",
         "created_at",
+        "definition",
         "effective",
         "error",
         "errors",
@@ -145,6 +146,9 @@ class RuntimeState:
         Task messages and events carry it; others are not applied."""
         self.incarnation_blobs = False  # blobs under {id}/{incarnation}/ (v6 on; v5 keeps flat)
         self.writes = 0  # coordinator writes so far: with run, its index rows' version (v7 on)
+        self.definition: bytes | None = None
+        """The definition blob's bytes when the state carries them (v9: a small definition's,
+        given at submit; never changed after), so that its readers need not read that blob."""
         self.updated_at = created_at
         self.finished_at: float | None = None
         self.cancel_requested = False

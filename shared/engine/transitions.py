@@ -25,6 +25,7 @@ from shared.engine.state import (
 )
 from shared.engine.step import Step
 from shared.errors import MessageError
+from shared.limits import MAX_CARRIED_DEFINITION_BYTES
 from shared.messages import (
     ActivateEvent,
     CancelEvent,
@@ -40,14 +41,22 @@ _CANCEL_BEFORE_RUN = "cancelled: the workflow was cancelled before this task fin
 
 
 def new_state(
-    wf: CompiledWorkflow, workflow_id: str, now: float, incarnation: int | None = None
+    wf: CompiledWorkflow,
+    workflow_id: str,
+    now: float,
+    incarnation: int | None = None,
+    definition: bytes | None = None,
 ) -> RuntimeState:
     """The initial state of a submitted workflow: PENDING, every task pending, run 1, of
-    ``incarnation`` (drawn by the caller: the engine takes no randomness of its own)."""
+    ``incarnation`` (drawn by the caller: the engine takes no randomness of its own).
+    ``definition``: the definition blob's bytes, carried by the state when they are at most
+    ``MAX_CARRIED_DEFINITION_BYTES`` (and the state has an incarnation: version 9 builds on 6)."""
     state = RuntimeState(workflow_id, len(wf.tasks), now)
     state.names = tuple(wf.index)  # index keys are the task names, in task order
     state.incarnation = incarnation
     state.incarnation_blobs = incarnation is not None  # blobs named per incarnation
+    if incarnation is not None and len(definition or b"") <= MAX_CARRIED_DEFINITION_BYTES:
+        state.definition = definition
     return state
 
 

@@ -49,7 +49,11 @@ from shared.engine.projection import index_row
 from shared.errors import ConflictError, NotFoundError, StaleStateError
 from shared.limits import CACHE_SCAN_ROTATE_S
 from shared.names import ResourceNames, check_workflow_id
-from shared.readback.workflow_reads import cached_definition, forget_definition, read_workflow
+from shared.readback.workflow_reads import (
+    forget_definition,
+    read_workflow,
+    state_definition,
+)
 from shared.states import WorkflowStatus
 from shared.storage.ports import PurgeMark
 from shared.storage.tolerated import TOLERATED, Kind, describe
@@ -148,8 +152,8 @@ async def _delete_definition(storage: Storage, workflow_id: str, mark: PurgeMark
 
 async def _give_up(storage: Storage, workflow_id: str) -> None:
     """Leave a workflow that is no longer terminal as it is: its index row back, no marker."""
-    wf = await cached_definition(storage, workflow_id)
     stored = await storage.workflows.read_state(workflow_id)
+    wf = await state_definition(storage, workflow_id, stored.data)
     row = replace(
         index_row(wf, decode_state(stored.data, wf)),
         partition=partition_from_metadata(stored.metadata),

@@ -1,7 +1,9 @@
 """Reading a workflow from storage: its compiled definition (cached once per process) and the
 workflow as it runs (definition, ``foreach_from`` expansions and current state).
 
-The API, the coordinator and the operations share the definition cache (in a Functions process they
+A state blob of codec version 9 carries a small definition (``state_definition`` takes it from
+there: no read of the definition blob). The API, the coordinator and the operations share the
+definition cache (in a Functions process they
 serve the same
 workflows). Definition blobs never change, so a cached definition is never stale; the cache is
 kept per definition store (weakly: ``Storage.workflows``, which every partition view of a
@@ -14,7 +16,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from shared.codec.definition import decode_definition
-from shared.codec.state import decode_state
+from shared.codec.state import carried_definition, decode_state
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine import expanded
 from shared.errors import NotFoundError
@@ -46,13 +48,32 @@ _caches: weakref.WeakKeyDictionary[WorkflowBlobs, Lru[str, CompiledWorkflow]] = 
 )
 
 
+def _cache(storage: Storage) -> Lru[str, CompiledWorkflow]:
+    return _caches.setdefault(storage.workflows, Lru(DEFINITIONS_CACHED_BYTES, definition_weight))
+
+
 async def cached_definition(storage: Storage, workflow_id: str) -> CompiledWorkflow:
     """The compiled definition of ``workflow_id`` (a valid id). Raises NotFoundError from
     storage, CodecError for a blob that cannot be decoded."""
-    cache = _caches.setdefault(storage.workflows, Lru(DEFINITIONS_CACHED_BYTES, definition_weight))
+    cache = _cache(storage)
     wf = cache.get(workflow_id)
     if wf is None:
         wf = decode_definition(await storage.workflows.read_definition(workflow_id))
+        cache.put(workflow_id, wf)
+    return wf
+
+
+async def state_definition(storage: Storage, workflow_id: str, state: bytes) -> CompiledWorkflow:
+    """The compiled definition of ``workflow_id`` whose state blob holds ``state``: cached, else
+    the one the state carries (version 9: no read), else its definition blob's (a read). Raises
+    NotFoundError from storage, CodecError for bytes that cannot be decoded."""
+    cache = _cache(storage)
+    wf = cache.get(workflow_id)
+    if wf is None:
+        carried = carried_definition(state)
+        if carried is None:
+            return await cached_definition(storage, workflow_id)
+        wf = decode_definition(carried)
         cache.put(workflow_id, wf)
     return wf
 
@@ -78,14 +99,20 @@ async def read_workflow(
     storage: Storage, workflow_id: str
 ) -> tuple[CompiledWorkflow, RuntimeState]:
     """A workflow as it runs (its definition plus any ``foreach_from`` expansions) and its
-    current state (the state blob is authoritative)."""
-    wf = await read_definition(storage, workflow_id)
+    current state (the state blob is authoritative). The state is read first: when it carries
+    its definition (version 9), the definition blob is not read."""
+    check_workflow_id(workflow_id)
     try:
         stored = await storage.workflows.read_state(workflow_id)
     except NotFoundError:
+        await read_definition(storage, workflow_id)  # no definition either: "not found"
         raise NotFoundError(
             f"workflow {workflow_id!r} was not completely submitted (its state is missing):"
             f" submit the same definition again with ?id={workflow_id} to finish it"
         ) from None
+    try:
+        wf = await state_definition(storage, workflow_id, stored.data)
+    except NotFoundError:
+        raise NotFoundError(f"workflow {workflow_id!r} not found") from None
     state = decode_state(stored.data, wf)
     return expanded(wf, state), state

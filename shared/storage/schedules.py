@@ -87,8 +87,9 @@ class Schedules(Protocol):
         StaleStateError if it changed, NotFoundError if it is gone."""
         ...
 
-    async def delete(self, name: str) -> bool:
-        """Delete a schedule. True if there was one."""
+    async def delete(self, name: str, etag: str | None = None) -> bool:
+        """Delete a schedule (with ``etag``: only if it is still at it, else StaleStateError).
+        True if there was one."""
         ...
 
 

@@ -11,6 +11,7 @@ def assert_same(a: RuntimeState, b: RuntimeState) -> None:
         "workflow_id", "status", "run", "created_at", "updated_at", "finished_at",
         "cancel_requested", "cancel_requested_at", "error", "n_ok", "n_bad", "n_terminal",
         "base_attempt", "sent_ms", "history", "n_history", "incarnation", "upstream_digests",
+        "definition",
     ):  # fmt: skip
         assert getattr(a, name) == getattr(b, name), name
     assert a.counts() == b.counts()

@@ -12,8 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from shared.codec.definition import DEFINITION_VERSION, decode_definition, encode_definition
-from shared.codec.state import STATE_MAGIC, decode_state, encode_state, state_metadata
+from shared.codec.state import (
+    STATE_MAGIC,
+    carried_definition,
+    decode_state,
+    encode_state,
+    state_metadata,
+)
 from shared.definition.workflow import CompiledWorkflow, RetryPolicy, TaskDef
+from shared.engine import new_state
 from shared.engine.state import RuntimeState
 from shared.errors import CodecError
 from shared.messages import TaskCompletedEvent, TaskFailedEvent
@@ -21,6 +28,7 @@ from shared.names import ResourceNames
 from shared.states import WorkflowStatus
 from tests.codec.equality import assert_same
 from tests.engine.history import WF_ID, History, chain, fan, task, workflow
+from tests.engine.worlds import dags
 
 
 def roundtrip(h: History) -> RuntimeState:
@@ -130,6 +138,53 @@ def test_upstream_digests_are_version_8_and_only_while_there_are_some() -> None:
     assert state_metadata(h.st)["codec"] == "8"
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    wf=dags(),
+    incarnation=hs.integers(1, 2**32 - 1),
+    digests=hs.booleans(),
+    writes=hs.integers(0, 5),
+    large=hs.booleans(),
+)
+def test_a_carried_definition_is_version_9_and_round_trips(
+    wf: CompiledWorkflow, incarnation: int, digests: bool, writes: int, large: bool
+) -> None:
+    """A state given a small definition carries it (version 9, whatever else it holds) and
+    gives back exactly those bytes; a large one is not carried and the state is written as
+    before (the lowest version that holds it)."""
+    encoded = encode_definition(wf)
+    given_bytes = encoded + bytes(8 * 1024) if large else encoded
+    h = History(wf)
+    h.st = new_state(wf, WF_ID, 1000.0, incarnation, given_bytes)
+    h.activate()
+    h.st.writes = writes
+    if digests and len(wf.tasks) > 1:
+        h.st.upstream_digests = {len(wf.tasks) - 1: "0123456789abcdef"}
+    data = encode_state(h.st)
+    back = roundtrip(h)
+    if large:
+        assert data[3] in (6, 7, 8)
+        assert back.definition is None
+        assert carried_definition(data) is None
+        return
+    assert data[3] == 9
+    assert state_metadata(h.st)["codec"] == "9"
+    assert back.definition == encoded
+    assert carried_definition(data) == encoded
+    assert decode_definition(encoded) == wf
+
+
+def test_states_of_versions_before_9_carry_no_definition() -> None:
+    h = History(chain(3))
+    h.activate()
+    h.st.incarnation, h.st.incarnation_blobs, h.st.upstream_digests = 7, True, {1: "ab"}
+    data = encode_state(h.st)
+    assert data[3] == 8
+    assert carried_definition(data) is None
+    assert decode_state(data, h.wf).definition is None
+    assert carried_definition(b"XYZ" + data[3:]) is None  # decode_state names what is wrong
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2**32, "7", 1.5, True])
 def test_a_corrupt_incarnation_is_a_codec_error(bad: object) -> None:
     h = History(chain(1))
@@ -175,7 +230,7 @@ def test_state_metadata_tells_workers_the_status() -> None:
     ("mutate", "message"),
     [
         (lambda d: b"XYZ" + d[3:], "bad magic"),
-        (lambda d: d[:3] + bytes([9]) + d[4:], "version 9, newer"),
+        (lambda d: d[:3] + bytes([10]) + d[4:], "version 10, newer"),
         (lambda d: d[:-5], "corrupt"),
         (lambda d: d[:4] + zlib.compress(zlib.decompress(d[4:])[:-3]), "corrupt"),
         (lambda d: d[:4] + zlib.compress(b"\xff" * 40), "corrupt"),
@@ -248,9 +303,10 @@ def test_definition_codec_errors() -> None:
         )
 
 
+@pytest.mark.parametrize("carry", [False, True])
 @settings(max_examples=150, deadline=None)
 @given(data=hs.data())
-def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject) -> None:
+def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject, carry: bool) -> None:
     """Decoding never fails with anything but CodecError, whatever the bytes (blobs are input)."""
     wf = workflow(
         task("a"), task("b", 0), task("c", retries=1), task("d"), task("e"), max_parallelism=3
@@ -260,6 +316,9 @@ def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject) -
     h.completed("a", output={"k": [1, 2]}, worker="w9")
     h.failed("c", exit_code=4, error="x")
     assert h.st.counts()["ready"] == 1
+    if carry:  # version 9: the definition's bytes in a tenth section
+        h.st.incarnation, h.st.incarnation_blobs = 7, True
+        h.st.definition = encode_definition(h.wf)
     good = encode_state(h.st)
     body = bytearray(zlib.decompress(good[4:]))
     for _ in range(data.draw(hs.integers(1, 4))):
@@ -272,6 +331,10 @@ def test_any_corruption_is_a_codec_error_or_a_valid_state(data: hs.DataObject) -
     ):
         with contextlib.suppress(CodecError):
             decode_state(blob, h.wf)
+        with contextlib.suppress(CodecError):
+            carried = carried_definition(blob)
+            if carried is not None:
+                decode_definition(carried)
     definition = bytearray(zlib.decompress(encode_definition(h.wf)[4:]))
     at = data.draw(hs.integers(0, len(definition) - 1))
     definition[at] = data.draw(hs.integers(0, 255))

@@ -15,7 +15,8 @@ from shared.api.reads import get_workflow
 from shared.coordinator import Coordinator
 from shared.definition.workflow import CompiledWorkflow
 from shared.engine.state import RuntimeState
-from shared.messages import Event, decode_task_message, wrap_redelivery
+from shared.messages import Event, decode_task_message
+from shared.messages.wrappers import wrap_redelivery
 from shared.names import ResourceNames
 from shared.states import TaskState, WorkflowStatus
 from shared.storage.memory import MemoryStorage

@@ -18,7 +18,7 @@ from shared.errors import (
 )
 from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage
-from shared.storage.schedules import ScheduleSpec
+from shared.storage.schedules import ScheduleRecord, ScheduleSpec
 
 DEFINITION = "name: n\ntasks:\n  - name: a\n    kwargs:\n      cmd: echo a\n"
 T0 = 1_796_000_000.0  # 2026-11-29 00:53:20 UTC
@@ -220,6 +220,29 @@ async def test_a_delete_finishes_a_run_left_half_made_first() -> None:
     assert [r.status for r in rows] == [WorkflowStatus.PENDING]
 
 
+async def test_a_start_a_sweep_notes_while_a_delete_runs_is_finished_by_the_delete() -> None:
+    # Before: the delete read the schedule, a sweep noted a new start and died before its submit,
+    # and the delete removed the schedule anyway: a half-made run nobody would finish.
+    storage = memory_storage()
+    await schedules.create(storage, spec(), now=T0)
+    late = run_id("every", 1_796_000_040.0)
+    real_get = storage.schedules.get
+    reads = 0
+
+    async def get(name: str) -> ScheduleRecord | None:
+        nonlocal reads
+        record = await real_get(name)
+        reads += 1
+        if reads == 1 and record is not None:  # the sweep's note lands after the delete's read
+            await storage.schedules.update(replace(record, starting=[late]))
+        return record
+
+    storage.schedules.get = get  # type: ignore[method-assign]
+    assert (await finish_and_delete(storage, "every", now=T0 + 70)).deleted
+    assert await real_get("every") is None
+    assert (await storage.workflows.state_metadata(late))["status"] == WorkflowStatus.PENDING
+
+
 async def test_a_run_its_sweep_has_not_seen_through_is_neither_purged_nor_started_again() -> None:
     # Simulation seed 677: a sweep's submit created the run and failed before its index row (its
     # id left in ``starting``); a user cancelled it (the cancel wrote the row) and purged it; the
@@ -275,3 +298,19 @@ async def test_a_run_finished_from_starting_is_the_previous_run_of_the_later_slo
         (row,) = [r for r in storage.index.rows.values() if r.workflow_id == first]
         assert row.cancel_requested  # slot 2 replaced it
         await storage.workflows.read_state(third)
+
+
+async def test_a_scheduled_run_s_plain_roots_are_sent_by_its_submit() -> None:
+    # Before: the sweep's submits went through activation (an activate event and its pass).
+    from shared.messages import decode_task_message
+    from shared.names import ResourceNames
+
+    storage = memory_storage()
+    names = ResourceNames("mem")
+    await schedules.create(storage, spec(), now=T0)
+    assert await run_schedules(storage, T0 + 60, names=names) == 1
+    [run] = (await storage.schedules.get("every")).runs  # type: ignore[union-attr]
+    assert (await storage.workflows.state_metadata(run))["status"] == WorkflowStatus.RUNNING
+    assert storage.event_queue.peek_texts() == []  # no activate event
+    sent = storage.queues.get(names.task_queue("default")).peek_texts()
+    assert [decode_task_message(t).key for t in sent] == [f"{run}/a/1"]

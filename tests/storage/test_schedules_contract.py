@@ -66,6 +66,20 @@ async def test_update_is_under_the_etag(storage: Storage) -> None:
         await storage.schedules.update(got)
 
 
+async def test_a_delete_with_an_etag_holds_only_for_the_schedule_as_read(storage: Storage) -> None:
+    await storage.schedules.create(record())
+    read = await storage.schedules.get("nightly")
+    assert read is not None
+    await storage.schedules.update(replace(read, starting=["nightly-1"]))  # a sweep's note
+    with pytest.raises(StaleStateError):
+        await storage.schedules.delete("nightly", etag=read.etag)
+    current = await storage.schedules.get("nightly")
+    assert current is not None
+    assert current.starting == ["nightly-1"]
+    await storage.schedules.delete("nightly", etag=current.etag)  # (a lost reply says False)
+    assert await storage.schedules.get("nightly") is None
+
+
 async def test_delete_says_whether_there_was_one(storage: Storage) -> None:
     await storage.schedules.create(record())
     assert await storage.schedules.delete("nightly")

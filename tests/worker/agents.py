@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from shared.messages import Event, TaskMessage, decode_event, encode
+from shared.messages import Event, TaskMessage, encode
+from shared.messages.wrappers import events_of
 from shared.names import ResourceNames
 from shared.storage import AzureStorage
 from shared.storage.ports import Queue, Storage
@@ -66,7 +67,7 @@ async def read_events(
             raise AssertionError(f"expected {count} {kinds} events, got {events}")
         received = await storage.event_queue.receive(32, 30)
         for message in received:
-            events.append(decode_event(message.text))
+            events += events_of(message.text)
             await storage.event_queue.delete(message)
         if not received:
             await asyncio.sleep(0.1)
@@ -78,7 +79,7 @@ async def drain_events(storage: AzureStorage) -> list[Event]:
     events: list[Event] = []
     while received := await storage.event_queue.receive(32, 30):
         for message in received:
-            events.append(decode_event(message.text))
+            events += events_of(message.text)
             await storage.event_queue.delete(message)
     return events
 

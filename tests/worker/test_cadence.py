@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from shared.limits import LOG_CHUNK_BYTES as CHUNK_BYTES
 from shared.messages import TaskMessage
+from shared.states import WorkflowStatus
 from shared.storage.memory import memory_storage
 from tests.worker.waiting import wait_for
 from worker_agent.cadence import (
@@ -26,11 +27,11 @@ from worker_agent.cadence import (
     progress_interval,
     ticks_within,
 )
-from worker_agent.cancel_watch import CancelChecks
 from worker_agent.config import WorkerSettings
 from worker_agent.heartbeat import Heartbeat
 from worker_agent.live import AttemptKey, LiveAttempt
 from worker_agent.logfile import LogFile
+from worker_agent.state_heads import StateHeads
 
 LOG = logging.LoggerAdapter(logging.getLogger("test"), {})
 
@@ -88,7 +89,7 @@ async def test_tasks_of_one_workflow_share_a_cancel_answer_no_older_than_asked()
     storage = memory_storage()
     await storage.workflows.create_state("wf", b"{}", {"status": "running"})
     now = [100.0]
-    checks = CancelChecks(storage, clock=lambda: now[0])
+    checks = StateHeads(storage, clock=lambda: now[0])
     tasks = [_message("wf", f"t{i}") for i in range(8)]
     assert not any(await asyncio.gather(*(checks.cancelled(m, fresh_s=5) for m in tasks)))
     assert checks.heads == 1  # eight tasks, one HEAD in flight for all
@@ -109,9 +110,32 @@ async def test_tasks_of_one_workflow_share_a_cancel_answer_no_older_than_asked()
     assert checks.heads == 4
 
 
+async def test_the_check_before_a_run_takes_a_head_sent_after_its_claim_and_no_older() -> None:
+    # A fan-out's tasks claimed together share one HEAD; a task claimed after a HEAD was sent
+    # never takes it (seed 2306: a check from before the claim may be stale when the task runs).
+    storage = memory_storage()
+    await storage.workflows.create_state("wf", b"{}", {"status": "running"})
+    now = [100.0]
+    heads = StateHeads(storage, clock=lambda: now[0])
+    tasks = [_message("wf", f"t{i}") for i in range(8)]
+    claimed = now[0]
+    seen = await asyncio.gather(*(heads.seen(m, sent_after=claimed) for m in tasks))
+    assert {s.status for s in seen} == {WorkflowStatus.RUNNING}
+    assert heads.heads == 1
+    now[0] += 0.5
+    etag = (await storage.workflows.read_state("wf")).etag
+    await storage.workflows.write_state("wf", b"{}", etag, {"status": "cancelling"})
+    late = await heads.seen(tasks[0], sent_after=now[0])  # claimed after that HEAD was sent
+    assert late.status is WorkflowStatus.CANCELLING
+    assert heads.heads == 2
+    assert await heads.cancelled(tasks[1], fresh_s=5)  # the newer answer serves the cancel check
+    assert heads.heads == 2
+    assert (await heads.seen(_message("gone", "a"), sent_after=now[0])).missing
+
+
 async def test_a_failed_cancel_check_is_not_remembered() -> None:
     storage = memory_storage()
-    checks = CancelChecks(storage)
+    checks = StateHeads(storage)
 
     async def broken(workflow_id: str) -> dict[str, str]:
         raise OSError("storage is down")

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from shared.messages import TaskMessage, decode_event, encode
+from shared.messages import TaskMessage, encode
+from shared.messages.wrappers import events_of
 from shared.names import ResourceNames
 from shared.storage.memory import memory_storage
 from worker_agent.agent import Agent
@@ -36,5 +37,5 @@ async def test_events_go_to_the_partition_of_the_task_message(
     agent.shutdown("test over", 0)
     await asyncio.wait_for(run, timeout=10)
     (received,) = await five.receive(32, 30)
-    assert decode_event(received.text).kind == "completed"
+    assert [e.kind for e in events_of(received.text)] == ["completed"]
     assert await storage.event_queue.approximate_count() == 0

@@ -101,6 +101,41 @@ async def test_registry_failures_are_retried_and_never_raise() -> None:
     await presence.leave()  # no exception
 
 
+class _Flaky(_Down):
+    """A registry that fails its first ``down`` beats, then takes them."""
+
+    def __init__(self, down: int) -> None:
+        self.down = down
+        self.taken = asyncio.Event()
+
+    async def beat(self, record: WorkerRecord) -> None:
+        self.calls += 1
+        if self.calls <= self.down:
+            raise ConnectionError("storage unreachable")
+        self.taken.set()
+
+    async def note_queues(self, queues: list[str], at: float) -> None:
+        pass
+
+    async def note_machine(self, life: object) -> None:
+        pass
+
+
+async def test_a_failed_beat_is_tried_again_soon_not_a_whole_interval_later() -> None:
+    # Before: a worker whose first beats failed stayed out of `dagq workers` for --registry-s.
+    flaky = _Flaky(down=2)
+    presence = Presence(
+        flaky,  # type: ignore[arg-type]
+        worker_id="w", queues=["cpu"], slots=1, interval_s=3600, retry_s=0.01,
+    )  # fmt: skip
+    beating = asyncio.create_task(presence.run())
+    try:
+        await asyncio.wait_for(flaky.taken.wait(), timeout=30)  # an hour's interval otherwise
+    finally:
+        beating.cancel()
+    assert flaky.calls == 3
+
+
 async def test_a_malformed_message_keeps_its_slot_busy_without_a_task() -> None:
     storage = memory_storage()
     presence = Presence(storage.registry, worker_id="w", queues=["cpu"], slots=2, interval_s=1)

@@ -190,13 +190,22 @@ class AzureSchedules:
         return str(meta.get("etag", ""))
 
     @repeated
-    async def delete(self, name: str) -> bool:
+    async def delete(self, name: str, etag: str | None = None) -> bool:
         try:
             await self.table.get_entity(SCHEDULE_PARTITION, name, select=["RowKey"])
         except ResourceNotFoundError as error:
             missing = _missing_table(error, self.table.table_name)
             if missing:
                 raise missing from error
-            return False
-        await self.table.delete_entity(SCHEDULE_PARTITION, name)
+            return False  # (a repeat whose first try deleted it finds it gone too)
+        try:
+            if etag is None:
+                await self.table.delete_entity(SCHEDULE_PARTITION, name)
+            else:
+                await self.table.delete_entity(
+                    SCHEDULE_PARTITION, name, etag=etag,
+                    match_condition=MatchConditions.IfNotModified,
+                )  # fmt: skip
+        except ResourceModifiedError as error:
+            raise StaleStateError(f"schedule {name!r} changed meanwhile") from error
         return True

@@ -48,5 +48,11 @@ class MemorySchedules:
             raise StaleStateError(f"schedule {record.name!r} changed meanwhile")
         return self._stored(record)
 
-    async def delete(self, name: str) -> bool:
-        return self.records.pop(name, None) is not None
+    async def delete(self, name: str, etag: str | None = None) -> bool:
+        stored = self.records.get(name)
+        if stored is None:
+            return False
+        if etag is not None and stored.etag != etag:
+            raise StaleStateError(f"schedule {name!r} changed meanwhile")
+        del self.records[name]
+        return True
