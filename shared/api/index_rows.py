@@ -13,19 +13,20 @@ the rows of a try whose reply was lost), the batch's rows are written again one 
 ``create``, each as it would be alone; any other failure fails that batch's submits only, each
 with the batch's error (what one of them would likely have met alone).
 
-One batcher per event loop and index (``batcher``): Functions may run invocations on more than
-one loop, and asyncio objects never cross loops. At most ``MAX_WAITING`` rows wait; a submit
-beyond that waits for room before it queues its row.
+The batching is ``shared.group_commit``'s. One batcher per event loop and index (``batcher``):
+Functions may run invocations on more than one loop, and asyncio objects never cross loops. At
+most ``MAX_WAITING`` rows wait; a submit beyond that waits for room before it queues its row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from shared.errors import ConflictError
+from shared.group_commit import Answers, GroupCommit
 from shared.limits import INDEX_BATCH
 from shared.names import index_row_key
 
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
 
 MAX_WAITING = 1_000
 """Rows that may wait for a batch in one process (ten full batches); more submits wait."""
-
-_Waiting = tuple["IndexRow", "asyncio.Future[None]"]
 
 
 class RowBatcher:
@@ -46,99 +45,46 @@ class RowBatcher:
     ) -> None:
         self._index = weakref.ref(index)
         self._max_rows = max_rows
-        self._waiting: deque[_Waiting] = deque()
-        self._room = asyncio.Semaphore(max_waiting)
-        self._writer: asyncio.Task[None] | None = None
+        self._commit = GroupCommit(self._write, take=self._take, max_waiting=max_waiting)
 
     async def create(self, row: IndexRow) -> None:
         """Create ``row`` (``Index.create``'s answer: an existing row is left), in a batch with
         the rows other submits create meanwhile."""
-        async with self._room:
-            loop = asyncio.get_running_loop()
-            done: asyncio.Future[None] = loop.create_future()
-            self._waiting.append((row, done))
-            if self._writer is None:
-                self._writer = loop.create_task(self._write_waiting())
-            await done
+        await self._commit.submit(row)
 
-    async def _write_waiting(self) -> None:
-        """Write batches of the waiting rows until none waits."""
-        try:
-            while self._waiting:
-                await self._write(self._next_batch())
-        finally:
-            self._writer = None
-            while self._waiting:  # cancelled (the loop closing): nothing writes these now
-                self._waiting.popleft()[1].cancel()
-
-    def _next_batch(self) -> list[_Waiting]:
-        """The rows waiting longest, up to ``max_rows``, one per row key (a second row of a key
-        waits for the next batch); rows whose submit was cancelled are dropped."""
-        batch: list[_Waiting] = []
+    def _take(self, rows: Sequence[IndexRow]) -> int:
+        """The rows waiting longest, up to ``max_rows`` and up to the first row of a key already
+        taken (a batch holds one row per key; the second waits for the next batch)."""
         keys: set[str] = set()
-        later: list[_Waiting] = []
-        while self._waiting and len(batch) < self._max_rows:
-            row, done = entry = self._waiting.popleft()
+        for count, row in enumerate(rows[: self._max_rows]):
             key = index_row_key(row.workflow_id, row.created_at)
-            if done.done():
-                continue
             if key in keys:
-                later.append(entry)
-                continue
+                return count
             keys.add(key)
-            batch.append(entry)
-        self._waiting.extendleft(reversed(later))
-        return batch
+        return min(len(rows), self._max_rows)
 
-    async def _write(self, batch: list[_Waiting]) -> None:
-        """Write one batch and answer each of its submits."""
+    async def _write(self, rows: list[IndexRow]) -> Answers:
+        """Write one batch; on a conflict, each row alone, with its own answer."""
         index = self._index()
         if index is None:  # pragma: no cover - a waiting submit holds its storage
             raise RuntimeError("the index was closed with rows waiting")
         try:
-            if len(batch) == 1:
-                await index.create(batch[0][0])
+            if len(rows) == 1:
+                await index.create(rows[0])
             else:
-                await index.create_many([row for row, _ in batch])
+                await index.create_many(rows)
         except ConflictError:  # a row exists: each row alone, as its submit would write it
-            await asyncio.gather(*(_alone(index, row, done) for row, done in batch))
-            return
-        except BaseException as exc:  # each submit of the batch gets the batch's error
-            for _, done in batch:
-                _answer(done, exc)
-            if isinstance(exc, _STOPPING):
-                raise
-            return
-        for _, done in batch:
-            _answer(done, None)
+            return await asyncio.gather(*(_alone(index, row) for row in rows))
+        return None
 
 
-_STOPPING = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
-"""What stops the writer itself (after its submits are answered); any other error is theirs."""
-
-
-def _answer(done: asyncio.Future[None], error: BaseException | None) -> None:
-    """Give a submit its answer (unless it was cancelled meanwhile)."""
-    if done.done():
-        return
-    if isinstance(error, asyncio.CancelledError):
-        done.cancel()
-    elif error is not None:
-        done.set_exception(error)
-    else:
-        done.set_result(None)
-
-
-async def _alone(index: Index, row: IndexRow, done: asyncio.Future[None]) -> None:
-    """``row`` created on its own, its answer given to its submit."""
+async def _alone(index: Index, row: IndexRow) -> BaseException | None:
+    """``row`` created on its own: None, or the error its submit gets."""
     try:
         await index.create(row)
-    except BaseException as exc:
-        _answer(done, exc)
-        if isinstance(exc, _STOPPING):
-            raise
-        return
-    _answer(done, None)
+    except Exception as exc:
+        return exc
+    return None
 
 
 _BATCHERS: weakref.WeakKeyDictionary[
