@@ -16,10 +16,14 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 
-from shared.errors import NotFoundError
 from shared.messages import TaskMessage
 from shared.storage.ports import Storage
-from worker_agent.workflow_check import WorkflowSeen, cancelled_by, seen_in
+from worker_agent.workflow_check import (
+    WorkflowSeen,
+    cancelled_by,
+    seen_in,
+    state_metadata_or_none,
+)
 
 _Key = tuple[str, int | None]
 """A workflow of one incarnation: its messages get the same answer."""
@@ -63,10 +67,7 @@ class StateHeads:
         return await asyncio.shield(latest[1])  # a caller that stops never cancels a shared HEAD
 
     async def _head(self, workflow_id: str) -> Metadata:
-        try:
-            return await self.storage.workflows.state_metadata(workflow_id)
-        except NotFoundError:
-            return None
+        return await state_metadata_or_none(self.storage, workflow_id)
 
     def _forget_old(self) -> None:
         if len(self._latest) > 64:

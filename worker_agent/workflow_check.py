@@ -90,7 +90,8 @@ def cancelled_by(message: TaskMessage, metadata: Mapping[str, str] | None) -> bo
     return status_from_metadata(metadata) in CANCELLED_STATUSES
 
 
-async def _metadata(storage: Storage, workflow_id: str) -> Mapping[str, str] | None:
+async def state_metadata_or_none(storage: Storage, workflow_id: str) -> Mapping[str, str] | None:
+    """The state blob's metadata (one HEAD); None if there is no state blob."""
     try:
         return await storage.workflows.state_metadata(workflow_id)
     except NotFoundError:
@@ -100,12 +101,12 @@ async def _metadata(storage: Storage, workflow_id: str) -> Mapping[str, str] | N
 async def workflow_of(storage: Storage, message: TaskMessage) -> WorkflowSeen:
     """What the state blob's metadata says about ``message``'s workflow (one HEAD of its own;
     the worker shares its HEADs: ``worker_agent.state_heads``)."""
-    return seen_in(message, await _metadata(storage, message.workflow_id))
+    return seen_in(message, await state_metadata_or_none(storage, message.workflow_id))
 
 
 async def workflow_cancelled(storage: Storage, message: TaskMessage) -> bool:
     """``cancelled_by`` with one HEAD of its own."""
-    return cancelled_by(message, await _metadata(storage, message.workflow_id))
+    return cancelled_by(message, await state_metadata_or_none(storage, message.workflow_id))
 
 
 def other_incarnation(message: TaskMessage, metadata: Mapping[str, str]) -> str:
